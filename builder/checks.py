@@ -1,0 +1,179 @@
+"""Integrity checks: what the capture pipeline promises, recomputed from the data itself.
+
+Each check returns the kinds that failed; the normalizer marks them on the affected rows and
+the manifest counts them. A failed check never drops a row: later stages decide (training
+configs exclude flagged episodes; ``--strict`` turns failures into rejects).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from builder.hashing import question_id, value_hash
+from schemas.episode import Episode, ExecutionTrace, Question, Turn
+
+QUESTION_ID_MISMATCH = "question_id_mismatch"
+FINAL_ANSWER_HASH_MISMATCH = "final_answer_hash_mismatch"
+EXPECTED_ANSWER_HASH_MISMATCH = "expected_answer_hash_mismatch"
+TRIANGULATION_MISMATCH = "triangulation_mismatch"
+VERIFIED_MISMATCH = "verified_mismatch"
+GROUND_TRUTH_MISMATCH = "ground_truth_mismatch"
+DUPLICATE_EPISODE_ID = "duplicate_episode_id"
+HOOK_LISTING_MISMATCH = "hook_listing_mismatch"
+HOOK_UNKNOWN_DEPENDENCY = "hook_unknown_dependency"
+HOOK_CYCLE = "hook_cycle"
+CORRECTION_TARGET_INVALID = "correction_target_invalid"
+
+ALL_CHECKS = (
+    QUESTION_ID_MISMATCH,
+    FINAL_ANSWER_HASH_MISMATCH,
+    EXPECTED_ANSWER_HASH_MISMATCH,
+    TRIANGULATION_MISMATCH,
+    VERIFIED_MISMATCH,
+    GROUND_TRUTH_MISMATCH,
+    DUPLICATE_EPISODE_ID,
+    HOOK_LISTING_MISMATCH,
+    HOOK_UNKNOWN_DEPENDENCY,
+    HOOK_CYCLE,
+    CORRECTION_TARGET_INVALID,
+)
+
+
+def check_question(question: Question) -> list[str]:
+    failed = []
+    if question.id != question_id(question.question_text, question.hint):
+        failed.append(QUESTION_ID_MISMATCH)
+    if question.ground_truth_hash is not None and question.ground_truth_hash != value_hash(
+        question.ground_truth
+    ):
+        failed.append(GROUND_TRUTH_MISMATCH)
+    return failed
+
+
+def is_submitted(trace: ExecutionTrace) -> bool:
+    """A trace submitted an answer when it carries an answer hash."""
+    return trace.final_answer_hash is not None
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """What the consistency traces say, recomputed."""
+
+    runs: int
+    succeeded: int
+    counts: Mapping[str, int]
+
+    @property
+    def majority_count(self) -> int:
+        return max(self.counts.values(), default=0)
+
+    @property
+    def majority_hashes(self) -> set[str]:
+        """Hashes with the top count; several when tied."""
+        top = self.majority_count
+        return {h for h, c in self.counts.items() if c == top and top > 0}
+
+
+def consensus(traces: Sequence[ExecutionTrace]) -> Consensus:
+    hashes = Counter(t.final_answer_hash for t in traces if t.final_answer_hash is not None)
+    return Consensus(len(traces), sum(t.execution_success for t in traces), hashes)
+
+
+def recompute_verified(episode: Episode, votes: Consensus) -> bool:
+    """The three verified guarantees: gold submitted, gold = majority, one consistency match."""
+    gold = episode.teacher_gold_trace
+    return (
+        gold.execution_success
+        and is_submitted(gold)
+        and gold.final_answer_hash in votes.majority_hashes
+        and votes.counts.get(gold.final_answer_hash or "", 0) >= 1
+    )
+
+
+def check_triangulation(episode: Episode, votes: Consensus) -> list[str]:
+    meta = episode.triangulation_metadata
+    if meta is None:
+        return []
+    gold_hash = episode.teacher_gold_trace.final_answer_hash
+    expected_majority = meta.majority_answer_hash in votes.majority_hashes or (
+        meta.majority_answer_hash is None and not votes.counts
+    )
+    holds = (
+        meta.n_consistency_runs == votes.runs
+        and meta.n_consistency_succeeded == votes.succeeded
+        and meta.majority_count == votes.majority_count
+        and expected_majority
+        and meta.gold_matches_majority
+        == (gold_hash is not None and gold_hash == meta.majority_answer_hash)
+    )
+    return [] if holds else [TRIANGULATION_MISMATCH]
+
+
+def check_final_answer(trace: ExecutionTrace, canonical_hash: str) -> list[str]:
+    if trace.final_answer_hash is not None and trace.final_answer_hash != canonical_hash:
+        return [FINAL_ANSWER_HASH_MISMATCH]
+    return []
+
+
+def check_expected_answer(episode: Episode, canonical_hash: str | None) -> list[str]:
+    rl = episode.rl_verification_data
+    if rl is not None and rl.expected_final_answer_hash != canonical_hash:
+        return [EXPECTED_ANSWER_HASH_MISMATCH]
+    return []
+
+
+def check_ground_truth(episode: Episode, ground_truth_hash: str | None) -> list[str]:
+    gold_hash = episode.teacher_gold_trace.final_answer_hash
+    if ground_truth_hash is not None and gold_hash is not None and gold_hash != ground_truth_hash:
+        return [GROUND_TRUTH_MISMATCH]
+    return []
+
+
+def check_corrections(turns: Sequence[Turn]) -> list[str]:
+    """A correction must point at an earlier turn of the same trace that failed."""
+    by_index = {t.turn_index: t for t in turns}
+    for turn in turns:
+        c = turn.correction
+        if c is None:
+            continue
+        target = by_index.get(c.corrects_turn)
+        if target is None or c.corrects_turn >= turn.turn_index or target.execution.success:
+            return [CORRECTION_TARGET_INVALID]
+    return []
+
+
+def check_hook_dag(edges: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
+    """``depends_on`` must name hooks of the same trace and form a DAG."""
+    graph: dict[str, set[str]] = {}
+    for name, deps in edges:
+        graph.setdefault(name, set()).update(deps)
+    failed = []
+    if any(dep not in graph for deps in graph.values() for dep in deps):
+        failed.append(HOOK_UNKNOWN_DEPENDENCY)
+    if _has_cycle(graph):
+        failed.append(HOOK_CYCLE)
+    return failed
+
+
+def _has_cycle(graph: Mapping[str, set[str]]) -> bool:
+    # Iterative colouring DFS: a hostile trace cannot exhaust the recursion limit.
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    for root in graph:
+        if root in state:
+            continue
+        stack = [(root, iter(graph.get(root, ())))]
+        state[root] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(child) == 1:
+                return True
+            elif child not in state and child in graph:
+                state[child] = 1
+                stack.append((child, iter(graph[child])))
+    return False

@@ -1,0 +1,118 @@
+"""Build configuration: built-in defaults, overridden by ``dataset.toml``, overridden by flags.
+
+Relative paths in ``dataset.toml`` are relative to the file's folder, so ``--config
+elsewhere/dataset.toml`` works from any directory. Without a config file nothing is read but
+the inputs named on the command line.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+CONFIG_NAME = "dataset.toml"
+
+
+class ConfigError(ValueError):
+    """A config file or flag combination that cannot be used."""
+
+
+@dataclass(frozen=True)
+class CardConfig:
+    pretty_name: str = "Agent traces"
+    license: str = "other"
+    tags: tuple[str, ...] = ("code", "agents", "reasoning")
+    task_categories: tuple[str, ...] = ("text-generation",)
+    language: tuple[str, ...] = ("en",)
+    description: str = "Training data derived from code-agent execution episodes."
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    episodes: tuple[str, ...] = ()
+    synthetic_questions: tuple[str, ...] = ()
+    llm_questions: tuple[str, ...] = ()
+    out: Path = Path("build/dataset")
+    rejects: Path = Path("build/rejects.jsonl")
+    max_reject_ratio: float = 0.01
+    strict: bool = False
+    batch_lines: int = 2048
+    max_line_bytes: int = 64 * 1024 * 1024
+    hook_value_limit: int = 100_000
+    parquet_max_rows_per_file: int = 200_000
+    card: CardConfig = field(default_factory=CardConfig)
+    config_path: Path | None = None
+
+    def with_overrides(self, **overrides: Any) -> BuildConfig:
+        """Apply command-line values; ``None`` means "not given"."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+_SECTIONS = {
+    "inputs": {"episodes", "synthetic_questions", "llm_questions"},
+    "output": {"out", "rejects", "parquet_max_rows_per_file"},
+    "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
+    "build": {"batch_lines"},
+}
+
+
+def find_config(explicit: Path | None, cwd: Path) -> Path | None:
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"{explicit}: config file not found")
+        return explicit
+    candidate = cwd / CONFIG_NAME
+    return candidate if candidate.is_file() else None
+
+
+def load_config(path: Path | None) -> BuildConfig:
+    if path is None:
+        return BuildConfig()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+    base = path.parent
+    values: dict[str, Any] = {"config_path": path}
+    for section, table in raw.items():
+        if section == "card":
+            values["card"] = _card(path, table)
+            continue
+        allowed = _SECTIONS.get(section)
+        if allowed is None:
+            raise ConfigError(f"{path}: unknown section [{section}]")
+        for key, value in table.items():
+            if key not in allowed:
+                raise ConfigError(f"{path}: unknown key {key!r} in [{section}]")
+            values[key] = _coerce(path, base, key, value)
+    return BuildConfig(**values)
+
+
+def _card(path: Path, table: dict[str, Any]) -> CardConfig:
+    known = {f.name for f in fields(CardConfig)}
+    unknown = set(table) - known
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [card]: {', '.join(sorted(unknown))}")
+    return CardConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in table.items()})
+
+
+def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
+    default = getattr(BuildConfig(), key)
+    if isinstance(default, tuple):
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise ConfigError(f"{path}: {key} must be a string or a list of strings")
+        return tuple(str(base / i) for i in items)
+    if isinstance(default, Path):
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: {key} must be a path string")
+        return base / value
+    expected = type(default)
+    numeric_ok = expected is float and isinstance(value, int)
+    if isinstance(value, bool) != (expected is bool) or not (
+        isinstance(value, expected) or numeric_ok
+    ):
+        raise ConfigError(f"{path}: {key} must be of type {expected.__name__}")
+    return value

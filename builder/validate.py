@@ -1,0 +1,155 @@
+"""Validate stage: one input line becomes a model instance, a blank, or a reject.
+
+Parsing is RFC 8259 JSON (orjson: no NaN/Infinity literals, UTF-8 only), then the pydantic
+models of ``schemas``. A reject keeps the raw line unchanged plus where it came from and why,
+so nothing is lost and every error can be found: ``data/x.jsonl:17 schema
+$.teacher_gold_trace.hooks[3].value_hash: String should match pattern ...``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from builder.sources import SourceLine
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+# Reject kinds, in the order a line is examined.
+LINE_TOO_LONG = "line_too_long"
+INVALID_UTF8 = "invalid_utf8"
+INVALID_JSON = "invalid_json"
+SCHEMA = "schema"
+DUPLICATE_KEY = "duplicate_key"
+
+
+@dataclass(frozen=True)
+class FieldError:
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Reject:
+    """A line that did not make it into the tables, with everything needed to fix it."""
+
+    source_file: str
+    line: int
+    kind: str
+    errors: tuple[FieldError, ...]
+    raw: bytes
+
+    @property
+    def path(self) -> str:
+        return self.errors[0].path
+
+    @property
+    def message(self) -> str:
+        return "; ".join(f"{e.path}: {e.message}" for e in self.errors)
+
+    def to_json(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "source_file": self.source_file,
+            "line": self.line,
+            "kind": self.kind,
+            "path": self.path,
+            "message": self.message,
+            "errors": [{"path": e.path, "message": e.message} for e in self.errors],
+        }
+        try:
+            record["raw"] = self.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            record["raw_base64"] = base64.b64encode(self.raw).decode("ascii")
+        return record
+
+    def __str__(self) -> str:
+        return f"{self.source_file}:{self.line}: {self.kind}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Valid(Generic[ModelT]):
+    line: SourceLine
+    record: ModelT
+
+
+def json_path(loc: Iterable[int | str]) -> str:
+    """``('hooks', 3, 'value_hash')`` -> ``$.hooks[3].value_hash``; union tags are dropped."""
+    out = "$"
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _is_union_tag(part):
+            out += f".{part}"
+    return out
+
+
+def _is_union_tag(part: str) -> bool:
+    # pydantic names the union member it tried, e.g. 'str' or 'list[dict[str,any]]'.
+    return any(c in part for c in "[]") or part in {"str", "int", "bool", "float", "none"}
+
+
+def schema_errors(exc: ValidationError) -> tuple[FieldError, ...]:
+    seen: dict[str, FieldError] = {}
+    for err in exc.errors(include_url=False):
+        path = json_path(err["loc"])
+        seen.setdefault(path, FieldError(path, err["msg"]))
+    return tuple(seen.values())
+
+
+def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
+    """JSON-decode a line; returns ``(value, None)`` or ``(None, reject)``."""
+
+    def reject(kind: str, message: str) -> tuple[Any, Reject]:
+        return None, Reject(line.path, line.number, kind, (FieldError("$", message),), line.raw)
+
+    if line.too_long:
+        return reject(LINE_TOO_LONG, "line exceeds the maximum line size (max_line_bytes)")
+    try:
+        return orjson.loads(line.raw), None
+    except orjson.JSONDecodeError as exc:
+        try:
+            line.raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            byte = line.raw[bad.start]
+            return reject(INVALID_UTF8, f"invalid UTF-8 byte 0x{byte:02x} at byte {bad.start + 1}")
+        return reject(INVALID_JSON, f"invalid JSON: {exc}")
+
+
+@dataclass
+class Validator(Generic[ModelT]):
+    """Validates lines against one model; optionally rejects repeats of a key field.
+
+    The first occurrence of a key wins; later ones are rejected as ``duplicate_<key>`` with
+    the first occurrence named, so the choice is visible and reversible.
+    """
+
+    model: type[ModelT]
+    unique_key: str | None = None
+    first_seen: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def validate(self, line: SourceLine) -> Valid[ModelT] | Reject:
+        value, rejected = parse_line(line)
+        if rejected is not None:
+            return rejected
+        try:
+            record = self.model.model_validate(value)
+        except ValidationError as exc:
+            return Reject(line.path, line.number, SCHEMA, schema_errors(exc), line.raw)
+        if self.unique_key is not None:
+            key = getattr(record, self.unique_key)
+            first = self.first_seen.setdefault(key, (line.path, line.number))
+            if first != (line.path, line.number):
+                where = f"{first[0]}:{first[1]}"
+                error = FieldError(f"$.{self.unique_key}", f"{key!r} already seen at {where}")
+                kind = f"duplicate_{self.unique_key}"
+                return Reject(line.path, line.number, kind, (error,), line.raw)
+        return Valid(line, record)
+
+
+def is_blank(line: SourceLine) -> bool:
+    return not line.too_long and not line.raw.strip()

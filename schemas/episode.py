@@ -1,0 +1,151 @@
+"""Pydantic models of one episode line: the contract with the people who capture data.
+
+Field names and shapes follow the episode JSONL schema and the data capture architecture
+documents. Scalars are strict (``"yes"`` is not a bool, ``"3"`` is not an int) because a
+coerced value would silently change a hash; datetimes accept ISO-8601 strings. Unknown fields
+are *kept*: every model allows extras, and the builder stores them per episode in
+``episodes.extra_fields`` keyed by JSON path, and counts them in the manifest, so a
+capture-side addition is never dropped.
+
+Values typed ``Any`` (answers, hook values, submission metadata) are arbitrary JSON; the
+builder stores them as canonical JSON text next to their hash.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+)
+
+SCHEMA_VERSION = "1.0.0"
+
+Hex16 = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
+Difficulty = Literal["EASY", "MEDIUM", "HARD", "VERY_HARD"]
+Role = Literal["system", "user", "assistant", "tool", "developer", "function"]
+
+
+class Record(BaseModel):
+    """Base of every input model: unknown fields kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Question(Record):
+    """A question; ``id`` is ``sha256(f"{question_text}|{hint or ''}")[:16]``."""
+
+    id: Hex16
+    question_text: StrictStr
+    hint: StrictStr | None = None
+    difficulty: Difficulty | None = None
+    n_steps: StrictInt | None = Field(default=None, ge=0)
+    created_at: datetime | None = None
+    # Synthetic questions know their answer in advance.
+    ground_truth: Any = None
+    ground_truth_hash: Hex16 | None = None
+
+
+class Hook(Record):
+    """An intermediate checkpoint. Its name (for ``depends_on``) is ``variable_name``,
+    or ``code_line`` when there is no variable."""
+
+    code_line: StrictStr
+    variable_name: StrictStr | None = None
+    value_hash: Hex16
+    description: StrictStr | None = None
+    depends_on: list[StrictStr] = Field(default_factory=list)
+    # Turn-level hooks carry the stored value (exact scalar or bounded summary).
+    value: Any = None
+
+
+class CodeDiff(Record):
+    removed_lines: list[StrictStr] = Field(default_factory=list)
+    added_lines: list[StrictStr] = Field(default_factory=list)
+
+
+class Correction(Record):
+    """Present on a turn that fixes an earlier failed turn."""
+
+    corrects_turn: StrictInt = Field(ge=0)
+    error_type: StrictStr
+    error_message: StrictStr
+    attempts_since_error: StrictInt = Field(default=1, ge=0)
+    code_diff: CodeDiff = Field(default_factory=CodeDiff)
+
+
+class Execution(Record):
+    success: StrictBool
+    stdout: StrictStr = ""
+    stderr: StrictStr = ""
+    hooks: list[Hook] = Field(default_factory=list)
+    # Present only on the turn that called submit(); absent and null differ.
+    submitted_answer: Any = None
+
+
+class Turn(Record):
+    turn_index: StrictInt = Field(ge=0)
+    reasoning: StrictStr | None = None
+    code: StrictStr
+    execution: Execution
+    correction: Correction | None = None
+
+
+class ExecutionTrace(Record):
+    """A teacher run: flat (``code_cells`` + trace-level ``hooks``) or with ``turns``."""
+
+    code_cells: list[StrictStr] = Field(default_factory=list)
+    turns: list[Turn] | None = None
+    final_answer: Any = None
+    final_answer_hash: Hex16 | None = None
+    execution_success: StrictBool
+    hooks: list[Hook] = Field(default_factory=list)
+    submission_metadata: dict[str, Any] = Field(default_factory=dict)
+    total_turns: StrictInt = Field(default=0, ge=0)
+    archived_turn_count: StrictInt = Field(default=0, ge=0)
+
+
+class Message(Record):
+    """OpenAI chat message; content is a string or a list of content parts."""
+
+    role: Role
+    content: StrictStr | list[dict[str, Any]] | None = None
+
+
+class ConversationForSft(Record):
+    system_prompt: StrictStr | None = None
+    messages: list[Message] = Field(default_factory=list)
+
+
+class RlVerificationData(Record):
+    expected_final_answer_hash: Hex16
+    expected_final_answer: Any = None
+
+
+class TriangulationMetadata(Record):
+    n_consistency_runs: StrictInt = Field(ge=0)
+    n_consistency_succeeded: StrictInt = Field(ge=0)
+    majority_answer_hash: Hex16 | None = None
+    majority_count: StrictInt = Field(ge=0)
+    gold_matches_majority: StrictBool
+
+
+class Episode(Record):
+    """One line of an episodes JSONL file."""
+
+    episode_id: StrictStr = Field(min_length=1)
+    timestamp: datetime | None = None
+    verified: StrictBool
+    question: Question
+    teacher_gold_trace: ExecutionTrace
+    consistency_traces: list[ExecutionTrace] = Field(default_factory=list)
+    conversation_for_sft: ConversationForSft | None = None
+    rl_verification_data: RlVerificationData | None = None
+    triangulation_metadata: TriangulationMetadata | None = None

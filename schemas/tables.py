@@ -1,0 +1,160 @@
+"""Arrow schemas of the normalized tables: the contract between normalize and every later stage.
+
+Nested lists of an episode become child tables keyed by their parent's id and their list
+index (``trace_id`` + ``turn_index``, ``trace_id`` + ``hook_index``). Any-typed values are
+canonical JSON text (``builder.hashing.canonical_json``) next to their hash, so the JSON
+string ``"1"`` and the number ``1`` stay distinct. Each column carries a description in its
+field metadata; the dataset card is generated from these schemas, never written by hand.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TIMESTAMP = pa.timestamp("us", tz="UTC")
+STRINGS = pa.list_(pa.string())
+
+
+def column(name: str, type_: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
+    return pa.field(name, type_, nullable=nullable, metadata={"description": doc})
+
+
+def table_schema(doc: str, *fields: pa.Field) -> pa.Schema:
+    return pa.schema(fields, metadata={"description": doc})
+
+
+def describe(schema: pa.Schema) -> str:
+    """The human description stored in a schema's metadata."""
+    return (schema.metadata or {}).get(b"description", b"").decode()
+
+
+def column_docs(schema: pa.Schema) -> dict[str, str]:
+    return {f.name: (f.metadata or {}).get(b"description", b"").decode() for f in schema}
+
+
+CHECKS = column("checks", STRINGS, "Integrity checks that failed on this row (empty when clean)")
+
+QUESTIONS = table_schema(
+    "One row per question id, from the question banks and from episodes",
+    column("question_id", pa.string(), "sha256(question_text|hint)[:16]", nullable=False),
+    column("question_text", pa.string(), "The question as asked"),
+    column("normalized_text", pa.string(), "NFKC, casefolded, whitespace-collapsed text"),
+    column("hint", pa.string(), "Hint given to the gold teacher run, if any"),
+    column("difficulty", pa.string(), "EASY, MEDIUM, HARD, VERY_HARD or null"),
+    column("n_steps", pa.int32(), "Expected number of solution steps"),
+    column("created_at", TIMESTAMP, "When the question was created (naive times read as UTC)"),
+    column("source", pa.string(), "Where the question was first seen: synthetic, llm or episode"),
+    column("ground_truth", pa.string(), "Known answer of a synthetic question (canonical JSON)"),
+    column("ground_truth_hash", pa.string(), "Hash of ground_truth"),
+    column("source_file", pa.string(), "Input file the row was read from"),
+    column("source_line", pa.int64(), "1-based line in source_file"),
+    CHECKS,
+)
+
+EPISODES = table_schema(
+    "One row per episode line",
+    column("episode_id", pa.string(), "Episode id (unique)", nullable=False),
+    column("question_id", pa.string(), "Key into questions"),
+    column("timestamp", TIMESTAMP, "Capture time (naive times read as UTC)"),
+    column("verified", pa.bool_(), "verified flag as captured"),
+    column("verified_recomputed", pa.bool_(), "verified recomputed from the traces"),
+    column("system_prompt", pa.string(), "conversation_for_sft.system_prompt"),
+    column("n_messages", pa.int32(), "Messages in conversation_for_sft (null when absent)"),
+    column("expected_final_answer", pa.string(), "rl_verification_data answer (canonical JSON)"),
+    column("expected_final_answer_hash", pa.string(), "rl_verification_data answer hash"),
+    column("n_consistency_traces", pa.int32(), "Consistency traces present in the episode"),
+    column("n_consistency_runs", pa.int32(), "triangulation_metadata as captured"),
+    column("n_consistency_succeeded", pa.int32(), "triangulation_metadata as captured"),
+    column("majority_answer_hash", pa.string(), "triangulation_metadata as captured"),
+    column("majority_count", pa.int32(), "triangulation_metadata as captured"),
+    column("gold_matches_majority", pa.bool_(), "triangulation_metadata as captured"),
+    column("extra_fields", pa.string(), "Unknown input fields, JSON object keyed by JSON path"),
+    column("source_file", pa.string(), "Input file the episode was read from"),
+    column("source_line", pa.int64(), "1-based line in source_file"),
+    column("checks", STRINGS, "Every check that failed in this episode or its children"),
+)
+
+TRACES = table_schema(
+    "One row per trace: the gold teacher trace and each consistency trace",
+    column("trace_id", pa.string(), "{episode_id}:gold or {episode_id}:c{index}", nullable=False),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False),
+    column("role", pa.string(), "gold (run with the hint) or consistency (without)"),
+    column("trace_index", pa.int32(), "0 for gold; position in consistency_traces otherwise"),
+    column("form", pa.string(), "turns (has turns) or flat (code_cells + trace-level hooks)"),
+    column("execution_success", pa.bool_(), "Whether the run succeeded"),
+    column("submitted", pa.bool_(), "Whether submit() was called (final_answer_hash present)"),
+    column("final_answer", pa.string(), "The submit() value (canonical JSON)"),
+    column("final_answer_hash", pa.string(), "Hash of the final answer as captured"),
+    column("submission_metadata", pa.string(), "Raw submit() metadata (canonical JSON)"),
+    column("total_turns", pa.int32(), "total_turns as captured"),
+    column("archived_turn_count", pa.int32(), "archived_turn_count as captured"),
+    column("n_turns", pa.int32(), "Rows of this trace in turns"),
+    column("n_hooks", pa.int32(), "Rows of this trace in hooks"),
+    CHECKS,
+)
+
+TURNS = table_schema(
+    "One row per turn (for flat traces: per code cell)",
+    column("trace_id", pa.string(), "Key into traces", nullable=False),
+    column("turn_index", pa.int32(), "Position in the trace", nullable=False),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False),
+    column("reasoning", pa.string(), "Model reasoning before the code (null for flat traces)"),
+    column("code", pa.string(), "Code executed in this turn"),
+    column("success", pa.bool_(), "Did the code run without error (null when unknown)"),
+    column("stdout", pa.string(), "Execution output (full text)"),
+    column("stderr", pa.string(), "Error output (full text)"),
+    column("submitted", pa.bool_(), "Whether this turn called submit()"),
+    column("submitted_answer", pa.string(), "Value passed to submit() (canonical JSON)"),
+    column("has_correction", pa.bool_(), "Whether this turn fixes an earlier failed turn"),
+    column("n_hooks", pa.int32(), "Hooks produced by this turn"),
+)
+
+HOOKS = table_schema(
+    "One row per hook checkpoint (trace-level and turn-level listings merged)",
+    column("trace_id", pa.string(), "Key into traces", nullable=False),
+    column("hook_index", pa.int32(), "Position among the trace's hooks", nullable=False),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False),
+    column("turn_index", pa.int32(), "Turn that produced the hook (null when unknown)"),
+    column("name", pa.string(), "variable_name, or code_line when there is none"),
+    column("code_line", pa.string(), "The code that produced this checkpoint"),
+    column("variable_name", pa.string(), "Variable name, if any"),
+    column("value_hash", pa.string(), "Hash of the full normalized value"),
+    column("value", pa.string(), "Stored value or bounded summary (canonical JSON)"),
+    column("value_bounded", pa.bool_(), "The stored value exceeded the size limit and was bounded"),
+    column("description", pa.string(), "Semantic description of the checkpoint"),
+    column("depends_on", STRINGS, "Names of hooks this one depends on (DAG edges)"),
+    column("listed_in", pa.string(), "turn, trace or both: where the capture listed it"),
+)
+
+CORRECTIONS = table_schema(
+    "One row per self-correction (a turn that fixes an earlier failed turn)",
+    column("trace_id", pa.string(), "Key into traces", nullable=False),
+    column("turn_index", pa.int32(), "The fixing turn", nullable=False),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False),
+    column("corrects_turn", pa.int32(), "The failed turn it fixes"),
+    column("error_type", pa.string(), "KeyError, ValueError, ..."),
+    column("error_message", pa.string(), "The specific error"),
+    column("attempts_since_error", pa.int32(), "Attempts between failure and fix"),
+    column("removed_lines", STRINGS, "Lines of the failed code"),
+    column("added_lines", STRINGS, "Lines of the fixed code"),
+)
+
+MESSAGES = table_schema(
+    "One row per message of conversation_for_sft",
+    column("episode_id", pa.string(), "Key into episodes", nullable=False),
+    column("message_index", pa.int32(), "Position in the conversation", nullable=False),
+    column("role", pa.string(), "system, user, assistant, tool, ..."),
+    column("content", pa.string(), "Text content (null when the content is a list of parts)"),
+    column("content_parts", pa.string(), "List-of-parts content (canonical JSON)"),
+    column("extra_fields", pa.string(), "Other message fields (canonical JSON), e.g. tool_calls"),
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "questions": QUESTIONS,
+    "episodes": EPISODES,
+    "traces": TRACES,
+    "turns": TURNS,
+    "hooks": HOOKS,
+    "corrections": CORRECTIONS,
+    "messages": MESSAGES,
+}
