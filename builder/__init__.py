@@ -1,0 +1,3 @@
+"""Columnar dataset builder: agent episodes and sessions → Arrow tables → HF dataset."""
+
+__version__ = "0.1.0"

@@ -27,6 +27,8 @@ class CardConfig:
     task_categories: tuple[str, ...] = ("text-generation",)
     language: tuple[str, ...] = ("en",)
     description: str = "Training data derived from code-agent execution episodes."
+    size_category: str = ""  # empty: derived from the number of episodes
+    default_config: str = "sft"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,13 @@ class BuildConfig:
     max_line_bytes: int = 64 * 1024 * 1024
     hook_value_limit: int = 100_000
     parquet_max_rows_per_file: int = 200_000
+    sessions: str = ""  # sqlite:///... or postgresql://...; empty: no sessions
+    null_correct_trains: bool = True
+    split_train: float = 0.90
+    split_validation: float = 0.05
+    split_test: float = 0.05
+    split_salt: str = "agent-traces/v1"
+    dpo_max_pairs_per_episode: int = 4
     card: CardConfig = field(default_factory=CardConfig)
     config_path: Path | None = None
 
@@ -51,11 +60,14 @@ class BuildConfig:
 
 
 _SECTIONS = {
-    "inputs": {"episodes", "synthetic_questions", "llm_questions"},
+    "inputs": {"episodes", "synthetic_questions", "llm_questions", "sessions"},
     "output": {"out", "rejects", "parquet_max_rows_per_file"},
     "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
     "build": {"batch_lines"},
+    "splits": {"train", "validation", "test", "salt"},
+    "derive": {"dpo_max_pairs_per_episode", "null_correct_trains"},
 }
+_PREFIXED = {"splits": "split_"}
 
 
 def find_config(explicit: Path | None, cwd: Path) -> Path | None:
@@ -63,7 +75,8 @@ def find_config(explicit: Path | None, cwd: Path) -> Path | None:
         if not explicit.is_file():
             raise ConfigError(f"{explicit}: config file not found")
         return explicit
-    candidate = cwd / CONFIG_NAME
+    # Relative, so manifests and cards name inputs the same way on every machine.
+    candidate = Path(CONFIG_NAME) if cwd == Path.cwd() else cwd / CONFIG_NAME
     return candidate if candidate.is_file() else None
 
 
@@ -86,7 +99,8 @@ def load_config(path: Path | None) -> BuildConfig:
         for key, value in table.items():
             if key not in allowed:
                 raise ConfigError(f"{path}: unknown key {key!r} in [{section}]")
-            values[key] = _coerce(path, base, key, value)
+            name = _PREFIXED.get(section, "") + key
+            values[name] = _coerce(path, base, name, value)
     return BuildConfig(**values)
 
 
@@ -100,6 +114,8 @@ def _card(path: Path, table: dict[str, Any]) -> CardConfig:
 
 def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
     default = getattr(BuildConfig(), key)
+    if key == "sessions" and isinstance(value, str):
+        return _session_url(base, value)
     if isinstance(default, tuple):
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
@@ -116,3 +132,11 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
     ):
         raise ConfigError(f"{path}: {key} must be of type {expected.__name__}")
     return value
+
+
+def _session_url(base: Path, url: str) -> str:
+    """``sqlite:///relative.db`` in a config file is relative to the file's folder."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url[len(prefix) :].startswith("/"):
+        return prefix + str(base / url[len(prefix) :])
+    return url

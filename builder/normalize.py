@@ -118,7 +118,18 @@ class Normalizer:
             }
         )
 
-    def episode(self, valid: Valid[Episode]) -> None:
+    def mark(self) -> dict[str, int]:
+        """A restore point for ``rollback`` (used by ``--strict`` to drop a flagged episode)."""
+        return {name: len(rows) for name, rows in self._rows.items()}
+
+    def rollback(self, mark: dict[str, int]) -> None:
+        for row in self._rows["questions"][mark["questions"] :]:
+            self._seen_questions.discard(row["question_id"])
+        for name, rows in self._rows.items():
+            del rows[mark[name] :]
+
+    def episode(self, valid: Valid[Episode]) -> list[str]:
+        """Add the episode's rows; returns the integrity checks that failed (sorted)."""
         ep, line = valid.record, valid.line
         self.question(ep.question, "episode", line.path, line.number)
         failed: list[str] = checks.check_question(ep.question)
@@ -167,6 +178,7 @@ class Normalizer:
                 "checks": episode_checks,
             }
         )
+        return episode_checks
 
     def _trace(self, episode_id: str, role: str, index: int, trace: ExecutionTrace) -> list[str]:
         trace_id = f"{episode_id}:gold" if role == "gold" else f"{episode_id}:c{index}"

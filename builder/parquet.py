@@ -31,8 +31,7 @@ class ShardedWriter:
     """Writes one split of one config as ``{split}-NNNNN-of-NNNNN.parquet`` files.
 
     A new file starts every ``max_rows`` rows. The total is only known at the end, so files
-    are renamed on ``close()``. A split with no rows still gets one (empty) file so every
-    declared split loads.
+    are renamed on ``close()``. Closing a writer that saw no rows writes one empty file.
     """
 
     def __init__(self, directory: Path, split: str, schema: pa.Schema, max_rows: int) -> None:

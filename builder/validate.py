@@ -39,10 +39,11 @@ class Reject:
     """A line that did not make it into the tables, with everything needed to fix it."""
 
     source_file: str
-    line: int
+    line: int | None  # None for database rows, which are named by ``key`` instead
     kind: str
     errors: tuple[FieldError, ...]
     raw: bytes
+    key: str | None = None  # e.g. ``actions.action_uuid=...`` for a database row
 
     @property
     def path(self) -> str:
@@ -61,6 +62,8 @@ class Reject:
             "message": self.message,
             "errors": [{"path": e.path, "message": e.message} for e in self.errors],
         }
+        if self.key is not None:
+            record["key"] = self.key
         try:
             record["raw"] = self.raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -68,7 +71,10 @@ class Reject:
         return record
 
     def __str__(self) -> str:
-        return f"{self.source_file}:{self.line}: {self.kind}: {self.message}"
+        where = self.source_file if self.line is None else f"{self.source_file}:{self.line}"
+        if self.key is not None:
+            where += f" [{self.key}]"
+        return f"{where}: {self.kind}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,3 +158,10 @@ TABLES: dict[str, pa.Schema] = {
     "corrections": CORRECTIONS,
     "messages": MESSAGES,
 }
+
+SPLIT_ASSIGNMENT = table_schema(
+    "The split of every question id: a keyed hash of its normalized text (see the card)",
+    column("question_id", pa.string(), "Question id (sessions: id of the initial instruction)"),
+    column("normalized_text", pa.string(), "The normalized text the split was derived from"),
+    column("split", pa.string(), "train, validation or test"),
+)

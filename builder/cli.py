@@ -1,0 +1,116 @@
+"""The ``episodes`` command (also ``python -m builder``).
+
+Exit codes: 0 success; 1 the build was refused or input was rejected (``validate``);
+2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from builder.config import BuildConfig, ConfigError, find_config, load_config
+from builder.sources import InputError
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="episodes", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="build the dataset folder from episodes (and sessions)")
+    b.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
+    b.add_argument("--episodes", nargs="+", metavar="GLOB", help="episode JSONL files or globs")
+    b.add_argument("--synthetic-questions", nargs="+", metavar="GLOB")
+    b.add_argument("--llm-questions", nargs="+", metavar="GLOB")
+    b.add_argument("--sessions", metavar="URL", help="sqlite:///path.db|.sql or postgresql://…")
+    b.add_argument("--out", type=Path, help="output dataset folder (default build/dataset)")
+    b.add_argument("--rejects", type=Path, help="rejects file (default build/rejects.jsonl)")
+    b.add_argument("--max-reject-ratio", type=float, help="refuse the build above this share")
+    b.add_argument("--strict", action="store_true", default=None, help="checks become rejects")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    v = sub.add_parser("validate", help="validate input files without building")
+    v.add_argument("files", nargs="+", metavar="GLOB")
+    v.add_argument("--questions", action="store_true", help="files are question banks")
+    v.add_argument("--rejects", type=Path, help="also write the rejects file here")
+
+    s = sub.add_parser("schema", help="print the JSON Schema of an episode line")
+    s.add_argument("--out", type=Path, help="write to this file instead of stdout")
+    return parser
+
+
+def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
+    return tuple(values) if values is not None else None
+
+
+def load_build_config(args: argparse.Namespace) -> BuildConfig:
+    config = load_config(find_config(args.config, Path.cwd()))
+    return config.with_overrides(
+        episodes=_tuple(args.episodes),
+        synthetic_questions=_tuple(args.synthetic_questions),
+        llm_questions=_tuple(args.llm_questions),
+        sessions=args.sessions,
+        out=args.out,
+        rejects=args.rejects,
+        max_reject_ratio=args.max_reject_ratio,
+        strict=args.strict,
+    )
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from builder.build import BuildFailed, build
+    from builder.summary import print_summary
+
+    config = load_build_config(args)
+    try:
+        report = build(config, progress=not args.no_progress and sys.stderr.isatty())
+    except BuildFailed as exc:
+        print(f"episodes build: refused: {exc}", file=sys.stderr)
+        print(f"the previous build in {config.out} was left intact", file=sys.stderr)
+        return 1
+    print_summary(report)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from builder.ingest import validate_files
+    from builder.rejects import RejectsWriter
+    from builder.sources import expand_inputs
+    from schemas.episode import Episode, Question
+
+    paths = expand_inputs(args.files)
+    model = Question if args.questions else Episode
+    rejects = RejectsWriter(args.rejects, echo=sys.stderr)
+    try:
+        counts = validate_files(paths, model, rejects, BuildConfig().max_line_bytes)
+    finally:
+        rejects.close()
+    for path, c in counts.items():
+        print(f"{path}: {c.valid} valid, {c.rejected} rejected, {c.blank} blank")
+    return 1 if rejects.total else 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from schemas.json_schema import episode_json_schema
+
+    text = json.dumps(episode_json_schema(), indent=2, sort_keys=True) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+COMMANDS = {"build": cmd_build, "validate": cmd_validate, "schema": cmd_schema}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (ConfigError, InputError) as exc:
+        print(f"episodes {args.command}: {exc}", file=sys.stderr)
+        return 2

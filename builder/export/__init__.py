@@ -1,0 +1,100 @@
+"""Export stage: derived objectives and tables → a Hugging Face dataset folder.
+
+Layout: ``{config}/{split}-NNNNN-of-NNNNN.parquet`` for every config, ``README.md`` (the
+card, whose YAML declares the configs) and ``manifest.json``. No loading script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from builder.config import BuildConfig
+from builder.export.card import ExportedConfig, card_markdown
+from builder.export.manifest import builder_version, split_section, write_manifest
+from builder.export.writer import with_split, write_config
+from builder.ingest import IngestResult
+from builder.normalize import Normalizer
+from builder.rejects import RejectsWriter
+from schemas.episode import SCHEMA_VERSION
+from schemas.tables import TABLES
+
+
+def objective_frames(
+    tables: Mapping[str, pl.LazyFrame], config: BuildConfig
+) -> tuple[dict[str, tuple[pl.LazyFrame, pa.Schema]], dict[str, int]]:
+    from builder.derive import OBJECTIVE_MODULES, DeriveOptions, derive_all
+    from builder.derive.eligibility import exclusion_counts
+
+    options = DeriveOptions(dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode)
+    frames = derive_all(tables, options)
+    schemas = {name: module.SCHEMA for name, module in OBJECTIVE_MODULES.items()}
+    return {n: (frames[n], schemas[n]) for n in frames}, exclusion_counts(tables)
+
+
+def export_dataset(
+    out: Path,
+    tables: Mapping[str, pl.LazyFrame],
+    splits: pl.DataFrame,
+    splits_schema: pa.Schema,
+    config: BuildConfig,
+    result: IngestResult,
+    normalizer: Normalizer,
+    rejects: RejectsWriter,
+) -> dict[str, Any]:
+    objectives, excluded = objective_frames(tables, config)
+    split_frame = splits.lazy()
+    episodes = tables["episodes"]
+    exported: list[ExportedConfig] = []
+    plan: list[tuple[str, pl.LazyFrame, pa.Schema, str]] = [
+        (name, frame, schema, "objective") for name, (frame, schema) in objectives.items()
+    ]
+    plan += [(name, tables[name], schema, "table") for name, schema in TABLES.items()]
+    plan.append(("splits", split_frame, splits_schema, "table"))
+    for name, frame, schema, kind in plan:
+        framed = frame if name == "splits" else with_split(frame, split_frame, episodes)
+        rows = write_config(out, name, framed, schema, config.parquet_max_rows_per_file)
+        exported.append(ExportedConfig(name, schema, rows, kind))
+    stats = normalizer.stats
+    episode_count = result.rows.get("episodes", 0)
+    manifest: dict[str, Any] = {
+        "builder_version": builder_version(),
+        "schema_version": SCHEMA_VERSION,
+        "inputs": [
+            {
+                "path": s.path,
+                "kind": result.kinds[s.path],
+                "sha256": s.sha256,
+                "bytes": s.bytes,
+                "lines": s.lines,
+                "valid": result.counts[s.path].valid,
+                "rejected": result.counts[s.path].rejected,
+                "blank": result.counts[s.path].blank,
+            }
+            for s in result.inputs
+        ],
+        "configs": {c.name: {"kind": c.kind, "rows": dict(c.rows)} for c in exported},
+        "rejects": {"total": rejects.total, "by_kind": dict(sorted(rejects.by_kind.items()))},
+        "checks": {
+            "episodes_by_kind": dict(sorted(stats.checks.items())),
+            "questions_by_kind": dict(sorted(stats.question_checks.items())),
+        },
+        "extra_fields": dict(sorted(stats.extra_fields.items())),
+        "bounded_hook_values": stats.bounded_hook_values,
+        "training_exclusions": dict(sorted(excluded.items())),
+        "splits": split_section(config, splits),
+        "options": {
+            "strict": config.strict,
+            "max_reject_ratio": config.max_reject_ratio,
+            "dpo_max_pairs_per_episode": config.dpo_max_pairs_per_episode,
+            "hook_value_limit": config.hook_value_limit,
+        },
+    }
+    write_manifest(out, manifest)
+    card = card_markdown(exported, config.card, manifest, episode_count)
+    (out / "README.md").write_text(card, encoding="utf-8")
+    return manifest

@@ -1,0 +1,173 @@
+"""The dataset card: YAML that ``datasets`` reads (configs, features), then a page for people.
+
+Features come from the Arrow schemas through ``datasets``' own conversion, so the card can
+never disagree with the Parquet files. Nothing run-dependent (time, host, absolute paths)
+goes in, so the same build gives the same card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from builder.config import CardConfig
+from builder.export.catalog import doc_for
+from builder.splits import SPLITS
+from schemas.tables import column_docs, describe
+
+
+@dataclass(frozen=True)
+class ExportedConfig:
+    name: str
+    schema: pa.Schema
+    rows: Mapping[str, int]  # split -> rows
+    kind: str  # "objective" or "table"
+
+
+def size_category(n: int) -> str:
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+    ):
+        if n < limit:
+            return label
+    return "10M<n<100M"
+
+
+def card_yaml(configs: Sequence[ExportedConfig], card: CardConfig, episodes: int) -> str:
+    from datasets import Features
+    from datasets.info import DatasetInfo, DatasetInfosDict
+    from huggingface_hub import DatasetCardData
+
+    # datasets cannot load a split without files, so empty splits and configs are left out.
+    loadable = [c for c in configs if any(c.rows.values())]
+    data = DatasetCardData(
+        pretty_name=card.pretty_name,
+        license=card.license,
+        language=list(card.language),
+        tags=list(card.tags),
+        task_categories=list(card.task_categories),
+        size_categories=[card.size_category or size_category(episodes)],
+        configs=[
+            {
+                "config_name": c.name,
+                "data_files": [
+                    {"split": s, "path": f"{c.name}/{s}-*.parquet"} for s in SPLITS if c.rows.get(s)
+                ],
+                **({"default": True} if c.name == card.default_config else {}),
+            }
+            for c in loadable
+        ],
+    )
+    infos = DatasetInfosDict(
+        {
+            c.name: DatasetInfo(features=Features.from_arrow_schema(c.schema), config_name=c.name)
+            for c in loadable
+        }
+    )
+    infos.to_dataset_card_data(data)
+    return data.to_yaml()
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _config_section(c: ExportedConfig) -> str:
+    doc = doc_for(c.name)
+    columns = _table(
+        ("column", "type", "description"),
+        [(f"`{f.name}`", f"`{f.type}`", column_docs(c.schema)[f.name]) for f in c.schema],
+    )
+    example = (
+        "```python\nfrom datasets import load_dataset\n\n"
+        f'ds = load_dataset("<repo or path>", "{c.name}", split="train")\n```'
+    )
+    layout = f"Layout: {doc.layout}.\n\n" if doc.layout != "table" else ""
+    return (
+        f"### `{c.name}`\n\n{doc.purpose or describe(c.schema)}\n\n{layout}{example}\n\n"
+        f"<details><summary>columns</summary>\n\n{columns}\n\n</details>\n"
+    )
+
+
+def card_markdown(
+    configs: Sequence[ExportedConfig],
+    card: CardConfig,
+    manifest: Mapping[str, Any],
+    episodes: int,
+) -> str:
+    counts = _table(
+        ("config", *SPLITS, "total"),
+        [
+            (f"`{c.name}`", *(c.rows.get(s, 0) for s in SPLITS), sum(c.rows.values()))
+            for c in configs
+        ],
+    )
+    objectives = [c for c in configs if c.kind == "objective"]
+    tables = [c for c in configs if c.kind == "table"]
+    inputs = _table(
+        ("input", "sha256", "lines"),
+        [(f"`{i['path']}`", f"`{i['sha256'][:16]}…`", i["lines"]) for i in manifest["inputs"]],
+    )
+    split = manifest["splits"]
+    parts = [
+        "---",
+        card_yaml(configs, card, episodes).rstrip(),
+        "---",
+        "",
+        f"# {card.pretty_name}",
+        "",
+        card.description,
+        "",
+        "Every training config is derived from the same captured episodes (capture once, train "
+        "many). Configs have the splits `train`, `validation` and `test`; a split (or config) "
+        "with no rows is left out of the YAML, since it cannot be loaded.",
+        "",
+        "## Rows per config and split",
+        "",
+        counts,
+        "",
+        "## How splits were assigned",
+        "",
+        "A question's split is a keyed hash of its normalized question text (NFKC, casefolded, "
+        "whitespace collapsed) — not of its id, which includes the hint — so the same question "
+        "asked with different hints lands in one split, in every config. Sessions are split by "
+        "their normalized initial instruction the same way. Adding data never moves an existing "
+        f"question. Ratios: train {split['ratios']['train']}, validation "
+        f"{split['ratios']['validation']}, test {split['ratios']['test']}; "
+        f"salt `{split['salt']}`.",
+        "",
+        "## How labels were derived",
+        "",
+        "Only episodes whose `verified` flag holds — as captured *and* recomputed from the "
+        "traces (gold submitted, gold answer hash equals the consistency majority, at least one "
+        "consistency trace matched) — with no failed integrity check train; `prm` keeps every "
+        "gold trace and encodes verification in its label. "
+        "Excluded episodes stay in the tables; the manifest counts them by reason.",
+        "",
+        "## Training configs",
+        "",
+        *(_config_section(c) for c in objectives),
+        "## Tables",
+        "",
+        *(_config_section(c) for c in tables),
+        "## Provenance",
+        "",
+        f"Builder {manifest['builder_version']}, schema {manifest['schema_version']}. "
+        "Inputs (sha256 of the stored bytes):",
+        "",
+        inputs,
+        "",
+        "`manifest.json` beside this card has the full digests, row counts, rejects and "
+        "integrity checks by kind.",
+        "",
+    ]
+    return "\n".join(parts)

@@ -1,0 +1,52 @@
+"""Write one config of the dataset folder: assign each row its split, then shard per split.
+
+A row's split comes from its ``question_id`` (or, for child tables, its episode's) joined to
+the split assignment, so a question's rows share one split in every config. Joins keep the
+left order, and every input frame is deterministically ordered, so two builds of the same
+inputs write the same bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from builder.parquet import ShardedWriter
+from builder.splits import SPLITS
+
+
+def with_split(frame: pl.LazyFrame, splits: pl.LazyFrame, episodes: pl.LazyFrame) -> pl.LazyFrame:
+    """Add a ``split`` column; child tables reach their question through ``episode_id``."""
+    assignment = splits.select("question_id", "split")
+    if "question_id" not in frame.collect_schema().names():
+        keys = episodes.select("episode_id", "question_id")
+        frame = frame.join(keys, on="episode_id", how="left", maintain_order="left")
+    return frame.join(assignment, on="question_id", how="left", maintain_order="left")
+
+
+def write_config(
+    out: Path,
+    name: str,
+    frame: pl.LazyFrame,
+    schema: pa.Schema,
+    max_rows_per_file: int,
+) -> dict[str, int]:
+    """Write ``{out}/{name}/{split}-NNNNN-of-NNNNN.parquet``; returns rows per split.
+
+    An empty split gets no file: ``datasets`` cannot load a split without data, so the card
+    declares only the splits that have rows.
+    """
+    rows: dict[str, int] = {}
+    for split in SPLITS:
+        part = frame.filter(pl.col("split") == split).collect()
+        rows[split] = part.height
+        if part.height:
+            writer = ShardedWriter(out / name, split, schema, max_rows_per_file)
+            writer.write(part.to_arrow())
+            writer.close()
+    unassigned = frame.filter(pl.col("split").is_null()).select(pl.len()).collect().item()
+    if unassigned:
+        raise RuntimeError(f"{name}: {unassigned} rows have no split (missing question_id?)")
+    return rows

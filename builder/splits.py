@@ -1,0 +1,66 @@
+"""Split assignment: a keyed hash of the normalized question text, the same for every config.
+
+The text, not the question id, is hashed: the id includes the hint, and the same question
+asked with two hints must not land in train and test. The assignment depends on nothing but
+the text, the salt and the ratios, so adding data never moves an existing question, and a
+test set stays a test set across dataset versions (as long as salt and ratios stay put —
+the manifest records both).
+
+    u = int(sha256(f"{salt}\\x00{normalized_text}")[:16], 16) / 2**64
+    split = train if u < r_train, validation if u < r_train + r_validation, else test
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import polars as pl
+
+SPLITS = ("train", "validation", "test")
+
+
+@dataclass(frozen=True)
+class SplitConfig:
+    train: float = 0.90
+    validation: float = 0.05
+    test: float = 0.05
+    salt: str = "agent-traces/v1"
+
+    def __post_init__(self) -> None:
+        ratios = (self.train, self.validation, self.test)
+        if any(r < 0 for r in ratios) or abs(sum(ratios) - 1.0) > 1e-9:
+            raise ValueError(f"split ratios must be >= 0 and sum to 1, got {ratios}")
+
+
+def unit_interval(normalized_text: str, salt: str) -> float:
+    digest = hashlib.sha256(f"{salt}\x00{normalized_text}".encode()).hexdigest()[:16]
+    return int(digest, 16) / 2**64
+
+
+def split_of(normalized_text: str, config: SplitConfig) -> str:
+    u = unit_interval(normalized_text, config.salt)
+    if u < config.train:
+        return "train"
+    return "validation" if u < config.train + config.validation else "test"
+
+
+def assign_splits(keys: pl.DataFrame, config: SplitConfig) -> pl.DataFrame:
+    """``keys`` has ``question_id`` and ``normalized_text``; returns them with ``split``.
+
+    Hashing runs once per distinct text (questions, not rows), so it stays off the hot path.
+    """
+    texts = keys.get_column("normalized_text").unique().sort()
+    table = pl.DataFrame(
+        {
+            "normalized_text": texts,
+            "split": [split_of(t, config) for t in texts.to_list()],
+        },
+        schema={"normalized_text": pl.String, "split": pl.String},
+    )
+    return (
+        keys.select("question_id", "normalized_text")
+        .unique("question_id", keep="first", maintain_order=True)
+        .join(table, on="normalized_text", how="left", maintain_order="left")
+        .sort("question_id")
+    )
