@@ -1,7 +1,8 @@
 """The ``episodes`` command (also ``python -m builder``).
 
-Exit codes: 0 success; 1 the build was refused or input was rejected (``validate``);
-2 usage or configuration error.
+Exit codes: 0 success; 1 usage, configuration or unreadable input; 2 input rejected (the
+build refused for too many rejects, or ``validate`` found any); 3 the build refused because
+integrity checks failed in ``--strict`` mode; 4 another build holds the output's lock.
 """
 
 from __future__ import annotations
@@ -60,17 +61,23 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     )
 
 
+EXIT_USAGE, EXIT_REJECTED, EXIT_STRICT_CHECKS, EXIT_LOCKED = 1, 2, 3, 4
+
+
 def cmd_build(args: argparse.Namespace) -> int:
-    from builder.build import BuildFailed, build
+    from builder.build import BuildFailed, BuildLocked, build
     from builder.summary import print_summary
 
     config = load_build_config(args)
     try:
         report = build(config, progress=not args.no_progress and sys.stderr.isatty())
+    except BuildLocked as exc:
+        print(f"episodes build: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
     except BuildFailed as exc:
         print(f"episodes build: refused: {exc}", file=sys.stderr)
         print(f"the previous build in {config.out} was left intact", file=sys.stderr)
-        return 1
+        return EXIT_STRICT_CHECKS if exc.strict_checks else EXIT_REJECTED
     print_summary(report)
     return 0
 
@@ -90,7 +97,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         rejects.close()
     for path, c in counts.items():
         print(f"{path}: {c.valid} valid, {c.rejected} rejected, {c.blank} blank")
-    return 1 if rejects.total else 0
+    return EXIT_REJECTED if rejects.total else 0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -108,9 +115,12 @@ COMMANDS = {"build": cmd_build, "validate": cmd_validate, "schema": cmd_schema}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    try:
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors; ours is 1
+        return EXIT_USAGE if exc.code == 2 else int(exc.code or 0)
     try:
         return COMMANDS[args.command](args)
     except (ConfigError, InputError) as exc:
         print(f"episodes {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE

@@ -15,7 +15,12 @@ import pyarrow as pa
 
 from builder.config import BuildConfig
 from builder.export.card import ExportedConfig, card_markdown
-from builder.export.manifest import builder_version, split_section, write_manifest
+from builder.export.manifest import (
+    builder_version,
+    file_digests,
+    split_section,
+    write_manifest,
+)
 from builder.export.writer import with_split, write_config
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
@@ -78,6 +83,7 @@ def export_dataset(
             for s in result.inputs
         ],
         "configs": {c.name: {"kind": c.kind, "rows": dict(c.rows)} for c in exported},
+        "files": file_digests(out),
         "rejects": {"total": rejects.total, "by_kind": dict(sorted(rejects.by_kind.items()))},
         "checks": {
             "episodes_by_kind": dict(sorted(stats.checks.items())),

@@ -49,6 +49,14 @@ def split_section(config: BuildConfig, splits: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+def file_digests(folder: Path) -> dict[str, str]:
+    """sha256 of every data file, so an edit after the build can be detected before publish."""
+    return {
+        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*.parquet"))
+    }
+
+
 def write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
     text = json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
     (out / MANIFEST_NAME).write_text(text, encoding="utf-8")

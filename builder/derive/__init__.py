@@ -1,0 +1,44 @@
+"""Derive stage: the normalized tables become one frame per training objective.
+
+Each objective module exposes ``NAME``, ``SCHEMA`` (from ``schemas.objectives``) and
+``derive(tables, options) -> pl.LazyFrame``; the collected frame, after
+``.to_arrow().select(SCHEMA.names).cast(SCHEMA)``, conforms to the schema. Rows are sorted by
+their keys so builds are reproducible. Only training-eligible episodes feed the configs
+(``builder.derive.eligibility``), except ``prm``, whose label encodes verification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import ModuleType
+
+import polars as pl
+
+from builder.derive import dpo, orm, prm, prm_stepwise, rl, self_correction, sft
+from builder.derive.eligibility import eligible_episodes, exclusion_counts, exclusion_reasons
+from builder.derive.options import DEFAULT_SYSTEM_PROMPT, DeriveOptions
+from schemas.objectives import OBJECTIVES
+
+OBJECTIVE_MODULES: dict[str, ModuleType] = {
+    m.NAME: m for m in (sft, rl, prm, prm_stepwise, orm, dpo, self_correction)
+}
+assert list(OBJECTIVE_MODULES) == list(OBJECTIVES), "objective modules out of schema order"
+
+
+def derive_all(
+    tables: Mapping[str, pl.LazyFrame], options: DeriveOptions | None = None
+) -> dict[str, pl.LazyFrame]:
+    """Every objective's lazy frame, in schema order."""
+    options = options or DeriveOptions()
+    return {name: module.derive(tables, options) for name, module in OBJECTIVE_MODULES.items()}
+
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "OBJECTIVE_MODULES",
+    "DeriveOptions",
+    "derive_all",
+    "eligible_episodes",
+    "exclusion_counts",
+    "exclusion_reasons",
+]

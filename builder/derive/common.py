@@ -1,0 +1,68 @@
+"""What every objective joins: per-episode context (lineage, prompt parts, expected answer)
+and the traces of those episodes in a stable order.
+
+The expected answer is ``rl_verification_data``'s; an episode without it falls back to its
+gold trace's answer (a training-eligible episode is verified, so the gold answer is the
+consensus answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from builder.derive.eligibility import eligible_episodes
+from builder.derive.options import DeriveOptions
+
+SOURCE = "episode"
+# Final sort of trace rows: gold first, then consistency traces by index.
+TRACE_ORDER = ("question_id", "episode_id", "consistency", "trace_index")
+
+
+def episode_context(
+    tables: Mapping[str, pl.LazyFrame], options: DeriveOptions, eligible_only: bool = True
+) -> pl.LazyFrame:
+    """One row per episode (training-eligible ones unless ``eligible_only`` is false):
+    ``episode_id``, ``question_id``, ``difficulty``, ``source``, ``question``, ``system``,
+    ``expected_hash``, ``expected_answer``, ``verified_recomputed``."""
+    episodes = tables["episodes"]
+    if eligible_only:
+        episodes = episodes.join(eligible_episodes(tables), on="episode_id", how="semi")
+    questions = (
+        tables["questions"]
+        .select("question_id", "difficulty", question="question_text")
+        .unique("question_id", keep="first", maintain_order=True)
+    )
+    gold = tables["traces"].filter(pl.col("role") == "gold")
+    gold = gold.select("episode_id", gold_hash="final_answer_hash", gold_answer="final_answer")
+    has_rl = pl.col("expected_final_answer_hash").is_not_null()
+    return (
+        episodes.join(questions, on="question_id", how="left")
+        .join(gold, on="episode_id", how="left")
+        .select(
+            "episode_id",
+            "question_id",
+            "difficulty",
+            pl.lit(SOURCE).alias("source"),
+            "question",
+            system=pl.col("system_prompt").fill_null(options.default_system_prompt),
+            expected_hash=pl.when(has_rl).then("expected_final_answer_hash").otherwise("gold_hash"),
+            expected_answer=pl.when(has_rl).then("expected_final_answer").otherwise("gold_answer"),
+            verified_recomputed=pl.col("verified_recomputed").fill_null(False),
+        )
+    )
+
+
+def episode_traces(tables: Mapping[str, pl.LazyFrame], context: pl.LazyFrame) -> pl.LazyFrame:
+    """Traces of the episodes in ``context`` with its columns, plus ``consistency`` (sort key),
+    ``correct`` (answer hash equals the expected one) and ``trace_role``."""
+    return (
+        tables["traces"]
+        .join(context, on="episode_id", how="inner")
+        .with_columns(
+            consistency=pl.col("role") != "gold",
+            correct=(pl.col("final_answer_hash") == pl.col("expected_hash")).fill_null(False),
+            trace_role=pl.col("role"),
+        )
+    )

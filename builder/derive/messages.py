@@ -1,0 +1,113 @@
+"""How a trace reads as chat messages: one rendering shared by every objective.
+
+* system: the episode's ``conversation_for_sft.system_prompt`` (``episodes.system_prompt``),
+  else ``DeriveOptions.default_system_prompt``;
+* the question: a user message with ``questions.question_text``;
+* a turn: an assistant message ``"{reasoning}\\n```python\\n{code}\\n```"`` (the fenced code
+  alone when reasoning is null), then a user message ``"[stdout]:\\n{stdout}"`` followed by
+  ``"\\n[stderr]:\\n{stderr}"`` when stderr is non-empty;
+* a code cell of a flat trace: an assistant message of the fenced code alone (its output was
+  not captured, so no user message follows).
+
+Messages are built long (one row per message, ``pos`` = its place: ``2 * turn_index`` for the
+code, ``+ 1`` for the feedback) and gathered into lists by ``gather`` (group_by + sort_by).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
+WEIGHTED_MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "weight": pl.Int64})
+NO_WEIGHT = pl.lit(None, dtype=pl.Int64)
+
+
+def fenced(code: pl.Expr) -> pl.Expr:
+    return pl.concat_str(pl.lit("```python\n"), code.fill_null(""), pl.lit("\n```"))
+
+
+def assistant_content() -> pl.Expr:
+    """From ``reasoning`` and ``code`` columns."""
+    code = fenced(pl.col("code"))
+    reasoning = pl.concat_str(pl.col("reasoning"), pl.lit("\n"), code)
+    return pl.when(pl.col("reasoning").is_null()).then(code).otherwise(reasoning)
+
+
+def feedback_content() -> pl.Expr:
+    """From ``stdout`` and ``stderr`` columns."""
+    stdout = pl.concat_str(pl.lit("[stdout]:\n"), pl.col("stdout").fill_null(""))
+    stderr = pl.concat_str(stdout, pl.lit("\n[stderr]:\n"), pl.col("stderr"))
+    has_stderr = pl.col("stderr").fill_null("") != ""
+    return pl.when(has_stderr).then(stderr).otherwise(stdout)
+
+
+def message(role: str | pl.Expr, content: str | pl.Expr, weight: pl.Expr | None = None) -> pl.Expr:
+    """A ``{role, content}`` struct, or ``{role, content, weight}`` when a weight is given."""
+    role = pl.lit(role) if isinstance(role, str) else role
+    content = pl.lit(content) if isinstance(content, str) else content
+    if weight is None:
+        return pl.struct(role=role, content=content)
+    return pl.struct(role=role, content=content, weight=weight)
+
+
+def header(weighted: bool = False) -> pl.Expr:
+    """[system, user question] from the ``system`` and ``question`` columns."""
+    weight = NO_WEIGHT if weighted else None
+    return pl.concat_list(
+        message("system", pl.col("system"), weight), message("user", pl.col("question"), weight)
+    )
+
+
+def turn_messages(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
+    """One row per rendered message of every trace: ``trace_id``, ``turn_index``, ``pos``,
+    ``role``, ``content``, ``success`` (of the turn)."""
+    form = tables["traces"].select("trace_id", "form")
+    turns = tables["turns"].join(form, on="trace_id", how="left")
+    keys = ("trace_id", "turn_index", "success")
+    pos = pl.col("turn_index").cast(pl.Int64) * 2
+    code = turns.select(*keys, pos=pos, role=pl.lit("assistant"), content=assistant_content())
+    output = turns.filter(pl.col("form") != "flat").select(
+        *keys, pos=pos + 1, role=pl.lit("user"), content=feedback_content()
+    )
+    return pl.concat([code, output])
+
+
+def gather(rows: pl.LazyFrame, keys: str | list[str], **lists: pl.Expr) -> pl.LazyFrame:
+    """Group ``rows`` by ``keys``; each named list holds its expression in ``pos`` order."""
+    return rows.group_by(keys).agg(**{name: e.sort_by("pos") for name, e in lists.items()})
+
+
+def or_empty(name: str, dtype: pl.DataType) -> pl.Expr:
+    """A list column that a left join left null, as an empty list."""
+    return pl.col(name).fill_null(pl.lit([], dtype=pl.List(dtype)))
+
+
+def trace_messages(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
+    """``trace_id``, ``messages``: every trace of ``traces`` rendered (empty when no turns)."""
+    rows = turn_messages(tables).join(traces, on="trace_id", how="semi")
+    lists = gather(rows, "trace_id", messages=message(pl.col("role"), pl.col("content")))
+    ids = traces.select("trace_id").unique()
+    return ids.join(lists, on="trace_id", how="left").with_columns(or_empty("messages", MESSAGE))
+
+
+def corrected_failures(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
+    """``trace_id``, ``turn_index`` of failed turns that a later turn of the same trace
+    corrects: from the corrected turn up to (not including) the fix, failed attempts only."""
+    fixes = tables["corrections"].select(
+        "trace_id", fix=pl.col("turn_index"), start=pl.col("corrects_turn")
+    )
+    turns = tables["turns"].filter(pl.col("success").not_()).select("trace_id", "turn_index")
+    between = (pl.col("turn_index") >= pl.col("start")) & (pl.col("turn_index") < pl.col("fix"))
+    pairs = turns.join(fixes, on="trace_id").filter(between)
+    return pairs.select("trace_id", "turn_index").unique()
+
+
+def parts_text(parts: pl.Expr) -> pl.Expr:
+    """The ``text`` fields of list-of-parts content (canonical JSON), joined by newlines."""
+    literal = r'"text": ("(?:[^"\\]|\\.)*")'
+    texts = parts.str.extract_all(literal).list.eval(
+        pl.element().str.slice(8).str.json_decode(pl.String)
+    )
+    return texts.list.join("\n")

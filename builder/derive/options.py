@@ -1,0 +1,23 @@
+"""Options of the derive stage (the objective configs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a data analysis agent. Answer the user's question by writing Python code; each "
+    "code block is executed and its output is shown to you. Call submit() with the final answer."
+)
+
+
+@dataclass(frozen=True)
+class DeriveOptions:
+    """``dpo_max_pairs_per_episode``: cap on preference pairs per episode (gold pairs first).
+    ``default_system_prompt``: used where an episode has no conversation_for_sft prompt."""
+
+    dpo_max_pairs_per_episode: int = 4
+    default_system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+    def __post_init__(self) -> None:
+        if self.dpo_max_pairs_per_episode < 0:
+            raise ValueError("dpo_max_pairs_per_episode must be >= 0")

@@ -1,0 +1,135 @@
+"""``prm_stepwise``: TRL's stepwise-supervision layout, one row per trace (gold and
+consistency) of each training-eligible episode that has at least one step.
+
+A step is a turn (a code cell for flat traces), rendered as the assistant message of
+``builder.derive.messages`` (reasoning + fenced code). Its label is true when
+
+* it ran successfully, where known: a turn's ``success``; for a flat trace the success of a
+  cell is unknown, except that the last cell takes the trace's ``execution_success`` (a run
+  that failed is taken to have failed where it stopped), and
+* every hook attributed to it is *matched* by ``builder.rewards.process_reward`` with the
+  trace's hooks (in ``hook_index`` order) as the student and the gold trace's hooks as gold:
+  its value hash is a gold hook's whose ``depends_on`` hooks were all credited at earlier
+  hooks of this trace (the DAG order; the exact rule is in ``builder.rewards``). A gold
+  trace listed in dependency order matches itself throughout. A hook listed with its turn
+  belongs to that turn; one without (flat traces, trace-level listings) to the first step
+  whose code contains the hook's code line, and to no step when none does (it still counts
+  in the trace's order for the credit of later hooks).
+
+The DAG-order credit is a fixpoint over each trace's hook order, which a Polars expression
+cannot state, so it is computed per trace in Python by the one implementation, the same
+function RL reward code calls: hooks are gathered into one row per trace (hashes sorted by
+``hook_index``, the episode's gold hooks as ``{name, value_hash, depends_on}`` sorted by
+``hook_index``), and an elementwise ``map_batches`` calls ``process_reward`` once per row.
+Each row's result depends only on that row, so the labels are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from builder.derive.common import TRACE_ORDER, episode_context, episode_traces
+from builder.derive.messages import assistant_content
+from builder.derive.options import DeriveOptions
+from builder.rewards import process_reward
+from schemas.objectives import OBJECTIVES
+
+NAME = "prm_stepwise"
+SCHEMA = OBJECTIVES[NAME]
+
+
+def gold_hook_lists(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
+    """``episode_id``, ``gold_hooks``: the gold trace's hooks of each episode in ``traces``,
+    as ``{name, value_hash, depends_on}`` in ``hook_index`` order (the ``rl`` config's
+    ``gold_hooks``)."""
+    gold = traces.filter(~pl.col("consistency")).select("trace_id")
+    hooks = tables["hooks"].join(gold, on="trace_id", how="semi")
+    gold_hook = pl.struct("name", "value_hash", "depends_on").sort_by("hook_index")
+    return hooks.group_by("episode_id").agg(gold_hooks=gold_hook)
+
+
+def _matched(rows: pl.Series) -> pl.Series:
+    """Per row ``{value_hash: [...], gold_hooks: [...]}``: ``process_reward``'s ``matched``."""
+    out = [
+        list(process_reward(row["value_hash"], row["gold_hooks"] or ()).matched)
+        for row in rows.to_list()
+    ]
+    return pl.Series(out, dtype=pl.List(pl.Boolean))
+
+
+def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
+    """``trace_id``, ``hook_index``, ``turn_index`` (the step), ``ok``: one row per attributed
+    hook of ``traces``; ``ok`` when ``process_reward`` matches it against its episode's gold
+    hooks."""
+    hooks = tables["hooks"].join(traces, on="trace_id", how="semi")
+    per_trace = hooks.group_by("trace_id", "episode_id").agg(
+        pl.col("hook_index").sort(), pl.col("value_hash").sort_by("hook_index")
+    )
+    matched = (
+        per_trace.join(gold_hook_lists(tables, traces), on="episode_id", how="left")
+        .select(
+            "trace_id",
+            "hook_index",
+            ok=pl.struct("value_hash", "gold_hooks").map_batches(
+                _matched, return_dtype=pl.List(pl.Boolean), is_elementwise=True
+            ),
+        )
+        .explode("hook_index", "ok")
+    )
+    cells = tables["turns"].select("trace_id", cell="turn_index", code="code")
+    located = (
+        hooks.filter(pl.col("turn_index").is_null())
+        .join(cells.join(traces, on="trace_id", how="semi"), on="trace_id", how="inner")
+        .filter(pl.col("code").str.contains(pl.col("code_line"), literal=True))
+        .group_by("trace_id", "hook_index")
+        .agg(pl.col("cell").min())
+    )
+    return (
+        hooks.join(located, on=["trace_id", "hook_index"], how="left")
+        .join(matched, on=["trace_id", "hook_index"], how="left")
+        .select(
+            "trace_id",
+            "hook_index",
+            pl.coalesce("turn_index", "cell").alias("turn_index"),
+            ok=pl.col("ok").fill_null(False),
+        )
+        .filter(pl.col("turn_index").is_not_null())
+    )
+
+
+def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
+    traces = episode_traces(tables, episode_context(tables, options))
+    hooks_ok = hook_steps(tables, traces).group_by("trace_id", "turn_index").agg(pl.col("ok").all())
+    flat = traces.select("trace_id", "form", "execution_success")
+    last = pl.col("turn_index") == pl.col("turn_index").max().over("trace_id")
+    flat_success = pl.when(last).then(pl.col("execution_success"))
+    success = pl.when(pl.col("form") == "flat").then(flat_success).otherwise(pl.col("success"))
+    steps = (
+        tables["turns"]
+        .join(flat, on="trace_id", how="inner")
+        .join(hooks_ok, on=["trace_id", "turn_index"], how="left")
+        .select(
+            "trace_id",
+            "turn_index",
+            step=assistant_content(),
+            label=success.fill_null(True) & pl.col("ok").fill_null(True),
+        )
+        .group_by("trace_id")
+        .agg(pl.col("step", "label").sort_by("turn_index"))
+    )
+    return (
+        traces.join(steps, on="trace_id", how="inner")
+        .sort(*TRACE_ORDER)
+        .select(
+            prompt="question",
+            completions="step",
+            labels="label",
+            question_id="question_id",
+            episode_id="episode_id",
+            trace_id="trace_id",
+            difficulty="difficulty",
+            source="source",
+        )
+    )

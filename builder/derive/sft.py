@@ -1,0 +1,96 @@
+"""``sft``: one weighted conversation per training-eligible episode.
+
+The system prompt comes first. Then the episode's ``conversation_for_sft`` messages as
+captured, weight 1 on every assistant message (list-of-parts content is reduced to its text
+parts joined by newlines; tool calls and other message fields are not carried). An episode
+without conversation messages is rendered from its gold trace instead (the question, then each
+turn as ``builder.derive.messages`` renders it); there, an assistant turn that failed and that
+a later turn corrects (``corrections``: from the corrected turn up to the fix) gets weight 0,
+context only, and every other assistant turn weight 1. Other roles have a null weight.
+``trace_id`` names the gold trace when the messages were rendered from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from builder.derive.common import episode_context
+from builder.derive.messages import (
+    NO_WEIGHT,
+    corrected_failures,
+    gather,
+    message,
+    parts_text,
+    turn_messages,
+)
+from builder.derive.options import DeriveOptions
+from schemas.objectives import OBJECTIVES
+
+NAME = "sft"
+SCHEMA = OBJECTIVES[NAME]
+
+
+def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
+    context = episode_context(tables, options)
+    captured = tables["messages"].join(context, on="episode_id", how="semi")
+    rendered = context.join(captured, on="episode_id", how="anti")
+    gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
+    gold = gold.join(rendered, on="episode_id", how="semi")
+    zero = corrected_failures(tables).with_columns(zero=pl.lit(True))
+    turns = (
+        turn_messages(tables)
+        .join(gold, on="trace_id", how="inner")
+        .join(zero, on=["trace_id", "turn_index"], how="left")
+    )
+    assistant = pl.col("role") == "assistant"
+    weight = pl.when(assistant).then(pl.when(pl.col("zero")).then(0).otherwise(1)).cast(pl.Int64)
+    content = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
+    rows = pl.concat(
+        [
+            context.select(
+                "episode_id",
+                pos=pl.lit(-2, pl.Int64),
+                role=pl.lit("system"),
+                content="system",
+                weight=NO_WEIGHT,
+            ),
+            rendered.select(
+                "episode_id",
+                pos=pl.lit(-1, pl.Int64),
+                role=pl.lit("user"),
+                content="question",
+                weight=NO_WEIGHT,
+            ),
+            captured.select(
+                "episode_id",
+                pl.col("message_index").cast(pl.Int64).alias("pos"),
+                "role",
+                content=content,
+                weight=pl.when(assistant).then(pl.lit(1, pl.Int64)),
+            ),
+            turns.select("episode_id", "pos", "role", "content", weight=weight),
+        ]
+    )
+    lists = gather(
+        rows, "episode_id", messages=message(pl.col("role"), pl.col("content"), pl.col("weight"))
+    )
+    return (
+        context.join(lists, on="episode_id", how="inner")
+        .join(gold, on="episode_id", how="left")
+        .sort("question_id", "episode_id")
+        .select(
+            "messages",
+            "question_id",
+            "episode_id",
+            "trace_id",
+            pl.lit(None, pl.Int64).alias("session_id"),
+            "difficulty",
+            "source",
+            *(
+                pl.lit(None, pl.Int32).alias(f"n_{who}_actions")
+                for who in ("human", "ai", "dataset")
+            ),
+        )
+    )

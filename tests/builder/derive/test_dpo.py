@@ -1,0 +1,51 @@
+"""dpo: good traces over failed consistency traces, gold pairs first, capped per episode."""
+
+from __future__ import annotations
+
+import pytest
+
+from builder.derive import DeriveOptions, dpo
+
+ALL_PAIRS = [
+    ("ep-a:gold", "ep-a:c1", "gold_vs_failed_consistency"),
+    ("ep-a:gold", "ep-a:c2", "gold_vs_failed_consistency"),
+    ("ep-a:c0", "ep-a:c1", "consistency_vs_failed_consistency"),
+    ("ep-a:c0", "ep-a:c2", "consistency_vs_failed_consistency"),
+]
+
+
+def pairs(frame) -> list[tuple[str, str, str]]:
+    return frame.select("chosen_trace_id", "rejected_trace_id", "pair_kind").rows()
+
+
+def test_pairs_and_kinds(derived) -> None:
+    assert pairs(derived["dpo"]) == ALL_PAIRS
+
+
+@pytest.mark.parametrize("cap", [0, 1, 2, 3, 4, 9])
+def test_cap_keeps_the_first_pairs_in_rank_order(tables, cap: int) -> None:
+    frame = dpo.derive(tables, DeriveOptions(dpo_max_pairs_per_episode=cap)).collect()
+    assert pairs(frame) == ALL_PAIRS[:cap]
+
+
+def test_chosen_and_rejected_are_rendered_traces(derived, make) -> None:
+    (first,) = derived["dpo"].head(1).to_dicts()
+    assert first["rejected"] == [
+        {"role": "assistant", "content": f"```python\n{make.LOAD}\n```"},
+        {"role": "assistant", "content": "```python\nm = df['revenue'].median()\n```"},
+        {"role": "assistant", "content": f"```python\n{make.SUBMIT}\n```"},
+    ]
+    assert first["chosen"][0] == {
+        "role": "assistant",
+        "content": f"Load the data.\n```python\n{make.LOAD}\n```",
+    }
+    assert first["prompt"][1] == {"role": "user", "content": "What is the mean revenue?"}
+    assert (first["question_id"], first["difficulty"]) == (
+        derived["orm"]["question_id"][0],
+        "HARD",
+    )
+
+
+def test_negative_cap_is_rejected() -> None:
+    with pytest.raises(ValueError, match="dpo_max_pairs_per_episode"):
+        DeriveOptions(dpo_max_pairs_per_episode=-1)

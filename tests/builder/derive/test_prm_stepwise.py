@@ -1,0 +1,100 @@
+"""prm_stepwise: per-step labels from turn success and process_reward's DAG-order matching
+of the trace's hooks against the gold trace's."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from builder.derive import DeriveOptions, prm_stepwise
+from builder.derive.common import episode_context, episode_traces
+from builder.rewards import process_reward
+
+
+def labels(derived) -> dict[str, list[bool]]:
+    frame = derived["prm_stepwise"]
+    return dict(zip(frame["trace_id"], frame["labels"].to_list(), strict=True))
+
+
+def test_labels_per_trace(derived) -> None:
+    assert labels(derived) == {
+        # gold: the failed turn is false; its hooks match themselves
+        "ep-a:gold": [True, False, True, True],
+        # wrong DataFrame-summary hash on turn 0, failed turn 1; turn 2's hook has gold m's
+        # hash, but gold m depends on df, which this trace never matched: not credited
+        "ep-a:c0": [False, False, False, True],
+        # flat: hooks attributed by code line; the median hook's hash is not gold's;
+        # the last cell takes the trace's success (true)
+        "ep-a:c1": [True, False, True],
+        # flat, run failed, no hooks: only the last cell is known to have failed
+        "ep-a:c2": [True, False],
+        "ep-b:gold": [True, True],
+        "ep-b:c0": [True],
+    }
+    assert list(derived["prm_stepwise"]["trace_id"]) == list(labels(derived))  # gold first
+
+
+def test_completions_are_the_rendered_steps_and_prompt_the_question(derived, make) -> None:
+    (gold,) = derived["prm_stepwise"].filter(trace_id="ep-a:gold").to_dicts()
+    assert gold["prompt"] == "What is the mean revenue?"
+    assert gold["completions"] == [
+        f"Load the data.\n```python\n{make.LOAD}\n```",
+        f"```python\n{make.BAD}\n```",
+        f"Fix the column.\n```python\n{make.GOOD}\n```",
+        f"```python\n{make.SUBMIT}\n```",
+    ]
+    assert len(gold["completions"]) == len(gold["labels"])
+
+
+def test_traces_without_steps_give_no_row(make) -> None:
+    gold = make.trace(1, cells=["submit(1)"])
+    episode = make.episode("ep-g", "One?", gold, [make.trace(1), make.trace(1, cells=["1"])])
+    frame = prm_stepwise.derive(make.build_tables([episode]), DeriveOptions()).collect()
+    assert list(frame["trace_id"]) == ["ep-g:gold", "ep-g:c1"]
+
+
+def test_a_hook_before_its_dependency_is_not_matched(make) -> None:
+    """The student computes m (depends on df) before df: m's step is false, df's is true,
+    and the ordered trace gets both."""
+    load, mean = "df = load()", "m = df.x.mean()"
+    gold = make.trace(
+        2.0,
+        turns=[
+            make.turn(0, load, hooks=[make.hook(load, {"rows": 4}, "df")]),
+            make.turn(1, mean, hooks=[make.hook(mean, 2.0, "m", depends_on=["df"])]),
+            make.turn(2, "submit(m)", submitted=2.0),
+        ],
+    )
+    swapped = make.trace(
+        2.0,
+        turns=[
+            make.turn(0, mean, hooks=[make.hook(mean, 2.0, "m", depends_on=["df"])]),
+            make.turn(1, load, hooks=[make.hook(load, {"rows": 4}, "df")]),
+            make.turn(2, "submit(m)", submitted=2.0),
+        ],
+    )
+    episode = make.episode("ep-s", "Mean x?", gold, [swapped, gold], expected=2.0)
+    frame = prm_stepwise.derive(make.build_tables([episode]), DeriveOptions()).collect()
+    got = dict(zip(frame["trace_id"], frame["labels"].to_list(), strict=True))
+    assert got == {
+        "ep-s:gold": [True, True, True],
+        "ep-s:c0": [False, True, True],
+        "ep-s:c1": [True, True, True],
+    }
+
+
+def test_hook_verdicts_are_process_reward_matches_on_the_rl_gold_hooks(derived, tables) -> None:
+    """One implementation: every attributed hook's verdict equals ``process_reward``'s
+    ``matched`` for the trace's hooks against the ``rl`` config's ``gold_hooks``."""
+    gold = {r["episode_id"]: r["gold_hooks"] for r in derived["rl"].to_dicts()}
+    traces = episode_traces(tables, episode_context(tables, DeriveOptions()))
+    steps = prm_stepwise.hook_steps(tables, traces).collect()
+    got = {(t, i): ok for t, i, _, ok in steps.iter_rows()}
+    hooks = tables["hooks"].sort("trace_id", "hook_index").collect()
+    expected = {}
+    for trace_id, episode_id in traces.select("trace_id", "episode_id").collect().iter_rows():
+        rows = hooks.filter(pl.col("trace_id") == trace_id)
+        matched = process_reward(rows["value_hash"].to_list(), gold[episode_id]).matched
+        expected |= dict(zip(((trace_id, i) for i in rows["hook_index"]), matched, strict=True))
+    assert got.keys() <= expected.keys()
+    assert got == {k: expected[k] for k in got}
+    assert False in got.values() and True in got.values()

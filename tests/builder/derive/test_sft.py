@@ -1,0 +1,77 @@
+"""sft: the captured conversation, or the gold trace rendered, with per-message weights."""
+
+from __future__ import annotations
+
+from builder.derive import DEFAULT_SYSTEM_PROMPT, DeriveOptions, sft
+
+
+def msg(role: str, content: str, weight: int | None = None) -> dict:
+    return {"role": role, "content": content, "weight": weight}
+
+
+def row(derived, episode_id: str) -> dict:
+    (found,) = derived["sft"].filter(episode_id=episode_id).to_dicts()
+    return found
+
+
+def test_gold_rendering_zeroes_the_failed_turn_a_later_turn_corrects(derived, make) -> None:
+    found = row(derived, "ep-a")
+    assert found["messages"] == [
+        msg("system", DEFAULT_SYSTEM_PROMPT),
+        msg("user", "What is the mean revenue?"),
+        msg("assistant", f"Load the data.\n```python\n{make.LOAD}\n```", 1),
+        msg("user", "[stdout]:\nok"),
+        msg("assistant", f"```python\n{make.BAD}\n```", 0),
+        msg("user", "[stdout]:\n\n[stderr]:\nKeyError: 'revenu'"),
+        msg("assistant", f"Fix the column.\n```python\n{make.GOOD}\n```", 1),
+        msg("user", "[stdout]:\n42.5"),
+        msg("assistant", f"```python\n{make.SUBMIT}\n```", 1),
+        msg("user", "[stdout]:\n"),
+    ]
+    assert found["trace_id"] == "ep-a:gold"
+    assert (found["difficulty"], found["source"], found["session_id"]) == ("HARD", "episode", None)
+    assert found["n_human_actions"] is None
+
+
+def test_captured_conversation_follows_its_system_prompt(derived) -> None:
+    found = row(derived, "ep-b")
+    assert found["messages"] == [
+        msg("system", "Be brief."),
+        msg("user", "How many rows?"),
+        msg("assistant", "```python\nn = len(df)\n```", 1),
+        msg("user", "[stdout]:\n3"),  # list-of-parts content, reduced to its text
+        msg("assistant", "```python\nsubmit(n)\n```", 1),
+    ]
+    assert found["trace_id"] is None
+
+
+def test_every_failed_attempt_up_to_the_fix_is_context_but_uncorrected_failures_train(
+    make,
+) -> None:
+    t = make.turn
+    gold = make.trace(
+        2,
+        turns=[
+            t(0, "a = 1", stdout="1"),
+            t(1, "b = x", success=False, stderr="NameError"),
+            t(2, "b = y", success=False, stderr="NameError"),
+            t(3, "b = a + 1", correction=make.correction(1, "NameError", ["b = x"], ["b = a"])),
+            t(4, "oops()", success=False, stderr="NameError"),
+            t(5, "submit(b)", submitted=2),
+        ],
+    )
+    episode = make.episode("ep-f", "Add one.", gold, [make.trace(2, cells=["submit(2)"])])
+    tables = make.build_tables([episode])
+    options = DeriveOptions(default_system_prompt="Sys.")
+    (found,) = sft.derive(tables, options).collect().to_dicts()
+    weights = [(m["content"].split("\n")[1], m["weight"]) for m in found["messages"][2::2]]
+    assert weights == [
+        ("a = 1", 1),
+        ("b = x", 0),
+        ("b = y", 0),
+        ("b = a + 1", 1),
+        ("oops()", 1),
+        ("submit(b)", 1),
+    ]
+    assert found["messages"][0] == msg("system", "Sys.")
+    assert {m["weight"] for m in found["messages"][1::2]} == {None}

@@ -1,0 +1,68 @@
+"""The `episodes` command as a user runs it, in a subprocess from another directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data/episodes/episodes.jsonl"
+BAD = ROOT / "data/bad/bad_lines.jsonl"
+
+
+def episodes(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+
+
+def test_build_from_any_directory_with_flags_only(tmp_path: Path) -> None:
+    result = episodes(
+        "build", "--episodes", str(SAMPLE), "--out", "out/ds", "--rejects", "out/r.jsonl",
+        "--no-progress", cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "rows per config" in result.stdout
+    manifest = json.loads((tmp_path / "out/ds/manifest.json").read_text())
+    assert [i["path"] for i in manifest["inputs"]] == [str(SAMPLE)]
+    assert (tmp_path / "out/r.jsonl").read_text() == ""
+
+
+def test_build_refusal_exits_1_and_names_the_rejects(tmp_path: Path) -> None:
+    result = episodes(
+        "build", "--episodes", str(BAD), "--out", "ds", "--rejects", "r.jsonl", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "refused" in result.stderr and "r.jsonl" in result.stderr
+    assert not (tmp_path / "ds").exists()
+
+
+def test_validate_reports_every_reject_with_file_and_line(tmp_path: Path) -> None:
+    result = episodes("validate", str(BAD), "--rejects", "r.jsonl", cwd=tmp_path)
+    assert result.returncode == 2
+    rejects = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert rejects
+    for r in rejects:
+        assert f"{BAD}:{r['line']}: {r['kind']}" in result.stderr
+    clean = episodes("validate", str(SAMPLE), cwd=tmp_path)
+    assert clean.returncode == 0, clean.stderr
+
+
+def test_missing_input_is_a_usage_error(tmp_path: Path) -> None:
+    result = episodes("build", "--episodes", "nope/*.jsonl", cwd=tmp_path)
+    assert result.returncode == 1
+    assert "nope/*.jsonl: no input file matches" in result.stderr
+
+
+def test_schema_command_prints_the_committed_json_schema(tmp_path: Path) -> None:
+    result = episodes("schema", cwd=tmp_path)
+    assert result.returncode == 0
+    committed = (ROOT / "schemas/episode.schema.json").read_text()
+    assert result.stdout == committed

@@ -1,0 +1,22 @@
+"""Shared fixtures: one build of the committed sample, reused by every end-to-end test."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from builder.build import BuildReport, build
+from builder.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def sample_build(tmp_path_factory: pytest.TempPathFactory) -> BuildReport:
+    """The sample as `make build` builds it, into a temporary folder."""
+    out = tmp_path_factory.mktemp("sample")
+    config = load_config(ROOT / "dataset.toml")
+    config = replace(config, out=out / "dataset", rejects=out / "rejects.jsonl")
+    return build(config)
