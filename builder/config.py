@@ -109,7 +109,18 @@ def _card(path: Path, table: dict[str, Any]) -> CardConfig:
     unknown = set(table) - known
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [card]: {', '.join(sorted(unknown))}")
-    return CardConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in table.items()})
+    values: dict[str, Any] = {}
+    defaults = CardConfig()
+    for key, value in table.items():
+        default = getattr(defaults, key)
+        if isinstance(default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{path}: [card] {key} must be a list of strings")
+            value = tuple(value)
+        elif not isinstance(value, str):
+            raise ConfigError(f"{path}: [card] {key} must be a string")
+        values[key] = value
+    return CardConfig(**values)
 
 
 def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:

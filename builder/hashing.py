@@ -87,10 +87,15 @@ def _float(x: float) -> float | str | None:
 
 def normalize_value(value: Any) -> Any:
     """Canonical plain-JSON form of ``value`` (see the module docstring for the table)."""
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or type(value) in (bool, int, str):
         return value
+    # Subclasses (numpy.float64, numpy.str_, IntEnum, ...) become the plain Python type.
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str):
+        return str.__str__(value)
     if isinstance(value, float):
-        return _float(value)
+        return _float(float(value))
     if isinstance(value, Mapping):
         return {str(k): normalize_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -99,7 +104,8 @@ def normalize_value(value: Any) -> Any:
         items = [normalize_value(v) for v in value]
         return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
     if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
+        # pandas NaT is a datetime subclass whose isoformat() is "NaT": missing, like NaN.
+        return None if type(value).__name__ == "NaTType" else value.isoformat()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
     if isinstance(value, Decimal):

@@ -125,6 +125,9 @@ class Normalizer:
     def rollback(self, mark: dict[str, int]) -> None:
         for row in self._rows["questions"][mark["questions"] :]:
             self._seen_questions.discard(row["question_id"])
+            learned = row["ground_truth_hash"]
+            if learned is not None and self.ground_truth.get(row["question_id"]) == learned:
+                del self.ground_truth[row["question_id"]]
         for name, rows in self._rows.items():
             del rows[mark[name] :]
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import zstandard
+
 BOM = b"\xef\xbb\xbf"
 
 
@@ -59,6 +61,7 @@ class _DigestingReader(io.RawIOBase):
         self._raw = raw
         self.sha256 = hashlib.sha256()
         self.bytes = 0
+        self.frames: _ZstdFrames | None = None  # set for .zst inputs
 
     def readable(self) -> bool:
         return True
@@ -67,13 +70,88 @@ class _DigestingReader(io.RawIOBase):
         data = self._raw.read(len(buffer))
         n = len(data)
         buffer[:n] = data
-        self.sha256.update(data)
-        self.bytes += n
+        self._seen(data)
         return n
 
+    def _seen(self, data: bytes) -> None:
+        self.sha256.update(data)
+        self.bytes += len(data)
+        if self.frames is not None:
+            self.frames.feed(data)
+
     def drain(self) -> None:
-        while self._raw.read(1 << 20):
-            pass
+        """Read (and hash) whatever the decompressor left, then check the input is whole."""
+        while data := self._raw.read(1 << 20):
+            self._seen(data)
+        if self.frames is not None and not self.frames.at_boundary:
+            raise EOFError("compressed file ended before the end of a zstd frame")
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = 0x184D2A50  # ..0x184D2A5F
+_FCS_BYTES = (0, 2, 4, 8)  # by Frame_Content_Size_flag (0 means 1 byte when single-segment)
+_DICT_ID_BYTES = (0, 1, 2, 4)
+
+
+class _ZstdFrames:
+    """Follows zstd frame and block headers (RFC 8878) over the stored bytes, without
+    decompressing, to tell whether the input ends at the end of a frame.
+
+    ``zstandard``'s stream reader takes input that stops inside a frame for a shorter file, so
+    a truncated ``.zst`` would silently lose its tail; with this, it is an error like a
+    truncated ``.gz``. Malformed headers are left to the decompressor to report.
+    """
+
+    def __init__(self) -> None:
+        self._state = "magic"  # which header the next bytes belong to
+        self._header = bytearray()
+        self._skip = 0  # payload bytes to pass over before ``_state``
+        self._checksum = False
+
+    @property
+    def at_boundary(self) -> bool:
+        return self._state in {"magic", "invalid"} and not self._header and not self._skip
+
+    def feed(self, data: bytes) -> None:
+        pos, end = 0, len(data)
+        while pos < end and self._state != "invalid":
+            if self._skip:
+                step = min(self._skip, end - pos)
+                self._skip -= step
+                pos += step
+                continue
+            need = {"magic": 4, "descriptor": 1, "skippable": 4, "block": 3}[self._state]
+            take = min(need - len(self._header), end - pos)
+            self._header += data[pos : pos + take]
+            pos += take
+            if len(self._header) == need:
+                header = int.from_bytes(self._header, "little")
+                self._header.clear()
+                self._advance(header)
+
+    def _advance(self, header: int) -> None:
+        state = self._state
+        if state == "magic":
+            if header == _ZSTD_MAGIC:
+                self._state = "descriptor"
+            elif header & 0xFFFFFFF0 == _ZSTD_SKIPPABLE:
+                self._state = "skippable"
+            else:
+                self._state = "invalid"
+        elif state == "skippable":
+            self._skip, self._state = header, "magic"
+        elif state == "descriptor":
+            single_segment = bool(header >> 5 & 1)
+            fcs = _FCS_BYTES[header >> 6] or int(single_segment)
+            self._checksum = bool(header >> 2 & 1)
+            self._skip = (not single_segment) + _DICT_ID_BYTES[header & 3] + fcs
+            self._state = "block"
+        elif state == "block":
+            last, kind, size = header & 1, header >> 1 & 3, header >> 3
+            self._skip = 1 if kind == 1 else size  # an RLE block stores one byte
+            if last:
+                self._skip += 4 * self._checksum
+                self._state = "magic"
 
 
 def _open_decompressed(path: str, digest: _DigestingReader) -> BinaryIO:
@@ -81,9 +159,9 @@ def _open_decompressed(path: str, digest: _DigestingReader) -> BinaryIO:
     if path.endswith(".gz"):
         return gzip.GzipFile(fileobj=buffered, mode="rb")  # type: ignore[return-value]
     if path.endswith(".zst"):
-        import zstandard
-
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(buffered))
+        digest.frames = _ZstdFrames()
+        reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
+        return io.BufferedReader(reader)  # type: ignore[arg-type]
     if path.endswith((".jsonl", ".json", ".ndjson")):
         return buffered
     raise InputError(f"{path}: unknown input format (expected .jsonl, .jsonl.gz or .jsonl.zst)")
@@ -126,7 +204,7 @@ class InputFile:
                     on_bytes(digest.bytes - reported)
                     reported = digest.bytes
             digest.drain()
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zstandard.ZstdError) as exc:
             raise InputError(f"{path}: cannot read (corrupt or truncated?): {exc}") from exc
         finally:
             handle.close()

@@ -29,7 +29,8 @@ class SplitConfig:
 
     def __post_init__(self) -> None:
         ratios = (self.train, self.validation, self.test)
-        if any(r < 0 for r in ratios) or abs(sum(ratios) - 1.0) > 1e-9:
+        # Written so that NaN fails too (every comparison with NaN is false).
+        if not all(r >= 0 for r in ratios) or not abs(sum(ratios) - 1.0) <= 1e-9:
             raise ValueError(f"split ratios must be >= 0 and sum to 1, got {ratios}")
 
 

@@ -9,6 +9,8 @@ $.teacher_gold_trace.hooks[3].value_hash: String should match pattern ...``.
 from __future__ import annotations
 
 import base64
+import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -116,7 +118,7 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
     if line.too_long:
         return reject(LINE_TOO_LONG, "line exceeds the maximum line size (max_line_bytes)")
     try:
-        return orjson.loads(line.raw), None
+        return _exact_integers(line.raw, orjson.loads(line.raw)), None
     except orjson.JSONDecodeError as exc:
         try:
             line.raw.decode("utf-8")
@@ -124,6 +126,21 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
             byte = line.raw[bad.start]
             return reject(INVALID_UTF8, f"invalid UTF-8 byte 0x{byte:02x} at byte {bad.start + 1}")
         return reject(INVALID_JSON, f"invalid JSON: {exc}")
+
+
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+
+
+def _exact_integers(raw: bytes, value: Any) -> Any:
+    """orjson reads an integer beyond 64 bits as a float (``2**70`` -> ``1.18e21``), which
+    changes the value and its hash; such lines are read again by the stdlib, which keeps
+    integers exact. Only lines with a run of 19+ digits can hold one, so this is rare."""
+    if not _LONG_DIGITS.search(raw):
+        return value
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return value
 
 
 @dataclass

@@ -1,0 +1,309 @@
+"""Validate: every kind of bad line becomes a reject with the exact JSON path and the raw line."""
+
+from __future__ import annotations
+
+import base64
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from builder.hashing import value_hash
+from builder.sources import SourceLine
+from builder.validate import (
+    INVALID_JSON,
+    INVALID_UTF8,
+    LINE_TOO_LONG,
+    SCHEMA,
+    Reject,
+    Valid,
+    Validator,
+    is_blank,
+    json_path,
+    parse_line,
+)
+from schemas.episode import Episode, Question
+
+
+def validate(raw: bytes, number: int = 1, path: str = "runs/a.jsonl") -> Valid | Reject:
+    return Validator(Episode, "episode_id").validate(SourceLine(path, number, raw))
+
+
+def reject_of(record: Any) -> Reject:
+    outcome = validate(json.dumps(record).encode())
+    assert isinstance(outcome, Reject), "expected a reject"
+    return outcome
+
+
+def test_a_clean_episode_validates(make: SimpleNamespace) -> None:
+    outcome = validate(make.line(make.episode()), number=7)
+    assert isinstance(outcome, Valid)
+    assert outcome.record.episode_id == "ep-0001"
+    assert outcome.line.number == 7
+
+
+def test_truncated_json(make: SimpleNamespace) -> None:
+    raw = make.line(make.episode())[:-20]
+    outcome = validate(raw, number=3)
+    assert isinstance(outcome, Reject)
+    assert (outcome.kind, outcome.line, outcome.path) == (INVALID_JSON, 3, "$")
+    assert outcome.raw == raw
+    assert "invalid JSON" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("where", "bad", "path"),
+    [
+        (("verified",), "yes", "$.verified"),
+        (("verified",), 1, "$.verified"),
+        (("question", "n_steps"), "3", "$.question.n_steps"),
+        (("question", "n_steps"), 3.0, "$.question.n_steps"),
+        (("question", "hint"), 3, "$.question.hint"),
+        (("question", "difficulty"), "TRIVIAL", "$.question.difficulty"),
+        (("episode_id",), 17, "$.episode_id"),
+        (("episode_id",), "", "$.episode_id"),
+        (("timestamp",), "yesterday", "$.timestamp"),
+        (
+            ("teacher_gold_trace", "execution_success"),
+            "true",
+            "$.teacher_gold_trace.execution_success",
+        ),
+        (
+            ("teacher_gold_trace", "turns", 1, "turn_index"),
+            "1",
+            "$.teacher_gold_trace.turns[1].turn_index",
+        ),
+        (("teacher_gold_trace", "total_turns"), -1, "$.teacher_gold_trace.total_turns"),
+        (("consistency_traces",), {"not": "a list"}, "$.consistency_traces"),
+        (
+            ("triangulation_metadata", "majority_count"),
+            True,
+            "$.triangulation_metadata.majority_count",
+        ),
+        (
+            ("rl_verification_data", "expected_final_answer_hash"),
+            "abc",
+            "$.rl_verification_data.expected_final_answer_hash",
+        ),
+        (
+            ("conversation_for_sft", "messages", 0, "role"),
+            "robot",
+            "$.conversation_for_sft.messages[0].role",
+        ),
+    ],
+)
+def test_wrong_types_are_strict_schema_rejects(
+    make: SimpleNamespace, where: tuple[Any, ...], bad: Any, path: str
+) -> None:
+    record = make.episode()
+    target = record
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = bad
+    outcome = reject_of(record)
+    assert outcome.kind == SCHEMA
+    assert outcome.path == path
+    assert [e.path for e in outcome.errors] == [path]
+    assert outcome.message.startswith(f"{path}: ")
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        (("teacher_gold_trace",), "$.teacher_gold_trace"),
+        (("verified",), "$.verified"),
+        (("question", "question_text"), "$.question.question_text"),
+        (("question", "id"), "$.question.id"),
+        (
+            ("teacher_gold_trace", "turns", 0, "execution"),
+            "$.teacher_gold_trace.turns[0].execution",
+        ),
+        (
+            ("teacher_gold_trace", "turns", 1, "execution", "hooks", 0, "value_hash"),
+            "$.teacher_gold_trace.turns[1].execution.hooks[0].value_hash",
+        ),
+    ],
+)
+def test_missing_required_field(make: SimpleNamespace, where: tuple[Any, ...], path: str) -> None:
+    record = make.episode()
+    target = record
+    for key in where[:-1]:
+        target = target[key]
+    del target[where[-1]]
+    outcome = reject_of(record)
+    assert (outcome.kind, outcome.path) == (SCHEMA, path)
+    assert "Field required" in outcome.message
+
+
+def test_bad_hex_deep_inside_a_flat_trace(make: SimpleNamespace) -> None:
+    hooks = [make.hook("a", 1), make.hook("b", 2, ["a"])]
+    hooks[1]["value_hash"] = "0123456789abcdeg"  # 'g' is not hex
+    record = make.episode(gold=make.flat_trace(42, hooks=hooks))
+    outcome = reject_of(record)
+    assert outcome.path == "$.teacher_gold_trace.hooks[1].value_hash"
+    for bad in ("0123456789abcde", "0123456789ABCDEF", "0123456789abcdef0"):
+        hooks[1]["value_hash"] = bad
+        assert reject_of(record).path == "$.teacher_gold_trace.hooks[1].value_hash", bad
+
+
+def test_wrong_type_deep_inside_a_consistency_trace(make: SimpleNamespace) -> None:
+    consistency = [make.turns_trace(42), make.flat_trace(42)]
+    consistency[0]["turns"][2]["execution"]["success"] = "true"
+    outcome = reject_of(make.episode(consistency=consistency))
+    assert outcome.path == "$.consistency_traces[0].turns[2].execution.success"
+
+
+def test_several_errors_are_all_reported_first_one_is_the_path(make: SimpleNamespace) -> None:
+    record = make.episode()
+    record["verified"] = "yes"
+    record["question"]["n_steps"] = "2"
+    outcome = reject_of(record)
+    assert [e.path for e in outcome.errors] == ["$.verified", "$.question.n_steps"]
+    assert outcome.path == "$.verified"
+    assert "$.verified: " in outcome.message and "; $.question.n_steps: " in outcome.message
+
+
+def test_message_content_union_errors_keep_a_clean_path(make: SimpleNamespace) -> None:
+    record = make.episode()
+    record["conversation_for_sft"]["messages"][1]["content"] = 5
+    assert reject_of(record).path == "$.conversation_for_sft.messages[1].content"
+
+
+def test_non_utf8_bytes(make: SimpleNamespace) -> None:
+    raw = make.line(make.episode()).replace(b"sales.csv", b"sales\xff.csv", 1)
+    outcome = validate(raw, number=9)
+    assert isinstance(outcome, Reject)
+    assert (outcome.kind, outcome.path, outcome.line) == (INVALID_UTF8, "$", 9)
+    position = raw.index(b"\xff") + 1
+    assert f"at byte {position}" in outcome.message
+    assert "0xff" in outcome.message
+    record = outcome.to_json()
+    assert "raw" not in record
+    assert base64.b64decode(record["raw_base64"]) == raw
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"[1, 2, 3]", b'"episode"', b"42", b"null", b"[]"],
+)
+def test_json_that_is_not_an_object_is_a_schema_reject(raw: bytes) -> None:
+    outcome = validate(raw)
+    assert isinstance(outcome, Reject)
+    assert (outcome.kind, outcome.path) == (SCHEMA, "$")
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity"])
+def test_nan_and_infinity_literals_are_invalid_json(make: SimpleNamespace, literal: bytes) -> None:
+    raw = make.line(make.episode()).replace(b'"final_answer": 42', b'"final_answer": ' + literal, 1)
+    assert literal in raw
+    outcome = validate(raw)
+    assert isinstance(outcome, Reject) and outcome.kind == INVALID_JSON
+
+
+def test_duplicate_episode_id_names_the_first_occurrence(make: SimpleNamespace) -> None:
+    validator = Validator(Episode, "episode_id")
+    first = make.line(make.episode("ep-7"))
+    other = make.line(make.episode("ep-8"))
+    assert isinstance(validator.validate(SourceLine("a.jsonl", 4, first)), Valid)
+    assert isinstance(validator.validate(SourceLine("a.jsonl", 5, other)), Valid)
+    again = validator.validate(SourceLine("b.jsonl", 2, first))
+    assert isinstance(again, Reject)
+    assert (again.kind, again.path, again.line, again.source_file) == (
+        "duplicate_episode_id",
+        "$.episode_id",
+        2,
+        "b.jsonl",
+    )
+    assert "a.jsonl:4" in again.message and "'ep-7'" in again.message
+    # a third copy still names the first, not the second
+    third = validator.validate(SourceLine("c.jsonl", 1, first))
+    assert isinstance(third, Reject) and "a.jsonl:4" in third.message
+
+
+def test_an_invalid_line_does_not_claim_its_key(make: SimpleNamespace) -> None:
+    validator = Validator(Episode, "episode_id")
+    broken = make.episode("ep-1")
+    broken["verified"] = "yes"
+    assert isinstance(validator.validate(SourceLine("a.jsonl", 1, make.line(broken))), Reject)
+    fixed = validator.validate(SourceLine("a.jsonl", 2, make.line(make.episode("ep-1"))))
+    assert isinstance(fixed, Valid)
+
+
+def test_question_validator_keys_on_id(make: SimpleNamespace) -> None:
+    validator = Validator(Question, "id")
+    raw = make.line(make.question())
+    assert isinstance(validator.validate(SourceLine("q.jsonl", 1, raw)), Valid)
+    again = validator.validate(SourceLine("q.jsonl", 2, raw))
+    assert isinstance(again, Reject) and again.kind == "duplicate_id"
+
+
+def test_reject_to_json_contract(make: SimpleNamespace) -> None:
+    record = make.episode()
+    record["question"]["n_steps"] = "3"
+    raw = ("  " + json.dumps(record, ensure_ascii=False) + "\t").encode()
+    outcome = validate(raw, number=12, path="data/episodes/bad.jsonl")
+    assert isinstance(outcome, Reject)
+    out = outcome.to_json()
+    assert out["source_file"] == "data/episodes/bad.jsonl"
+    assert out["line"] == 12
+    assert out["kind"] == "schema"
+    assert out["path"] == "$.question.n_steps"
+    assert out["message"].startswith("$.question.n_steps: ")
+    assert out["errors"] == [{"path": "$.question.n_steps", "message": outcome.errors[0].message}]
+    assert out["raw"].encode() == raw  # unchanged, whitespace and all
+    json.dumps(out)  # serialisable as is
+    assert str(outcome).startswith("data/episodes/bad.jsonl:12: schema: $.question.n_steps: ")
+
+
+def test_too_long_line_is_a_reject_and_not_blank() -> None:
+    line = SourceLine("a.jsonl", 5, b"   ", too_long=True)
+    assert not is_blank(line)
+    outcome = Validator(Episode).validate(line)
+    assert isinstance(outcome, Reject)
+    assert (outcome.kind, outcome.line) == (LINE_TOO_LONG, 5)
+
+
+@pytest.mark.parametrize(
+    ("raw", "blank"),
+    [(b"", True), (b"   ", True), (b"\t \t", True), (b"{}", False), (b" x ", False)],
+)
+def test_is_blank(raw: bytes, blank: bool) -> None:
+    assert is_blank(SourceLine("a.jsonl", 1, raw)) is blank
+
+
+def test_integers_beyond_64_bits_stay_exact(make: SimpleNamespace) -> None:
+    answer = 2**70 + 1  # parsed as a float this would be 1180591620717411303424.0
+    record = make.episode(gold=make.turns_trace(answer), consistency=[make.flat_trace(answer)])
+    outcome = validate(make.line(record))
+    assert isinstance(outcome, Valid)
+    gold = outcome.record.teacher_gold_trace
+    assert gold.final_answer == answer and type(gold.final_answer) is int
+    assert gold.final_answer_hash == value_hash(answer)
+    value, rejected = parse_line(SourceLine("a.jsonl", 1, b'{"n": -9223372036854775809}'))
+    assert rejected is None and value == {"n": -9223372036854775809}
+
+
+def test_long_digit_runs_inside_strings_parse_normally() -> None:
+    value, rejected = parse_line(
+        SourceLine("a.jsonl", 1, b'{"id": "12345678901234567890", "x": 1.5}')
+    )
+    assert rejected is None
+    assert value == {"id": "12345678901234567890", "x": 1.5}
+    # still strict: a NaN literal next to a long number is not accepted
+    _, rejected = parse_line(SourceLine("a.jsonl", 1, b'{"n": 12345678901234567890, "x": NaN}'))
+    assert rejected is not None and rejected.kind == INVALID_JSON
+
+
+@pytest.mark.parametrize(
+    ("loc", "path"),
+    [
+        (("hooks", 3, "value_hash"), "$.hooks[3].value_hash"),
+        ((), "$"),
+        (("content", "str"), "$.content"),
+        (("content", "list[dict[str,any]]", 0), "$.content[0]"),
+        ((0, 1), "$[0][1]"),
+    ],
+)
+def test_json_path(loc: tuple[Any, ...], path: str) -> None:
+    assert json_path(loc) == path
