@@ -103,9 +103,10 @@ PRM = table_schema(
 PRM_STEPWISE = table_schema(
     "TRL stepwise supervision: one row per trace with at least one step (gold and consistency) "
     "of a training-eligible episode; a step is a turn (a code cell for flat traces). A step is "
-    "labelled true when it ran successfully (where known) and every hook attributed to it has "
-    "a value hash among the gold trace's hook hashes. Flat traces: cell success is unknown "
-    "except for the last cell, which takes the trace's execution_success; a hook without a "
+    "labelled true when it ran successfully (where known) and every hook attributed to it is "
+    "matched by builder.rewards.process_reward: it has the value hash of a gold hook whose "
+    "depends_on hooks were credited earlier in the same trace. Flat traces: cell success is "
+    "unknown except for the last cell, which takes the trace's execution_success; a hook without a "
     "turn is attributed to the first cell whose code contains its code line",
     column("prompt", pa.string(), "The question text"),
     column("completions", STRINGS, "One rendered step (reasoning + fenced code) per turn"),

@@ -1,0 +1,206 @@
+"""Reward functions for training on the built data: the one comparison logic.
+
+The ``prm_stepwise`` labels (``builder.derive.prm_stepwise``) call ``process_reward`` from
+here, and training code calls it through the adapters below, so a label and a reward can
+never disagree. This module imports only the standard library and ``builder.hashing``:
+training code can import it without polars, pyarrow or datasets.
+
+Outcome
+    ``outcome_reward(answer, expected_hash)`` is 1.0 when ``value_hash(answer)`` equals the
+    expected hash (the ``rl`` config's ``expected_final_answer_hash``), else 0.0. A value
+    with no canonical form cannot equal any expected hash and scores 0.0.
+
+Process (the credit rule)
+    Gold hooks ``g_0..g_{n-1}`` (the gold trace's, in its order) each have a name, a value
+    hash and ``depends_on`` (names of other gold hooks); student hooks ``s_0..s_{m-1}`` are
+    taken in the student's order. Walking the student hooks in order, a gold hook ``g`` is
+    credited at the first position ``p`` where
+
+    * ``s_p`` has ``g``'s value hash, and
+    * every name in ``g.depends_on`` is the name of a gold hook credited at a position
+      strictly before ``p`` (a name held by several gold hooks is satisfied by any of them).
+
+    So a hook produced before (or without) one of its dependencies earns nothing at that
+    position, and everything that depends on it, directly or transitively, loses its credit
+    too unless the student produces it again in order. Names in ``depends_on`` that name no
+    gold hook can never be satisfied (the builder flags such traces with the
+    ``hook_unknown_dependency`` check, which excludes them from training), and hooks on a
+    cycle are never credited. One student hook may credit several gold hooks that share its
+    hash (each still needs its dependencies credited strictly earlier).
+
+    The dense reward is ``credited / n`` (0.0 when there are no gold hooks or no student
+    hooks); a student whose hooks equal the gold hooks, in a gold order that lists every
+    dependency before its dependents (the capture order does), scores 1.0.
+
+    A student hook ``s_p`` is *matched* when some gold hook ``g`` with its hash has every
+    dependency credited before ``p``: matched hooks are exactly those that earn (or would
+    re-earn) a credit. ``prm_stepwise`` labels a step false when a hook attributed to it is
+    not matched.
+
+Hooks
+    A hook is a mapping (or an object with these attributes): ``value_hash``; a name from
+    ``name``, else ``variable_name``, else ``code_line`` (the builder's naming); and
+    ``depends_on`` (a list of names, missing or None meaning none). The ``rl`` config's
+    ``gold_hooks`` rows (``{name, value_hash, depends_on}``) and the episode schema's hooks
+    both qualify. A bare string is taken as a value hash. Student hooks are compared by hash
+    only; their own names and ``depends_on`` are not used. A hook without a hash matches
+    nothing.
+
+GRPO-style adapters
+    ``make_outcome_reward(run)`` and ``make_process_reward(run)`` return functions with the
+    signature trainers such as TRL's ``GRPOTrainer`` call: ``(prompts, completions,
+    **kwargs)`` where the keyword arguments carry the ``rl`` config's columns, one entry per
+    completion (``expected_final_answer_hash: list[str]``, ``gold_hooks:
+    list[list[dict]]``, ...), and the result is one float per completion. ``run(completion)``
+    is yours: it executes a completion in your environment and returns ``{"answer": ...,
+    "hooks": [...]}`` (leave out ``"answer"`` when nothing was submitted; that scores 0.0).
+    Each adapter calls ``run`` once per completion; memoize it if executing twice is costly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from builder.hashing import value_hash
+
+__all__ = [
+    "ProcessReward",
+    "RewardFunction",
+    "make_outcome_reward",
+    "make_process_reward",
+    "outcome_reward",
+    "process_reward",
+]
+
+RewardFunction = Callable[..., list[float]]
+Run = Callable[[Any], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ProcessReward:
+    """``process_reward``'s result.
+
+    ``credited[i]``: gold hook ``i`` earned its credit; ``credited_at[i]``: the student
+    position where it did (None when it did not); ``matched[p]``: student hook ``p`` matched
+    a gold hook in DAG order; ``reward``: credited gold hooks / gold hooks (0.0 when either
+    list is empty).
+    """
+
+    reward: float
+    credited: tuple[bool, ...]
+    credited_at: tuple[int | None, ...]
+    matched: tuple[bool, ...]
+
+    def __float__(self) -> float:
+        return self.reward
+
+
+def _field(hook: Any, key: str) -> Any:
+    if isinstance(hook, Mapping):
+        return hook.get(key)
+    return getattr(hook, key, None)
+
+
+def hook_hash(hook: Any) -> str | None:
+    """The value hash of a hook (a bare string is one)."""
+    return hook if isinstance(hook, str) else _field(hook, "value_hash")
+
+
+def hook_name(hook: Any) -> str | None:
+    """``name``, else ``variable_name``, else ``code_line``: the builder's naming."""
+    if isinstance(hook, str):
+        return None
+    for key in ("name", "variable_name", "code_line"):
+        value = _field(hook, key)
+        if value is not None:
+            return value
+    return None
+
+
+def hook_depends_on(hook: Any) -> tuple[str, ...]:
+    return () if isinstance(hook, str) else tuple(_field(hook, "depends_on") or ())
+
+
+def outcome_reward(answer: Any, expected_hash: str | None) -> float:
+    """1.0 when ``value_hash(answer) == expected_hash``, else 0.0."""
+    if expected_hash is None:
+        return 0.0
+    try:
+        return 1.0 if value_hash(answer) == expected_hash else 0.0
+    except TypeError:  # no canonical form: cannot equal a hash of one
+        return 0.0
+
+
+def process_reward(student_hooks: Iterable[Any], gold_hooks: Iterable[Any]) -> ProcessReward:
+    """Per-gold-hook credit in DAG order and the dense reward (rule: module docstring)."""
+    student = [hook_hash(h) for h in student_hooks]
+    gold = list(gold_hooks)
+    hashes = [hook_hash(g) for g in gold]
+    names = [hook_name(g) for g in gold]
+    deps = [hook_depends_on(g) for g in gold]
+    by_hash: dict[str, list[int]] = {}
+    for i, h in enumerate(hashes):
+        if h is not None:
+            by_hash.setdefault(h, []).append(i)
+    credited_at: list[int | None] = [None] * len(gold)
+    done: set[str] = set()  # names of gold hooks credited at positions before the current one
+    matched: list[bool] = []
+    for p, h in enumerate(student):
+        ready = [i for i in by_hash.get(h, ()) if h is not None and set(deps[i]) <= done]
+        matched.append(bool(ready))
+        for i in ready:
+            if credited_at[i] is None:
+                credited_at[i] = p
+        # Credits at p satisfy dependencies from p + 1 on, never at p itself.
+        done.update(names[i] for i in ready if names[i] is not None)
+    credited = tuple(at is not None for at in credited_at)
+    reward = sum(credited) / len(gold) if gold and student else 0.0
+    return ProcessReward(reward, credited, tuple(credited_at), tuple(matched))
+
+
+def _column(kwargs: Mapping[str, Any], name: str, n: int, adapter: str) -> Sequence[Any]:
+    if name not in kwargs:
+        raise KeyError(
+            f"{adapter}: the trainer passed no {name!r} column; train on the 'rl' config, "
+            f"whose columns the trainer forwards as keyword arguments"
+        )
+    values = kwargs[name]
+    if len(values) != n:
+        raise ValueError(f"{adapter}: {len(values)} values of {name!r} for {n} completions")
+    return values
+
+
+def make_outcome_reward(run: Run, name: str = "outcome_reward") -> RewardFunction:
+    """A ``(prompts, completions, **kwargs) -> list[float]`` reward: ``outcome_reward`` of
+    ``run(completion)["answer"]`` against the row's ``expected_final_answer_hash``."""
+
+    def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        expected = _column(kwargs, "expected_final_answer_hash", len(completions), name)
+        out = []
+        for completion, expected_hash in zip(completions, expected, strict=True):
+            result = run(completion)
+            out.append(
+                outcome_reward(result["answer"], expected_hash) if "answer" in result else 0.0
+            )
+        return out
+
+    reward.__name__ = reward.__qualname__ = name
+    return reward
+
+
+def make_process_reward(run: Run, name: str = "process_reward") -> RewardFunction:
+    """A ``(prompts, completions, **kwargs) -> list[float]`` reward: the dense
+    ``process_reward`` of ``run(completion)["hooks"]`` against the row's ``gold_hooks``."""
+
+    def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        gold = _column(kwargs, "gold_hooks", len(completions), name)
+        out = []
+        for completion, gold_hooks in zip(completions, gold, strict=True):
+            hooks = run(completion).get("hooks") or ()
+            out.append(process_reward(hooks, gold_hooks or ()).reward)
+        return out
+
+    reward.__name__ = reward.__qualname__ = name
+    return reward
