@@ -149,35 +149,24 @@ def check_corrections(turns: Sequence[Turn]) -> list[str]:
 
 
 def check_hook_dag(edges: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """``depends_on`` must name hooks of the same trace and form a DAG."""
-    graph: dict[str, set[str]] = {}
+    """``depends_on`` must name hooks of the same trace listed *before* the dependent one.
+
+    Hooks are listed in execution order, so an edge to an earlier hook is what a DAG in
+    topological order looks like, and checking it is one pass. A name may repeat: in
+    ``df = df.dropna()`` the new ``df`` depends on the earlier ``df``, which is fine. An edge
+    to a name that exists but only at or after the dependent hook is a ``hook_cycle`` (a
+    cycle, or an edge out of execution order); a name that exists nowhere is
+    ``hook_unknown_dependency``.
+    """
+    edges = list(edges)
+    names = {name for name, _ in edges}
+    seen: set[str] = set()
+    unknown = forward = False
     for name, deps in edges:
-        graph.setdefault(name, set()).update(deps)
-    failed = []
-    if any(dep not in graph for deps in graph.values() for dep in deps):
-        failed.append(HOOK_UNKNOWN_DEPENDENCY)
-    if _has_cycle(graph):
-        failed.append(HOOK_CYCLE)
-    return failed
-
-
-def _has_cycle(graph: Mapping[str, set[str]]) -> bool:
-    # Iterative colouring DFS: a hostile trace cannot exhaust the recursion limit.
-    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
-    for root in graph:
-        if root in state:
-            continue
-        stack = [(root, iter(graph.get(root, ())))]
-        state[root] = 1
-        while stack:
-            node, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                state[node] = 2
-                stack.pop()
-            elif state.get(child) == 1:
-                return True
-            elif child not in state and child in graph:
-                state[child] = 1
-                stack.append((child, iter(graph[child])))
-    return False
+        for dep in deps:
+            if dep not in names:
+                unknown = True
+            elif dep not in seen:
+                forward = True
+        seen.add(name)
+    return [k for k, bad in ((HOOK_UNKNOWN_DEPENDENCY, unknown), (HOOK_CYCLE, forward)) if bad]

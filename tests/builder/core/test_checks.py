@@ -277,7 +277,9 @@ def test_hook_dag_checks_in_turn_form(make: SimpleNamespace) -> None:
     [
         ([], []),
         ([("a", []), ("b", ["a"]), ("c", ["a"]), ("d", ["b", "c"])], []),  # diamond
-        ([("a", []), ("a", ["a"])], [checks.HOOK_CYCLE]),  # a repeated name merges its edges
+        ([("a", []), ("a", ["a"])], []),  # reassignment: df = df.dropna()
+        ([("a", ["a"])], [checks.HOOK_CYCLE]),  # depends on itself, nothing earlier
+        ([("b", ["a"]), ("a", [])], [checks.HOOK_CYCLE]),  # edge out of execution order
         ([("a", ["b"])], [checks.HOOK_UNKNOWN_DEPENDENCY]),
         ([("a", ["b", "x"]), ("b", ["a"])], [checks.HOOK_UNKNOWN_DEPENDENCY, checks.HOOK_CYCLE]),
     ],
