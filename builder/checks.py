@@ -149,24 +149,53 @@ def check_corrections(turns: Sequence[Turn]) -> list[str]:
 
 
 def check_hook_dag(edges: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """``depends_on`` must name hooks of the same trace listed *before* the dependent one.
+    """``depends_on`` must name hooks of the same trace and form a DAG.
 
-    Hooks are listed in execution order, so an edge to an earlier hook is what a DAG in
-    topological order looks like, and checking it is one pass. A name may repeat: in
-    ``df = df.dropna()`` the new ``df`` depends on the earlier ``df``, which is fine. An edge
-    to a name that exists but only at or after the dependent hook is a ``hook_cycle`` (a
-    cycle, or an edge out of execution order); a name that exists nowhere is
-    ``hook_unknown_dependency``.
+    Names may repeat: in ``df = df.dropna()`` the new ``df`` depends on the earlier ``df``.
+    So each occurrence is its own node, and a dependency resolves to the latest occurrence
+    of that name listed before the dependent hook, or, when there is none, to the first one
+    after it (out of execution order, but not wrong as such). A name found nowhere is
+    ``hook_unknown_dependency``; a cycle among the resolved edges is ``hook_cycle``.
     """
     edges = list(edges)
-    names = {name for name, _ in edges}
-    seen: set[str] = set()
-    unknown = forward = False
-    for name, deps in edges:
+    where: dict[str, list[int]] = {}
+    for index, (name, _) in enumerate(edges):
+        where.setdefault(name, []).append(index)
+    graph: list[list[int]] = []
+    unknown = False
+    for index, (_, deps) in enumerate(edges):
+        targets = []
         for dep in deps:
-            if dep not in names:
+            occurrences = where.get(dep)
+            if occurrences is None:
                 unknown = True
-            elif dep not in seen:
-                forward = True
-        seen.add(name)
-    return [k for k, bad in ((HOOK_UNKNOWN_DEPENDENCY, unknown), (HOOK_CYCLE, forward)) if bad]
+                continue
+            earlier = [j for j in occurrences if j < index]
+            later = [j for j in occurrences if j > index]
+            # Only itself: a self-loop, which the cycle search reports.
+            targets.append(earlier[-1] if earlier else later[0] if later else index)
+        graph.append(targets)
+    failed = [HOOK_UNKNOWN_DEPENDENCY] if unknown else []
+    return [*failed, HOOK_CYCLE] if _has_cycle(graph) else failed
+
+
+def _has_cycle(graph: Sequence[Sequence[int]]) -> bool:
+    # Iterative colouring DFS: a hostile trace cannot exhaust the recursion limit.
+    state = [0] * len(graph)  # 0 = new, 1 = on the stack, 2 = done
+    for root in range(len(graph)):
+        if state[root]:
+            continue
+        stack = [(root, iter(graph[root]))]
+        state[root] = 1
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[node] = 2
+                stack.pop()
+            elif state[child] == 1:
+                return True
+            elif state[child] == 0:
+                state[child] = 1
+                stack.append((child, iter(graph[child])))
+    return False

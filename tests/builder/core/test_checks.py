@@ -279,7 +279,8 @@ def test_hook_dag_checks_in_turn_form(make: SimpleNamespace) -> None:
         ([("a", []), ("b", ["a"]), ("c", ["a"]), ("d", ["b", "c"])], []),  # diamond
         ([("a", []), ("a", ["a"])], []),  # reassignment: df = df.dropna()
         ([("a", ["a"])], [checks.HOOK_CYCLE]),  # depends on itself, nothing earlier
-        ([("b", ["a"]), ("a", [])], [checks.HOOK_CYCLE]),  # edge out of execution order
+        ([("b", ["a"]), ("a", [])], []),  # out of execution order, still a DAG
+        ([("a", ["b"]), ("b", ["a"]), ("a", [])], [checks.HOOK_CYCLE]),  # b needs the first a
         ([("a", ["b"])], [checks.HOOK_UNKNOWN_DEPENDENCY]),
         ([("a", ["b", "x"]), ("b", ["a"])], [checks.HOOK_UNKNOWN_DEPENDENCY, checks.HOOK_CYCLE]),
     ],
