@@ -8,7 +8,7 @@ TRL_STAMP := $(VENV)/.installed-trl
 # The CPU build of torch (a file on these machines) keeps TRL from pulling a CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: build test test-fast lint format bench schema clean
+.PHONY: build test test-fast lint format bench schema publish clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ format: $(STAMP)
 
 bench: $(STAMP)  ## throughput and peak memory; results in .bench/
 	$(PY) -m benchmarks
+
+publish: $(STAMP)  ## release build/dataset: make publish VERSION=X.Y.Z [REPO=org/name] [DRY_RUN=1]
+	@test -n "$(VERSION)" || { echo "usage: make publish VERSION=X.Y.Z [REPO=org/name] [DRY_RUN=1]" >&2; exit 1; }
+	$(VENV)/bin/episodes publish --version $(VERSION) $(if $(REPO),--repo $(REPO)) $(if $(DRY_RUN),--dry-run)
 
 schema: $(STAMP)  ## regenerate schemas/episode.schema.json
 	$(VENV)/bin/episodes schema --out schemas/episode.schema.json

@@ -1,8 +1,6 @@
 """The ``episodes`` command (also ``python -m builder``).
 
-Exit codes: 0 success; 1 usage, configuration or unreadable input; 2 input rejected (the
-build refused for too many rejects, or ``validate`` found any); 3 the build refused because
-integrity checks failed in ``--strict`` mode; 4 another build holds the output's lock.
+Exit codes are in ``builder.exit_codes``.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from builder import exit_codes
 from builder.config import BuildConfig, ConfigError, find_config, load_config
 from builder.sources import InputError
 
@@ -40,6 +39,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("schema", help="print the JSON Schema of an episode line")
     s.add_argument("--out", type=Path, help="write to this file instead of stdout")
+
+    from builder.publish import cli as publish_cli
+
+    publish_cli.add_parser(sub)
     return parser
 
 
@@ -61,7 +64,8 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     )
 
 
-EXIT_USAGE, EXIT_REJECTED, EXIT_STRICT_CHECKS, EXIT_LOCKED = 1, 2, 3, 4
+EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
+EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -111,7 +115,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"build": cmd_build, "validate": cmd_validate, "schema": cmd_schema}
+def cmd_publish(args: argparse.Namespace) -> int:
+    from builder.publish import cli as publish_cli
+
+    return publish_cli.run(args)
+
+
+COMMANDS = {
+    "build": cmd_build,
+    "validate": cmd_validate,
+    "schema": cmd_schema,
+    "publish": cmd_publish,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

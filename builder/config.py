@@ -51,6 +51,8 @@ class BuildConfig:
     split_test: float = 0.05
     split_salt: str = "agent-traces/v1"
     dpo_max_pairs_per_episode: int = 4
+    publish_repo: str = ""
+    publish_private: bool = False
     card: CardConfig = field(default_factory=CardConfig)
     config_path: Path | None = None
 
@@ -66,8 +68,9 @@ _SECTIONS = {
     "build": {"batch_lines"},
     "splits": {"train", "validation", "test", "salt"},
     "derive": {"dpo_max_pairs_per_episode", "null_correct_trains"},
+    "publish": {"repo", "private"},
 }
-_PREFIXED = {"splits": "split_"}
+_PREFIXED = {"splits": "split_", "publish": "publish_"}
 
 
 def find_config(explicit: Path | None, cwd: Path) -> Path | None:

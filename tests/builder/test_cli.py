@@ -25,8 +25,15 @@ def episodes(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_build_from_any_directory_with_flags_only(tmp_path: Path) -> None:
     result = episodes(
-        "build", "--episodes", str(SAMPLE), "--out", "out/ds", "--rejects", "out/r.jsonl",
-        "--no-progress", cwd=tmp_path,
+        "build",
+        "--episodes",
+        str(SAMPLE),
+        "--out",
+        "out/ds",
+        "--rejects",
+        "out/r.jsonl",
+        "--no-progress",
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
     assert "rows per config" in result.stdout

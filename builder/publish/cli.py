@@ -1,0 +1,128 @@
+"""``episodes publish``: release a build folder to the Hugging Face Hub as ``vX.Y.Z``.
+
+Exit codes: 0 published (or planned, with ``--dry-run``); 1 refused, nothing uploaded (the
+build fails the gate, the version exists or is not greater than the latest, no or a rejected
+token); 2 usage or configuration error (no repository, a version that is not semver);
+3 the Hub could not be reached or the publish was interrupted — the repository is left at a
+consistent state and running the same command again finishes the release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from builder import exit_codes
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_FAILED = (
+    exit_codes.OK,
+    exit_codes.REFUSED,
+    exit_codes.USAGE,
+    exit_codes.UNAVAILABLE,
+)
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "publish",
+        help="publish a build to the Hugging Face Hub as an immutable tagged release",
+        description="Upload a build folder as one commit and tag it vX.Y.Z. Defaults come "
+        "from dataset.toml ([output] out, [publish] repo and private).",
+    )
+    p.add_argument("build_dir", nargs="?", type=Path, help="build folder (default: [output] out)")
+    p.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
+    p.add_argument(
+        "--repo", metavar="ORG/NAME", help="dataset repository (default: [publish] repo)"
+    )
+    p.add_argument("--version", required=True, metavar="X.Y.Z", help="semantic version to release")
+    p.add_argument(
+        "--private",
+        action="store_true",
+        default=None,
+        help="create the repository private (default: [publish] private, else public)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument("--message", metavar="TEXT", help="commit message (default: Release vX.Y.Z)")
+    p.add_argument(
+        "--allow-failed-checks",
+        action="store_true",
+        help="publish even though the manifest records failed integrity checks",
+    )
+    return p
+
+
+def _defaults(args: argparse.Namespace) -> tuple[Path, str, bool]:
+    from builder.config import find_config, load_config
+
+    config = load_config(find_config(args.config, Path.cwd()))
+    build_dir = args.build_dir or config.out
+    repo = args.repo or getattr(config, "publish_repo", "") or ""
+    private = (
+        args.private if args.private is not None else getattr(config, "publish_private", False)
+    )
+    return build_dir, repo, bool(private)
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder.config import ConfigError
+    from builder.publish import (
+        GateRefused,
+        HubUnavailable,
+        PublishFailed,
+        PublishOptions,
+        TokenError,
+        VersionError,
+        VersionRefused,
+        publish,
+    )
+
+    def fail(code: int, message: str) -> int:
+        print(f"episodes publish: {message}", file=sys.stderr)
+        return code
+
+    try:
+        build_dir, repo, private = _defaults(args)
+    except ConfigError as exc:
+        return fail(EXIT_USAGE, str(exc))
+    if not repo or repo.count("/") != 1 or not all(repo.split("/")):
+        return fail(
+            EXIT_USAGE,
+            f"--repo must be ORG/NAME (got {repo!r}); or set repo in [publish] of dataset.toml",
+        )
+    options = PublishOptions(
+        build_dir=build_dir,
+        repo=repo,
+        version=args.version,
+        private=private,
+        dry_run=args.dry_run,
+        message=args.message,
+        allow_failed_checks=args.allow_failed_checks,
+    )
+    try:
+        publish(options)
+    except VersionError as exc:
+        return fail(EXIT_USAGE, str(exc))
+    except (GateRefused, VersionRefused, TokenError) as exc:
+        return fail(EXIT_REFUSED, f"refused: {exc}\nnothing was uploaded")
+    except HubUnavailable as exc:
+        return fail(EXIT_FAILED, f"{exc}\nnothing was uploaded")
+    except PublishFailed as exc:
+        return fail(EXIT_FAILED, str(exc))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m builder.publish.cli --version X.Y.Z …`` (the same as ``episodes publish``)."""
+    parser = argparse.ArgumentParser(prog="episodes")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] != ["publish"]:
+        argv.insert(0, "publish")
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""The pre-publish gate: only an intact, clean build leaves the machine.
+
+A release is exactly what the build wrote: ``README.md``, ``manifest.json`` and the data files
+the manifest lists with their sha256. The gate refuses a folder whose files no longer match
+those digests (edited, truncated, missing, or added after the build), and a build whose
+manifest records failed integrity checks (unless explicitly allowed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from builder.export.manifest import MANIFEST_NAME
+
+CARD_NAME = "README.md"
+_CHUNK = 1024 * 1024
+
+
+class GateRefused(RuntimeError):
+    """The build may not be published; ``problems`` lists every reason found."""
+
+    def __init__(self, folder: Path, problems: list[str]) -> None:
+        shown = problems[:20] + ([f"… and {len(problems) - 20} more"] if len(problems) > 20 else [])
+        super().__init__(f"{folder}: not publishable:\n" + "\n".join(f"  - {p}" for p in shown))
+        self.problems = problems
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST_NAME
+    if not folder.is_dir():
+        raise GateRefused(folder, ["not a folder (build it first: `episodes build`)"])
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GateRefused(folder, [f"no {MANIFEST_NAME}: not a build folder"]) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise GateRefused(folder, [f"{MANIFEST_NAME} is unreadable: {exc}"]) from None
+    if not isinstance(manifest, dict):
+        raise GateRefused(folder, [f"{MANIFEST_NAME} is not a JSON object"])
+    return manifest
+
+
+def failed_checks(manifest: Mapping[str, Any]) -> dict[str, int]:
+    """Integrity checks that failed, by kind (episode and question checks together)."""
+    checks = manifest.get("checks") or {}
+    failed: dict[str, int] = {}
+    for section in ("episodes_by_kind", "questions_by_kind"):
+        for kind, count in (checks.get(section) or {}).items():
+            if isinstance(count, int) and count > 0:
+                failed[kind] = failed.get(kind, 0) + count
+    if checks.get("passed") is False and not failed:
+        failed["checks"] = 1
+    return failed
+
+
+def release_files(folder: Path, manifest: Mapping[str, Any]) -> dict[str, str]:
+    """``path -> sha256`` of the data files, as the manifest records them."""
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not files:
+        raise GateRefused(
+            folder,
+            [f"{MANIFEST_NAME} has no 'files' digests (built by an older builder): rebuild it"],
+        )
+    return {str(k): str(v) for k, v in files.items()}
+
+
+def check_build(
+    folder: Path,
+    manifest: Mapping[str, Any],
+    allow_failed_checks: bool = False,
+    digests: bool = True,
+) -> dict[str, str]:
+    """Verify ``folder`` against ``manifest``; return the data files' digests, or refuse.
+
+    ``digests=False`` checks everything but the file contents (no hashing)."""
+    problems: list[str] = []
+    failed = failed_checks(manifest)
+    if failed and not allow_failed_checks:
+        counts = ", ".join(f"{kind} {n}" for kind, n in sorted(failed.items()))
+        problems.append(
+            f"the build failed integrity checks ({counts}); fix the inputs and rebuild, or "
+            "pass --allow-failed-checks to publish it anyway"
+        )
+    files = release_files(folder, manifest)
+    if not (folder / CARD_NAME).is_file():
+        problems.append(f"{CARD_NAME} (the dataset card) is missing")
+    for rel, expected in sorted(files.items()):
+        path = folder / rel
+        if Path(rel).is_absolute() or ".." in Path(rel).parts:
+            problems.append(f"{rel}: not a path inside the build folder")
+        elif not path.is_file():
+            problems.append(f"{rel}: listed in the manifest but missing")
+        elif digests and sha256_file(path) != expected:
+            problems.append(f"{rel}: changed since the build (sha256 differs from the manifest)")
+    expected_names = {*files, CARD_NAME, MANIFEST_NAME}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_file() and rel not in expected_names:
+            problems.append(f"{rel}: not written by the build (not in the manifest)")
+    if problems:
+        raise GateRefused(folder, problems)
+    return files

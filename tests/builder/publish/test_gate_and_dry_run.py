@@ -1,0 +1,160 @@
+"""The pre-publish gate refuses edited or failed builds before any network call; a dry run
+prints the plan and changes nothing, on the Hub or on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from builder import exit_codes
+from builder.build import BuildReport
+from tests.builder.publish.helpers import folder_bytes, run_publish, snapshot, writes
+from tests.hub_server import HubServer
+
+DATA = "sft/train-00000-of-00001.parquet"
+
+
+def set_manifest(folder: Path, **changes: object) -> None:
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(changes)
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def edit_parquet(folder: Path) -> None:
+    data = bytearray((folder / DATA).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (folder / DATA).write_bytes(bytes(data))
+
+
+def add_stray(folder: Path) -> None:
+    (folder / "sft" / "train-00001-of-00001.parquet").write_bytes(b"PAR1 stray")
+
+
+def remove_data(folder: Path) -> None:
+    (folder / DATA).unlink()
+
+
+def fail_checks(folder: Path) -> None:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["checks"]["episodes_by_kind"]["verified_mismatch"] = 2
+    set_manifest(folder, checks=manifest["checks"])
+
+
+def drop_digests(folder: Path) -> None:
+    set_manifest(folder, files={})
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (edit_parquet, f"{DATA}: changed since the build"),
+        (add_stray, "train-00001-of-00001.parquet: not written by the build"),
+        (remove_data, f"{DATA}: listed in the manifest but missing"),
+        (fail_checks, "failed integrity checks (verified_mismatch 2)"),
+        (drop_digests, "has no 'files' digests"),
+    ],
+)
+def test_gate_refuses_before_touching_the_hub(
+    hub: HubServer,
+    build_a: BuildReport,
+    copy_build,
+    repo_id: str,
+    hf_token: str,
+    damage,
+    message: str,
+) -> None:
+    folder = copy_build(build_a)
+    damage(folder)
+    start = len(hub.requests)
+    code, _, err = run_publish(folder, "--repo", repo_id, "--version", "1.0.0")
+    assert code == exit_codes.REFUSED, err
+    assert message in err and "nothing was uploaded" in err
+    assert hub.requests[start:] == []
+
+
+def test_failed_checks_can_be_published_when_explicitly_allowed(
+    hub: HubServer, build_a: BuildReport, copy_build, repo_id: str, hf_token: str
+) -> None:
+    folder = copy_build(build_a)
+    fail_checks(folder)
+    args = (folder, "--repo", repo_id, "--version", "1.0.0", "--dry-run")
+    assert run_publish(*args)[0] == exit_codes.REFUSED
+    code, out, err = run_publish(*args, "--allow-failed-checks")
+    assert code == 0, err
+    assert "dry run" in out
+
+
+def test_dry_run_of_a_new_repo_creates_nothing(
+    hub: HubServer, build_a: BuildReport, copy_build, repo_id: str, hf_token: str
+) -> None:
+    folder = copy_build(build_a)
+    before = folder_bytes(folder)
+    start = len(hub.requests)
+    code, out, err = run_publish(folder, "--repo", repo_id, "--version", "1.0.0", "--dry-run")
+    assert code == 0, err
+    assert "will be created" in out and "then tag the commit v1.0.0" in out
+    assert f"+ {DATA}" in out and "new file" in out
+    assert "dry run: nothing was uploaded" in out
+    assert writes(hub, start) == []
+    assert f"datasets/{repo_id}" not in hub.state.repos
+    assert folder_bytes(folder) == before
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["dataset"]
+
+
+def test_dry_run_of_a_next_release_shows_the_plan_and_changes_nothing(
+    hub: HubServer,
+    build_a: BuildReport,
+    build_b: BuildReport,
+    copy_build,
+    repo_id: str,
+    hf_token: str,
+) -> None:
+    assert run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")[0] == 0
+    before = snapshot(hub, repo_id)
+    folder = copy_build(build_b)
+    start = len(hub.requests)
+    code, out, err = run_publish(folder, "--repo", repo_id, "--version", "2.0.0", "--dry-run")
+    assert code == 0, err
+    assert "version 2.0.0 (tag v2.0.0); previous version: 1.0.0 (v1.0.0)" in out
+    assert "~ README.md" in out and "~ manifest.json" in out
+    assert "already on the Hub" in out and "to upload" in out
+    assert writes(hub, start) == []
+    assert snapshot(hub, repo_id) == before
+    assert not [r for r in hub.requests[start:] if r.listener == "storage"]
+
+
+def test_dry_run_without_a_token_plans_with_anonymous_reads(
+    hub: HubServer, build_a: BuildReport, repo_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    start = len(hub.requests)
+    code, out, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0", "--dry-run")
+    assert code == 0, err
+    assert "no token found" in out
+    assert not [r for r in hub.requests[start:] if r.authorization]
+
+
+def test_repo_must_be_org_slash_name(build_a: BuildReport, hf_token: str, tmp_path: Path) -> None:
+    code, _, err = run_publish(
+        build_a.out, "--version", "1.0.0", "--config", _empty_config(tmp_path)
+    )
+    assert code == exit_codes.USAGE and "--repo must be ORG/NAME" in err
+    code, _, err = run_publish(build_a.out, "--repo", "no-slash", "--version", "1.0.0")
+    assert code == exit_codes.USAGE
+
+
+def _empty_config(tmp_path: Path) -> Path:
+    path = tmp_path / "dataset.toml"
+    path.write_text("[output]\nout = 'dataset'\n")
+    return path
+
+
+def test_private_flag_creates_a_private_repo(
+    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str
+) -> None:
+    code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0", "--private")
+    assert code == 0, err
+    assert hub.repo(repo_id).private
