@@ -8,19 +8,32 @@ input. The accounting invariant, tested: for every file, valid + rejected + blan
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from builder import fastpath
+from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
-from builder.normalize import Normalizer
+from builder.engine import Engine, InlineEngine, local_engine
+from builder.normalize import (
+    EPISODE_TABLES,
+    EPISODES_WITHOUT_CHECKS,
+    EpisodeInfo,
+    Normalizer,
+    emit_episode,
+    empty_rows,
+    question_row,
+    to_table,
+)
 from builder.rejects import RejectsWriter
-from builder.sources import InputFile, InputStats
+from builder.sources import InputFile, InputStats, SourceLine
 from builder.validate import FieldError, Reject, Valid, Validator, is_blank
 from schemas.episode import Episode, Question
 from schemas.tables import TABLES
@@ -80,6 +93,47 @@ class TableSink:
 
 ProgressCallback = Callable[[int], None]
 
+# A batch is sent to a worker when it reaches ``batch_lines`` lines or this many bytes.
+BATCH_BYTES = 16 << 20
+
+
+@dataclass
+class BatchResult:
+    """One batch of lines, normalized without any build-wide state.
+
+    ``outcomes`` has one entry per non-blank line, in order: an ``EpisodeInfo`` or a
+    ``Reject``. ``tables`` hold the rows of every valid episode (``episodes`` without its
+    ``checks`` column; ``questions`` with one row per valid episode), which the commit then
+    filters and completes."""
+
+    outcomes: list[EpisodeInfo | Reject]
+    tables: dict[str, pa.Table]
+
+
+def normalize_batch(path: str, lines: list[SourceLine], hook_value_limit: int) -> BatchResult:
+    """Validate and normalize a batch of episode lines: pure, so it runs on any worker.
+
+    The fast typed path (``builder.fastpath``) decodes the common line; anything it declines
+    is validated by pydantic, which accepts it or names the exact reject."""
+    validator = Validator(Episode)
+    out = empty_rows()
+    questions: list[tuple[object, ...]] = []
+    outcomes: list[EpisodeInfo | Reject] = []
+    for line in lines:
+        record = None if line.too_long else fastpath.decode(Episode, line.raw)
+        if record is None:
+            outcome = validator.validate(line)
+            if isinstance(outcome, Reject):
+                outcomes.append(outcome)
+                continue
+            record = outcome.record
+        outcomes.append(emit_episode(record, path, line.number, hook_value_limit, out))
+        questions.append(question_row(record.question, "episode", path, line.number))
+    tables = {name: to_table(out[name], TABLES[name]) for name in EPISODE_TABLES[1:]}
+    tables["episodes"] = to_table(out["episodes"], EPISODES_WITHOUT_CHECKS)
+    tables["questions"] = to_table(questions, TABLES["questions"])
+    return BatchResult(outcomes, tables)
+
 
 @dataclass
 class Ingest:
@@ -87,12 +141,13 @@ class Ingest:
     sink: TableSink
     rejects: RejectsWriter
     on_bytes: ProgressCallback | None = None
+    engine: Engine = field(default_factory=InlineEngine)
     normalizer: Normalizer = field(init=False)
     result: IngestResult = field(default_factory=IngestResult)
 
     def __post_init__(self) -> None:
         self.normalizer = Normalizer(hook_value_limit=self.config.hook_value_limit)
-        self._pending = 0
+        self._first_seen: dict[str, tuple[str, int]] = {}
 
     def run(self) -> IngestResult:
         for kind, patterns in (
@@ -100,64 +155,131 @@ class Ingest:
             ("llm", self.config.llm_questions),
         ):
             for path in patterns:
-                self._read(path, Validator(Question, "id"), self._question(kind), "questions")
-        episodes = Validator(Episode, "episode_id")
+                self._read_questions(path, kind)
+        self.sink.write(self.normalizer.take_tables())
         for path in self.config.episodes:
-            self._read(path, episodes, self._episode, "episodes")
-        self._flush()
+            self._read_episodes(path)
         self.result.rows = self.sink.rows
         return self.result
 
-    def _read(
-        self,
-        path: str,
-        validator: Validator[BaseModel],
-        accept: Callable[[Valid[BaseModel]], Reject | None],
-        kind: str,
-    ) -> None:
-        source = InputFile(path, self.config.max_line_bytes)
-        counts = self.result.counts.setdefault(path, FileCounts())
+    def _start(self, path: str, kind: str) -> tuple[InputFile, FileCounts]:
         self.result.kinds[path] = kind
+        return InputFile(path, self.config.max_line_bytes), self.result.counts.setdefault(
+            path, FileCounts()
+        )
+
+    def _read_questions(self, path: str, kind: str) -> None:
+        """Question banks are small: validated by pydantic, one line at a time."""
+        source, counts = self._start(path, "questions")
+        validator = Validator(Question, "id")
         for line in source.lines(self.on_bytes):
             if is_blank(line):
                 counts.blank += 1
                 continue
             outcome = validator.validate(line)
             if isinstance(outcome, Valid):
-                outcome = accept(outcome)
-            if outcome is None:
                 counts.valid += 1
+                self.normalizer.question(outcome.record, kind, line.path, line.number)
             else:
                 counts.rejected += 1
                 self.rejects.add(outcome)
-                if outcome.kind == "duplicate_episode_id":
-                    self.normalizer.stats.checks[outcome.kind] += 1
-            self._pending += 1
-            if self._pending >= self.config.batch_lines:
-                self._flush()
         self.result.inputs.append(source.stats)
 
-    def _question(self, kind: str) -> Callable[[Valid[Question]], Reject | None]:
-        def accept(valid: Valid[Question]) -> Reject | None:
-            q, line = valid.record, valid.line
-            self.normalizer.question(q, kind, line.path, line.number)
-            return None
+    def _batches(
+        self, source: InputFile, counts: FileCounts
+    ) -> Iterator[tuple[str, list[SourceLine], int]]:
+        batch: list[SourceLine] = []
+        size = 0
+        limit = self.config.hook_value_limit
+        for line in source.lines(self.on_bytes):
+            if is_blank(line):
+                counts.blank += 1
+                continue
+            batch.append(line)
+            size += len(line.raw)
+            if len(batch) >= self.config.batch_lines or size >= BATCH_BYTES:
+                yield source.path, batch, limit
+                batch, size = [], 0
+        if batch:
+            yield source.path, batch, limit
 
-        return accept
+    def _read_episodes(self, path: str) -> None:
+        source, counts = self._start(path, "episodes")
+        sent: deque[list[SourceLine]] = deque()
 
-    def _episode(self, valid: Valid[Episode]) -> Reject | None:
-        mark = self.normalizer.mark()
-        failed = self.normalizer.episode(valid)
-        if not (self.config.strict and failed):
-            return None
-        self.normalizer.rollback(mark)
-        line = valid.line
-        errors = tuple(FieldError("$", f"integrity check failed: {name}") for name in failed)
-        return Reject(line.path, line.number, CHECK_FAILED, errors, line.raw)
+        def batches() -> Iterator[tuple[str, list[SourceLine], int]]:
+            for item in self._batches(source, counts):
+                sent.append(item[1])
+                yield item
 
-    def _flush(self) -> None:
-        self.sink.write(self.normalizer.take_tables())
-        self._pending = 0
+        for result in self.engine.map(normalize_batch, batches()):
+            self._commit(sent.popleft(), result, counts)
+        self.result.inputs.append(source.stats)
+
+    def _commit(self, lines: list[SourceLine], batch: BatchResult, counts: FileCounts) -> None:
+        """The build-wide, order-dependent part, in input order: duplicate ids (first wins),
+        question rows (first source wins), ground truth learned from earlier lines, and
+        ``--strict`` rejects. Exactly what a one-line-at-a-time ingest decides."""
+        normalizer, strict = self.normalizer, self.config.strict
+        keep_episode: list[bool] = []
+        keep_question: list[bool] = []
+        episode_checks: list[list[str]] = []
+        for line, outcome in zip(lines, batch.outcomes, strict=True):
+            if isinstance(outcome, Reject):
+                counts.rejected += 1
+                self.rejects.add(outcome)
+                continue
+            first = self._first_seen.setdefault(outcome.episode_id, (line.path, line.number))
+            if first != (line.path, line.number):
+                where = f"{first[0]}:{first[1]}"
+                error = FieldError(
+                    "$.episode_id", f"{outcome.episode_id!r} already seen at {where}"
+                )
+                reject = Reject(line.path, line.number, DUPLICATE_EPISODE_ID, (error,), line.raw)
+                counts.rejected += 1
+                self.rejects.add(reject)
+                normalizer.stats.checks[DUPLICATE_EPISODE_ID] += 1
+                keep_episode.append(False)
+                keep_question.append(False)
+                continue
+            failed, new_question = normalizer.commit(outcome)
+            if strict and failed:
+                if new_question:
+                    normalizer.forget_question(outcome.question_id, outcome.question_gt_hash)
+                errors = tuple(FieldError("$", f"integrity check failed: {n}") for n in failed)
+                counts.rejected += 1
+                self.rejects.add(Reject(line.path, line.number, CHECK_FAILED, errors, line.raw))
+                keep_episode.append(False)
+                keep_question.append(False)
+                continue
+            counts.valid += 1
+            keep_episode.append(True)
+            keep_question.append(new_question)
+            episode_checks.append(failed)
+        self.sink.write(_kept(batch, keep_episode, keep_question, episode_checks))
+
+
+def _kept(
+    batch: BatchResult,
+    keep_episode: list[bool],
+    keep_question: list[bool],
+    episode_checks: list[list[str]],
+) -> dict[str, pa.Table]:
+    infos = [o for o in batch.outcomes if isinstance(o, EpisodeInfo)]
+    tables = dict(batch.tables)
+    if not all(keep_episode):
+        keep = np.asarray(keep_episode, dtype=bool)
+        for i, name in enumerate(EPISODE_TABLES):
+            counts = np.fromiter(
+                (info.counts[i] for info in infos), dtype=np.int64, count=len(infos)
+            )
+            tables[name] = tables[name].filter(pa.array(np.repeat(keep, counts)))
+    tables["questions"] = tables["questions"].filter(pa.array(keep_question, pa.bool_()))
+    checks = pa.array(episode_checks, type=TABLES["episodes"].field("checks").type)
+    tables["episodes"] = tables["episodes"].append_column(
+        TABLES["episodes"].field("checks"), checks
+    )
+    return {name: tables[name] for name in TABLES}
 
 
 def ingest_files(
@@ -165,13 +287,28 @@ def ingest_files(
     staging: Path,
     rejects: RejectsWriter,
     on_bytes: ProgressCallback | None = None,
+    workers: int | None = None,
 ) -> tuple[IngestResult, Normalizer]:
+    """Read every input into the staging tables. ``workers``: processes for the per-batch
+    work (default one: in this process). The output is byte-identical for any number."""
+    engine = local_engine(_workers(config, workers))
     sink = TableSink(staging)
     try:
-        job = Ingest(config, sink, rejects, on_bytes)
+        job = Ingest(config, sink, rejects, on_bytes, engine)
         return job.run(), job.normalizer
     finally:
         sink.close()
+        engine.close()
+
+
+def _workers(config: BuildConfig, workers: int | None) -> int:
+    """Explicit ``workers`` (argument, else a ``workers`` config key); 0/None: one process.
+
+    A pool is not the default: on the 2-core benchmark machine the spawn, import and
+    transfer costs of two workers outweighed their gain (BENCHMARKS.md)."""
+    if workers is None:
+        workers = getattr(config, "workers", 0) or 0
+    return max(1, workers)
 
 
 def validate_files(

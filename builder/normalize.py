@@ -9,22 +9,23 @@ banks, loaded before any episode).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from json import dumps as _dumps
+from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
 from pydantic import BaseModel
 
 from builder import checks
+from builder.fastpath import UNSET, FastRecord
 from builder.hashing import canonical_json, hash_canonical_json, normalize_question_text
 from builder.summaries import bound_stored_value
 from builder.validate import Valid
-from schemas.episode import Episode, ExecutionTrace, Hook, Question
+from schemas.episode import Episode, Hook, Question
 from schemas.tables import TABLES
-
-Row = dict[str, Any]
 
 
 def utc(moment: datetime | None) -> datetime | None:
@@ -81,42 +82,350 @@ class NormalizeStats:
     bounded_hook_values: int = 0
 
 
+# Rows are tuples in the column order of ``schemas.tables``; the episodes row is built
+# without its last column (``checks``), which needs the build-wide state (ground truth).
+EPISODE_TABLES = ("episodes", "traces", "turns", "hooks", "corrections", "messages")
+EPISODES_WITHOUT_CHECKS = TABLES["episodes"].remove(TABLES["episodes"].get_field_index("checks"))
+Rows = dict[str, list[tuple[Any, ...]]]
+Dump = Callable[[Any], str]
+
+
+def _json(value: Any) -> str:
+    """``canonical_json`` of a value decoded from JSON text (dict/list/str/int/float/bool/
+    None, finite floats only): ``normalize_value`` is the identity on those, so this is the
+    same text without the walk."""
+    return _dumps(value, sort_keys=True)
+
+
+def _value(model: Any, name: str) -> Any:
+    value = getattr(model, name)
+    return None if value is UNSET else value
+
+
+def _present(model: Any, name: str) -> bool:
+    if isinstance(model, FastRecord):
+        return getattr(model, name) is not UNSET
+    return name in model.model_fields_set
+
+
+def _json_text(model: Any, name: str, dump: Dump = canonical_json) -> str | None:
+    return dump(getattr(model, name)) if _present(model, name) else None
+
+
+def question_row(question: Any, source: str, file: str, line: int) -> tuple[Any, ...]:
+    """A ``questions`` row; its integrity checks (pure) are the last column."""
+    return (
+        question.id,
+        question.question_text,
+        normalize_question_text(question.question_text),
+        question.hint,
+        question.difficulty,
+        question.n_steps,
+        utc(question.created_at),
+        source,
+        _json_text(question, "ground_truth"),
+        question.ground_truth_hash,
+        file,
+        line,
+        checks.check_question(question),
+    )
+
+
+@dataclass(slots=True)
+class EpisodeInfo:
+    """What the build-wide commit needs of one normalized episode (rows live in tables)."""
+
+    number: int
+    episode_id: str
+    question_id: str
+    question_gt_hash: str | None
+    gold_hash: str | None
+    checks: list[str]  # every failed check except ground truth (needs earlier episodes)
+    question_checks: list[str]
+    extra_paths: list[str]  # generic JSON paths of unknown fields
+    bounded: int
+    counts: tuple[int, ...]  # rows added per table of EPISODE_TABLES
+
+
+class _GoldView:
+    """Just enough of an episode for ``checks.check_ground_truth``."""
+
+    __slots__ = ("teacher_gold_trace",)
+
+    def __init__(self, gold_hash: str | None) -> None:
+        self.teacher_gold_trace = SimpleNamespace(final_answer_hash=gold_hash)
+
+
+def ground_truth_checks(gold_hash: str | None, ground_truth_hash: str | None) -> list[str]:
+    return checks.check_ground_truth(_GoldView(gold_hash), ground_truth_hash)  # type: ignore[arg-type]
+
+
+def emit_episode(ep: Any, file: str, number: int, hook_value_limit: int, out: Rows) -> EpisodeInfo:
+    """Append one episode's rows (every table but ``questions``) to ``out``; pure.
+
+    ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.fastpath``), whose
+    any-typed values are decoded JSON, so their canonical text skips ``normalize_value``."""
+    dump: Dump = _json if isinstance(ep, FastRecord) else canonical_json
+    before = tuple(len(out[t]) for t in EPISODE_TABLES)
+    failed: list[str] = checks.check_question(ep.question)
+    question_checks = list(failed)
+    bounded = 0
+    eid = ep.episode_id
+    traces = [("gold", 0, ep.teacher_gold_trace)]
+    traces += [("consistency", i, t) for i, t in enumerate(ep.consistency_traces)]
+    for role, index, trace in traces:
+        trace_failed, trace_bounded = _trace(out, eid, role, index, trace, hook_value_limit, dump)
+        failed += trace_failed
+        bounded += trace_bounded
+    votes = checks.consensus(ep.consistency_traces)
+    verified = checks.recompute_verified(ep, votes)
+    if ep.verified and not verified:
+        failed.append(checks.VERIFIED_MISMATCH)
+    failed += checks.check_triangulation(ep, votes)
+    rl = ep.rl_verification_data
+    expected = _json_text(rl, "expected_final_answer", dump) if rl is not None else None
+    if rl is not None:
+        answer_hash = hash_canonical_json(expected or canonical_json(None))
+        failed += checks.check_expected_answer(ep, answer_hash)
+    extras = dict(extra_fields(ep)) if ep.model_extra is not None else {}
+    _messages(out, ep)
+    meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
+    out["episodes"].append(
+        (
+            eid,
+            ep.question.id,
+            utc(ep.timestamp),
+            ep.verified,
+            verified,
+            sft.system_prompt if sft else None,
+            len(sft.messages) if sft else None,
+            expected,
+            rl.expected_final_answer_hash if rl else None,
+            len(ep.consistency_traces),
+            meta.n_consistency_runs if meta else None,
+            meta.n_consistency_succeeded if meta else None,
+            meta.majority_answer_hash if meta else None,
+            meta.majority_count if meta else None,
+            meta.gold_matches_majority if meta else None,
+            canonical_json(extras) if extras else None,
+            file,
+            number,
+        )
+    )
+    return EpisodeInfo(
+        number,
+        eid,
+        ep.question.id,
+        ep.question.ground_truth_hash,
+        ep.teacher_gold_trace.final_answer_hash,
+        failed,
+        question_checks,
+        [generic_path(p) for p in extras],
+        bounded,
+        tuple(len(out[t]) - b for t, b in zip(EPISODE_TABLES, before, strict=True)),
+    )
+
+
+def _trace(
+    out: Rows, episode_id: str, role: str, index: int, trace: Any, limit: int, dump: Dump
+) -> tuple[list[str], int]:
+    trace_id = f"{episode_id}:gold" if role == "gold" else f"{episode_id}:c{index}"
+    answer = dump(_value(trace, "final_answer"))
+    failed = checks.check_final_answer(trace, hash_canonical_json(answer))
+    turns = trace.turns or []
+    failed += checks.check_corrections(turns)
+    n_turns = _turns(out, trace_id, episode_id, trace, dump)
+    hook_rows, hook_checks, bounded = _hooks(out, trace_id, episode_id, trace, limit, dump)
+    failed += hook_checks
+    out["traces"].append(
+        (
+            trace_id,
+            episode_id,
+            role,
+            index,
+            "turns" if trace.turns else "flat",
+            trace.execution_success,
+            checks.is_submitted(trace),
+            answer if _present(trace, "final_answer") else None,
+            trace.final_answer_hash,
+            dump(trace.submission_metadata),
+            trace.total_turns,
+            trace.archived_turn_count,
+            n_turns,
+            hook_rows,
+            failed,
+        )
+    )
+    return failed, bounded
+
+
+def _turns(out: Rows, trace_id: str, episode_id: str, trace: Any, dump: Dump) -> int:
+    rows = out["turns"]
+    if not trace.turns:
+        for i, code in enumerate(trace.code_cells):
+            rows.append(
+                (trace_id, i, episode_id, None, code, None, None, None, False, None, False, 0)
+            )
+        return len(trace.code_cells)
+    corrections = out["corrections"]
+    for turn in trace.turns:
+        ex = turn.execution
+        submitted = _present(ex, "submitted_answer")
+        rows.append(
+            (
+                trace_id,
+                turn.turn_index,
+                episode_id,
+                turn.reasoning,
+                turn.code,
+                ex.success,
+                ex.stdout,
+                ex.stderr,
+                submitted,
+                dump(ex.submitted_answer) if submitted else None,
+                turn.correction is not None,
+                len(ex.hooks),
+            )
+        )
+        if turn.correction is not None:
+            c = turn.correction
+            corrections.append(
+                (
+                    trace_id,
+                    turn.turn_index,
+                    episode_id,
+                    c.corrects_turn,
+                    c.error_type,
+                    c.error_message,
+                    c.attempts_since_error,
+                    c.code_diff.removed_lines,
+                    c.code_diff.added_lines,
+                )
+            )
+    return len(trace.turns)
+
+
+def _hooks(
+    out: Rows, trace_id: str, episode_id: str, trace: Any, limit: int, dump: Dump
+) -> tuple[int, list[str], int]:
+    """One row per checkpoint. When a trace lists hooks both per turn and at trace level,
+    the listings describe the same checkpoints: they are merged by (name, occurrence),
+    and any disagreement is a ``hook_listing_mismatch``."""
+    listed: list[tuple[int | None, Hook, str]] = [
+        (turn.turn_index, hook, "turn")
+        for turn in trace.turns or []
+        for hook in turn.execution.hooks
+    ]
+    failed: list[str] = []
+    if listed and trace.hooks:
+        listed, mismatch = _merge_listings(listed, trace.hooks)
+        if mismatch:
+            failed.append(checks.HOOK_LISTING_MISMATCH)
+    elif trace.hooks:
+        listed = [(None, hook, "trace") for hook in trace.hooks]
+    failed += checks.check_hook_dag((hook_name(h), h.depends_on) for _, h, _ in listed)
+    rows = out["hooks"]
+    n_bounded = 0
+    for i, (turn_index, hook, listed_in) in enumerate(listed):
+        value = _json_text(hook, "value", dump)
+        bounded = False
+        if value is not None:
+            value, bounded = bound_stored_value(value, limit)
+            n_bounded += bounded
+        rows.append(
+            (
+                trace_id,
+                i,
+                episode_id,
+                turn_index,
+                hook_name(hook),
+                hook.code_line,
+                hook.variable_name,
+                hook.value_hash,
+                value,
+                bounded,
+                hook.description,
+                hook.depends_on,
+                listed_in,
+            )
+        )
+    return len(listed), failed, n_bounded
+
+
+def _messages(out: Rows, ep: Any) -> None:
+    if ep.conversation_for_sft is None:
+        return
+    rows = out["messages"]
+    eid = ep.episode_id
+    for i, msg in enumerate(ep.conversation_for_sft.messages):
+        text = msg.content if isinstance(msg.content, str) else None
+        parts = None if text is not None or msg.content is None else canonical_json(msg.content)
+        extra = msg.model_extra
+        rows.append((eid, i, msg.role, text, parts, canonical_json(extra) if extra else None))
+
+
+def to_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
+    """Row tuples (in ``schema`` column order) to one Arrow table, column by column."""
+    if not rows:
+        return schema.empty_table()
+    columns = zip(*rows, strict=True)
+    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def empty_rows() -> Rows:
+    return {t: [] for t in TABLES}
+
+
 @dataclass
 class Normalizer:
-    """Turns validated records into table rows; one instance per build."""
+    """Build-wide normalize state: question ids seen (first source wins), ground truth
+    learned so far, and the counts for the manifest. Rows come from the pure
+    ``emit_episode``; what depends on earlier lines is decided in ``commit``."""
 
     hook_value_limit: int = 100_000
     ground_truth: dict[str, str] = field(default_factory=dict)  # question id -> answer hash
     stats: NormalizeStats = field(default_factory=NormalizeStats)
     _seen_questions: set[str] = field(default_factory=set)
-    _rows: dict[str, list[Row]] = field(default_factory=lambda: {t: [] for t in TABLES})
+    _rows: Rows = field(default_factory=empty_rows)
 
     def question(self, question: Question, source: str, file: str, line: int) -> None:
         """Add a question row unless its id is already present (first source wins)."""
         if question.id in self._seen_questions:
             return
-        self._seen_questions.add(question.id)
-        failed = checks.check_question(question)
-        if question.ground_truth_hash is not None:
-            self.ground_truth.setdefault(question.id, question.ground_truth_hash)
+        row = question_row(question, source, file, line)
+        self.learn_question(question.id, question.ground_truth_hash, row[-1])
+        self._rows["questions"].append(row)
+
+    def learn_question(self, qid: str, gt_hash: str | None, failed: list[str]) -> bool:
+        """Record a question id; False when it was seen before (its row is then dropped)."""
+        if qid in self._seen_questions:
+            return False
+        self._seen_questions.add(qid)
+        if gt_hash is not None:
+            self.ground_truth.setdefault(qid, gt_hash)
         self.stats.question_checks.update(failed)
-        self._rows["questions"].append(
-            {
-                "question_id": question.id,
-                "question_text": question.question_text,
-                "normalized_text": normalize_question_text(question.question_text),
-                "hint": question.hint,
-                "difficulty": question.difficulty,
-                "n_steps": question.n_steps,
-                "created_at": utc(question.created_at),
-                "source": source,
-                "ground_truth": json_text(question, "ground_truth"),
-                "ground_truth_hash": question.ground_truth_hash,
-                "source_file": file,
-                "source_line": line,
-                "checks": failed,
-            }
+        return True
+
+    def forget_question(self, qid: str, gt_hash: str | None) -> None:
+        """Undo ``learn_question`` (a ``--strict`` reject); its counts stay, as before."""
+        self._seen_questions.discard(qid)
+        if gt_hash is not None and self.ground_truth.get(qid) == gt_hash:
+            del self.ground_truth[qid]
+
+    def commit(self, info: EpisodeInfo) -> tuple[list[str], bool]:
+        """Build-wide part of one episode: (its sorted failed checks, whether its question
+        row is the first of that id)."""
+        new_question = self.learn_question(
+            info.question_id, info.question_gt_hash, info.question_checks
         )
+        ground_truth = info.question_gt_hash or self.ground_truth.get(info.question_id)
+        failed = info.checks + ground_truth_checks(info.gold_hash, ground_truth)
+        episode_checks = sorted(set(failed))
+        self.stats.checks.update(episode_checks)
+        self.stats.extra_fields.update(info.extra_paths)
+        self.stats.bounded_hook_values += info.bounded
+        return episode_checks, new_question
 
     def mark(self) -> dict[str, int]:
         """A restore point for ``rollback`` (used by ``--strict`` to drop a flagged episode)."""
@@ -124,217 +433,26 @@ class Normalizer:
 
     def rollback(self, mark: dict[str, int]) -> None:
         for row in self._rows["questions"][mark["questions"] :]:
-            self._seen_questions.discard(row["question_id"])
-            learned = row["ground_truth_hash"]
-            if learned is not None and self.ground_truth.get(row["question_id"]) == learned:
-                del self.ground_truth[row["question_id"]]
+            self.forget_question(row[0], row[9])
         for name, rows in self._rows.items():
             del rows[mark[name] :]
 
     def episode(self, valid: Valid[Episode]) -> list[str]:
         """Add the episode's rows; returns the integrity checks that failed (sorted)."""
-        ep, line = valid.record, valid.line
-        self.question(ep.question, "episode", line.path, line.number)
-        failed: list[str] = checks.check_question(ep.question)
-        traces = [("gold", 0, ep.teacher_gold_trace)]
-        traces += [("consistency", i, t) for i, t in enumerate(ep.consistency_traces)]
-        for role, index, trace in traces:
-            failed += self._trace(ep.episode_id, role, index, trace)
-        votes = checks.consensus(ep.consistency_traces)
-        verified = checks.recompute_verified(ep, votes)
-        if ep.verified and not verified:
-            failed.append(checks.VERIFIED_MISMATCH)
-        failed += checks.check_triangulation(ep, votes)
-        ground_truth = ep.question.ground_truth_hash or self.ground_truth.get(ep.question.id)
-        failed += checks.check_ground_truth(ep, ground_truth)
-        rl = ep.rl_verification_data
-        expected = json_text(rl, "expected_final_answer") if rl is not None else None
-        if rl is not None:
-            answer_hash = hash_canonical_json(expected or canonical_json(None))
-            failed += checks.check_expected_answer(ep, answer_hash)
-        episode_checks = sorted(set(failed))
-        self.stats.checks.update(episode_checks)
-        extras = dict(extra_fields(ep))
-        self.stats.extra_fields.update(generic_path(p) for p in extras)
-        self._messages(ep)
-        meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
-        self._rows["episodes"].append(
-            {
-                "episode_id": ep.episode_id,
-                "question_id": ep.question.id,
-                "timestamp": utc(ep.timestamp),
-                "verified": ep.verified,
-                "verified_recomputed": verified,
-                "system_prompt": sft.system_prompt if sft else None,
-                "n_messages": len(sft.messages) if sft else None,
-                "expected_final_answer": expected,
-                "expected_final_answer_hash": rl.expected_final_answer_hash if rl else None,
-                "n_consistency_traces": len(ep.consistency_traces),
-                "n_consistency_runs": meta.n_consistency_runs if meta else None,
-                "n_consistency_succeeded": meta.n_consistency_succeeded if meta else None,
-                "majority_answer_hash": meta.majority_answer_hash if meta else None,
-                "majority_count": meta.majority_count if meta else None,
-                "gold_matches_majority": meta.gold_matches_majority if meta else None,
-                "extra_fields": canonical_json(extras) if extras else None,
-                "source_file": line.path,
-                "source_line": line.number,
-                "checks": episode_checks,
-            }
-        )
+        line = valid.line
+        info = emit_episode(valid.record, line.path, line.number, self.hook_value_limit, self._rows)
+        episode_checks, new_question = self.commit(info)
+        episodes = self._rows["episodes"]
+        episodes[-1] = (*episodes[-1], episode_checks)
+        if new_question:
+            row = question_row(valid.record.question, "episode", line.path, line.number)
+            self._rows["questions"].append(row)
         return episode_checks
-
-    def _trace(self, episode_id: str, role: str, index: int, trace: ExecutionTrace) -> list[str]:
-        trace_id = f"{episode_id}:gold" if role == "gold" else f"{episode_id}:c{index}"
-        answer = canonical_json(trace.final_answer)
-        failed = checks.check_final_answer(trace, hash_canonical_json(answer))
-        turns = trace.turns or []
-        failed += checks.check_corrections(turns)
-        n_turns = self._turns(trace_id, episode_id, trace)
-        hook_rows, hook_checks = self._hooks(trace_id, episode_id, trace)
-        failed += hook_checks
-        self._rows["traces"].append(
-            {
-                "trace_id": trace_id,
-                "episode_id": episode_id,
-                "role": role,
-                "trace_index": index,
-                "form": "turns" if trace.turns else "flat",
-                "execution_success": trace.execution_success,
-                "submitted": checks.is_submitted(trace),
-                "final_answer": answer if "final_answer" in trace.model_fields_set else None,
-                "final_answer_hash": trace.final_answer_hash,
-                "submission_metadata": canonical_json(trace.submission_metadata),
-                "total_turns": trace.total_turns,
-                "archived_turn_count": trace.archived_turn_count,
-                "n_turns": n_turns,
-                "n_hooks": hook_rows,
-                "checks": failed,
-            }
-        )
-        return failed
-
-    def _turns(self, trace_id: str, episode_id: str, trace: ExecutionTrace) -> int:
-        rows = self._rows["turns"]
-        if not trace.turns:
-            for i, code in enumerate(trace.code_cells):
-                rows.append(
-                    {
-                        "trace_id": trace_id,
-                        "turn_index": i,
-                        "episode_id": episode_id,
-                        "code": code,
-                        "submitted": False,
-                        "has_correction": False,
-                        "n_hooks": 0,
-                    }
-                )
-            return len(trace.code_cells)
-        for turn in trace.turns:
-            ex = turn.execution
-            submitted = "submitted_answer" in ex.model_fields_set
-            rows.append(
-                {
-                    "trace_id": trace_id,
-                    "turn_index": turn.turn_index,
-                    "episode_id": episode_id,
-                    "reasoning": turn.reasoning,
-                    "code": turn.code,
-                    "success": ex.success,
-                    "stdout": ex.stdout,
-                    "stderr": ex.stderr,
-                    "submitted": submitted,
-                    "submitted_answer": canonical_json(ex.submitted_answer) if submitted else None,
-                    "has_correction": turn.correction is not None,
-                    "n_hooks": len(ex.hooks),
-                }
-            )
-            if turn.correction is not None:
-                c = turn.correction
-                self._rows["corrections"].append(
-                    {
-                        "trace_id": trace_id,
-                        "turn_index": turn.turn_index,
-                        "episode_id": episode_id,
-                        "corrects_turn": c.corrects_turn,
-                        "error_type": c.error_type,
-                        "error_message": c.error_message,
-                        "attempts_since_error": c.attempts_since_error,
-                        "removed_lines": c.code_diff.removed_lines,
-                        "added_lines": c.code_diff.added_lines,
-                    }
-                )
-        return len(trace.turns)
-
-    def _hooks(
-        self, trace_id: str, episode_id: str, trace: ExecutionTrace
-    ) -> tuple[int, list[str]]:
-        """One row per checkpoint. When a trace lists hooks both per turn and at trace level,
-        the listings describe the same checkpoints: they are merged by (name, occurrence),
-        and any disagreement is a ``hook_listing_mismatch``."""
-        listed: list[tuple[int | None, Hook, str]] = [
-            (turn.turn_index, hook, "turn")
-            for turn in trace.turns or []
-            for hook in turn.execution.hooks
-        ]
-        failed: list[str] = []
-        if listed and trace.hooks:
-            listed, mismatch = _merge_listings(listed, trace.hooks)
-            if mismatch:
-                failed.append(checks.HOOK_LISTING_MISMATCH)
-        elif trace.hooks:
-            listed = [(None, hook, "trace") for hook in trace.hooks]
-        failed += checks.check_hook_dag((hook_name(h), h.depends_on) for _, h, _ in listed)
-        rows = self._rows["hooks"]
-        for i, (turn_index, hook, listed_in) in enumerate(listed):
-            value = json_text(hook, "value")
-            bounded = False
-            if value is not None:
-                value, bounded = bound_stored_value(value, self.hook_value_limit)
-                self.stats.bounded_hook_values += bounded
-            rows.append(
-                {
-                    "trace_id": trace_id,
-                    "hook_index": i,
-                    "episode_id": episode_id,
-                    "turn_index": turn_index,
-                    "name": hook_name(hook),
-                    "code_line": hook.code_line,
-                    "variable_name": hook.variable_name,
-                    "value_hash": hook.value_hash,
-                    "value": value,
-                    "value_bounded": bounded,
-                    "description": hook.description,
-                    "depends_on": hook.depends_on,
-                    "listed_in": listed_in,
-                }
-            )
-        return len(listed), failed
-
-    def _messages(self, ep: Episode) -> None:
-        if ep.conversation_for_sft is None:
-            return
-        rows = self._rows["messages"]
-        for i, msg in enumerate(ep.conversation_for_sft.messages):
-            text = msg.content if isinstance(msg.content, str) else None
-            parts = None if text is not None or msg.content is None else canonical_json(msg.content)
-            rows.append(
-                {
-                    "episode_id": ep.episode_id,
-                    "message_index": i,
-                    "role": msg.role,
-                    "content": text,
-                    "content_parts": parts,
-                    "extra_fields": canonical_json(msg.model_extra) if msg.model_extra else None,
-                }
-            )
 
     def take_tables(self) -> dict[str, pa.Table]:
         """The rows gathered since the last call, as Arrow tables of the declared schemas."""
-        tables = {
-            name: pa.Table.from_pylist(rows, schema=TABLES[name])
-            for name, rows in self._rows.items()
-        }
-        self._rows = {t: [] for t in TABLES}
+        tables = {name: to_table(rows, TABLES[name]) for name, rows in self._rows.items()}
+        self._rows = empty_rows()
         return tables
 
 

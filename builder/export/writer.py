@@ -38,15 +38,16 @@ def write_config(
     An empty split gets no file: ``datasets`` cannot load a split without data, so the card
     declares only the splits that have rows.
     """
+    collected = frame.collect()
+    unassigned = collected.get_column("split").null_count()
+    if unassigned:
+        raise RuntimeError(f"{name}: {unassigned} rows have no split (missing question_id?)")
     rows: dict[str, int] = {}
     for split in SPLITS:
-        part = frame.filter(pl.col("split") == split).collect()
+        part = collected.filter(pl.col("split") == split)
         rows[split] = part.height
         if part.height:
             writer = ShardedWriter(out / name, split, schema, max_rows_per_file)
             writer.write(part.to_arrow())
             writer.close()
-    unassigned = frame.filter(pl.col("split").is_null()).select(pl.len()).collect().item()
-    if unassigned:
-        raise RuntimeError(f"{name}: {unassigned} rows have no split (missing question_id?)")
     return rows

@@ -1,0 +1,69 @@
+"""Engines run the per-batch work (``builder.ingest.normalize_batch``) somewhere: inline, on a
+local process pool, or (``builder.engine.ray``) on Ray. Every engine yields results in
+submission order, so the build-wide commit sees lines in input order and the output does
+not depend on the engine or on the number of workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Engine(Protocol):
+    def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
+        """``fn(*item)`` for every item, results in item order."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class InlineEngine:
+    """Everything in this process (small inputs, tests, one core)."""
+
+    workers = 1
+
+    def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
+        for item in items:
+            yield fn(*item)
+
+    def close(self) -> None:
+        pass
+
+
+class LocalEngine:
+    """A process pool; at most ``2 × workers`` batches in flight, so memory stays bounded
+    however large the input. Workers are spawned (not forked: the parent runs Polars and
+    Arrow thread pools, which a fork would copy mid-flight)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        context = multiprocessing.get_context("spawn")
+        self._pool = ProcessPoolExecutor(workers, mp_context=context)
+
+    def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
+        pending: deque[Future[R]] = deque()
+        for item in items:
+            pending.append(self._pool.submit(fn, *item))
+            if len(pending) >= 2 * self.workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def default_workers() -> int:
+    return max(1, min(os.cpu_count() or 1, len(os.sched_getaffinity(0))))
+
+
+def local_engine(workers: int) -> Engine:
+    return InlineEngine() if workers <= 1 else LocalEngine(workers)
