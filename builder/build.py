@@ -6,6 +6,7 @@ so a failed build (too many rejects, a crash) leaves the previous dataset untouc
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import os
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from builder import export
@@ -25,6 +27,7 @@ from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
 from builder.splits import SplitConfig, assign_splits
+from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 
 
@@ -68,8 +71,10 @@ def _progress_bar(config: BuildConfig, enabled: bool) -> tqdm:
     return tqdm(total=total, unit="B", unit_scale=True, desc="reading", disable=not enabled)
 
 
-def check_reject_ratio(config: BuildConfig, result: IngestResult, rejects: RejectsWriter) -> None:
-    records, rejected = result.records, rejects.total
+def check_reject_ratio(
+    config: BuildConfig, result: IngestResult, rejects: RejectsWriter, extra_records: int = 0
+) -> None:
+    records, rejected = result.records + extra_records, rejects.total
     ratio = rejected / records if records else 0.0
     if ratio > config.max_reject_ratio:
         raise BuildFailed(
@@ -100,23 +105,52 @@ def build(config: BuildConfig, progress: bool = False) -> BuildReport:
         return _build(config, progress)
 
 
+def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) -> Any:
+    """Sessions from the configured database: tables staged, rejects recorded."""
+    if not config.sessions:
+        return None
+    from builder.sessions.pipeline import run
+    from builder.sessions.replay import ReplayOptions
+
+    result = run(config.sessions, options=ReplayOptions(config.null_correct_trains))
+    for reject in result.rejects:
+        rejects.add(reject)
+    for name, table in result.tables.items():
+        pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+    return result
+
+
+def split_keys(tables: dict[str, pl.LazyFrame]) -> pl.DataFrame:
+    """Questions by their normalized text; sessions by their normalized initial instruction."""
+    keys = [tables["questions"].select("question_id", "normalized_text")]
+    if "sessions" in tables:
+        sessions = tables["sessions"].select(
+            "question_id", normalized_text=pl.col("normalized_instruction")
+        )
+        keys.append(sessions)
+    return pl.concat(keys).collect()
+
+
 def _build(config: BuildConfig, progress: bool) -> BuildReport:
     started = time.perf_counter()
     config = expanded(config)
     out = config.out
     work = out.parent / f".{out.name}.work"
+    recover_interrupted_swap(out)
     shutil.rmtree(work, ignore_errors=True)
     rejects = RejectsWriter(config.rejects)
     try:
         with _progress_bar(config, progress) as bar:
             result, normalizer = ingest_files(config, work / "tables", rejects, bar.update)
-        check_reject_ratio(config, result, rejects)
-        tables = {name: pl.scan_parquet(work / "tables" / f"{name}.parquet") for name in TABLES}
-        keys = tables["questions"].select("question_id", "normalized_text").collect()
-        splits = assign_splits(keys, split_config(config))
+        sessions = read_sessions(config, work / "tables", rejects)
+        session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
+        check_reject_ratio(config, result, rejects, session_rows)
+        names = [*TABLES, *(SESSION_TABLES if sessions else ())]
+        tables = {name: pl.scan_parquet(work / "tables" / f"{name}.parquet") for name in names}
+        splits = assign_splits(split_keys(tables), split_config(config))
         staged = work / "dataset"
         manifest = export.export_dataset(
-            staged, tables, splits, SPLIT_ASSIGNMENT, config, result, normalizer, rejects
+            staged, tables, splits, SPLIT_ASSIGNMENT, config, result, normalizer, rejects, sessions
         )
         _swap(staged, out)
     finally:
@@ -125,12 +159,35 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     return BuildReport(manifest, time.perf_counter() - started, out)
 
 
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two directories (Linux ``renameat2(RENAME_EXCHANGE)``)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.renameat2(_AT_FDCWD, bytes(a), _AT_FDCWD, bytes(b), _RENAME_EXCHANGE) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _swap(staged: Path, out: Path) -> None:
-    """Replace ``out`` with ``staged``; the old folder is removed only once the new is there."""
+    """Put ``staged`` at ``out``. Readers see the old folder or the new one, never neither:
+    an atomic exchange where the OS has one; elsewhere two renames, and a build killed
+    between them is repaired by ``recover_interrupted_swap`` at the next start."""
     out.parent.mkdir(parents=True, exist_ok=True)
     old = out.parent / f".{out.name}.old"
     shutil.rmtree(old, ignore_errors=True)
+    if out.exists() and _exchange(staged, out):
+        shutil.rmtree(staged, ignore_errors=True)
+        return
     if out.exists():
         out.rename(old)
     staged.rename(out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def recover_interrupted_swap(out: Path) -> None:
+    old = out.parent / f".{out.name}.old"
+    if old.exists() and not out.exists():
+        old.rename(out)

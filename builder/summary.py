@@ -32,5 +32,9 @@ def print_summary(report: BuildReport, out: TextIO = sys.stdout) -> None:
     _section("rejects by kind", m["rejects"]["by_kind"].items(), out)
     _section("checks failed (episodes)", m["checks"]["episodes_by_kind"].items(), out)
     _section("excluded from training", m["training_exclusions"].items(), out)
+    if m.get("sessions"):
+        sessions = m["sessions"]
+        excluded = sessions["excluded_sessions"].items()
+        _section("sessions not replayed (of " + str(sessions["sessions"]) + ")", excluded, out)
     lines = sum(i["lines"] for i in m["inputs"])
     print(f"\n{lines:,} input lines → {report.out} in {report.seconds:.1f} s", file=out)

@@ -26,18 +26,25 @@ from builder.ingest import IngestResult
 from builder.normalize import Normalizer
 from builder.rejects import RejectsWriter
 from schemas.episode import SCHEMA_VERSION
+from schemas.sessions import SESSION_TABLES
 from schemas.tables import TABLES
 
 
 def objective_frames(
-    tables: Mapping[str, pl.LazyFrame], config: BuildConfig
+    tables: Mapping[str, pl.LazyFrame], config: BuildConfig, sessions: Any = None
 ) -> tuple[dict[str, tuple[pl.LazyFrame, pa.Schema]], dict[str, int]]:
+    """Every objective's rows; sessions add theirs to ``sft`` and ``self_correction``."""
     from builder.derive import OBJECTIVE_MODULES, DeriveOptions, derive_all
     from builder.derive.eligibility import exclusion_counts
 
     options = DeriveOptions(dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode)
     frames = derive_all(tables, options)
     schemas = {name: module.SCHEMA for name, module in OBJECTIVE_MODULES.items()}
+    if sessions is not None:
+        for name in ("sft", "self_correction"):
+            names = schemas[name].names
+            extra = getattr(sessions, name).lazy().select(names)
+            frames[name] = pl.concat([frames[name].select(names), extra], how="vertical_relaxed")
     return {n: (frames[n], schemas[n]) for n in frames}, exclusion_counts(tables)
 
 
@@ -50,15 +57,17 @@ def export_dataset(
     result: IngestResult,
     normalizer: Normalizer,
     rejects: RejectsWriter,
+    sessions: Any = None,
 ) -> dict[str, Any]:
-    objectives, excluded = objective_frames(tables, config)
+    objectives, excluded = objective_frames(tables, config, sessions)
     split_frame = splits.lazy()
     episodes = tables["episodes"]
     exported: list[ExportedConfig] = []
     plan: list[tuple[str, pl.LazyFrame, pa.Schema, str]] = [
         (name, frame, schema, "objective") for name, (frame, schema) in objectives.items()
     ]
-    plan += [(name, tables[name], schema, "table") for name, schema in TABLES.items()]
+    table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
+    plan += [(name, tables[name], schema, "table") for name, schema in table_schemas.items()]
     plan.append(("splits", split_frame, splits_schema, "table"))
     for name, frame, schema, kind in plan:
         framed = frame if name == "splits" else with_split(frame, split_frame, episodes)
@@ -92,6 +101,7 @@ def export_dataset(
         "extra_fields": dict(sorted(stats.extra_fields.items())),
         "bounded_hook_values": stats.bounded_hook_values,
         "training_exclusions": dict(sorted(excluded.items())),
+        "sessions": sessions.summary if sessions is not None else None,
         "splits": split_section(config, splits),
         "options": {
             "strict": config.strict,

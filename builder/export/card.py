@@ -98,6 +98,26 @@ def _config_section(c: ExportedConfig) -> str:
     )
 
 
+def _sessions_section(summary: Mapping[str, Any] | None) -> list[str]:
+    if not summary:
+        return []
+    by_source = ", ".join(f"{k} {v}" for k, v in sorted(summary["actions_by_source"].items()))
+    excluded = ", ".join(f"{k} {v}" for k, v in sorted(summary["excluded_sessions"].items()))
+    return [
+        "## Interactive sessions",
+        "",
+        f"{summary['sessions']} sessions with {summary['actions']} actions (by source: "
+        f"{by_source}); {summary['verified_sessions']} verified "
+        f"({summary['verified_share']:.0%}). Verified sessions are replayed into `sft` "
+        f'({summary["sft_rows"]} rows, `source = "session"`) and `self_correction` '
+        f"({summary['self_correction_rows']} rows); an assistant turn whose action is marked "
+        "incorrect is kept as context with weight 0. Sessions not replayed: "
+        f"{excluded}. Rejected rows: {summary['rejected']['sessions']} sessions, "
+        f"{summary['rejected']['actions']} actions.",
+        "",
+    ]
+
+
 def card_markdown(
     configs: Sequence[ExportedConfig],
     card: CardConfig,
@@ -153,6 +173,7 @@ def card_markdown(
         "gold trace and encodes verification in its label. "
         "Excluded episodes stay in the tables; the manifest counts them by reason.",
         "",
+        *_sessions_section(manifest.get("sessions")),
         "## Training configs",
         "",
         *(_config_section(c) for c in objectives),

@@ -1,0 +1,143 @@
+"""Self-correction rows from sessions: failed code, the error it produced, and the fix.
+
+A pair is a ``set_code`` with ``correct = false`` whose output (the first ``set_exec_output``
+after it, before the next ``set_code``) is an error — a Python traceback, or a line like
+``KeyError: 'region'`` — and the *next* ``set_code`` of the session, when that one is not
+marked incorrect and its output is not an error (with no output at all, it must be marked
+``correct = true``). Only trainable sessions (verified, complete: ``replay``) count.
+
+The prompt is every message of the replayed conversation before the fix: up to and including
+the error feedback, plus any user turns between the error and the fix (a hint typed by the
+human belongs to the fix's context). The completion is the fix. In ``messages`` the fix has
+weight 1 and every earlier assistant turn (the failed one included) weight 0; other roles
+null. ``code_diff`` lists the distinct lines of the failed code absent from the fix
+(``removed_lines``) and of the fix absent from the failed code (``added_lines``), in order.
+
+All of it is window expressions over the replayed message rows (code "epochs" by cumulative
+count of ``set_code``, the next code by ``shift(-1)`` per session), no Python per row.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from builder.sessions.replay import (
+    DEFAULT_OPTIONS,
+    SOURCE,
+    ReplayOptions,
+    conversation_rows,
+    polars_schema,
+    trainable_sessions,
+)
+from builder.sessions.validate import Validated
+from schemas.objectives import OBJECTIVES
+
+TRACEBACK = "Traceback (most recent call last)"
+ERROR_LINE = r"(?m)^(?:[A-Za-z_][\w.]*)?(?:Error|Exception)(?::[ \t]*.*)?$"
+
+# Exactly the columns of the self_correction config, as schemas.objectives declares them.
+SELF_CORRECTION_COLUMNS = polars_schema(OBJECTIVES["self_correction"])
+
+
+def is_error(output: pl.Expr) -> pl.Expr:
+    """Whether an execution output shows an error (a traceback or an ``XxxError:`` line)."""
+    return output.str.contains(TRACEBACK, literal=True) | output.str.contains(ERROR_LINE)
+
+
+def error_parts(output: pl.Expr) -> list[pl.Expr]:
+    """error_type (last dotted name: ``KeyError``) and error_message of the last error line."""
+    line = output.str.extract_all(ERROR_LINE).list.last()
+    name = line.str.extract(r"^([^:]+)", 1).str.strip_chars()
+    return [
+        name.str.split(".").list.last().alias("error_type"),
+        line.str.extract(r"^[^:]*:[ \t]*(.*)$", 1).alias("error_message"),
+    ]
+
+
+def _code_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per set_code with its output and the next set_code (and its output)."""
+    code = pl.col("action_type") == "set_code"
+    rows = rows.with_columns(code.cast(pl.Int32).cum_sum().over("session_id").alias("_epoch"))
+    outputs = (
+        rows.filter(pl.col("action_type") == "set_exec_output", pl.col("_epoch") > 0)
+        .group_by("session_id", "_epoch")
+        .agg(pl.col("action").fill_null("").first().alias("output"))
+    )
+    following = ["action_id", "action", "correct", "output", "position"]
+    return (
+        rows.filter(code)
+        .join(outputs, on=["session_id", "_epoch"], how="left")
+        .sort("session_id", "position")
+        .with_columns(pl.col(following).shift(-1).over("session_id").name.prefix("next_"))
+    )
+
+
+def _pairs(codes: pl.DataFrame) -> pl.DataFrame:
+    failed = pl.col("correct").eq_missing(False) & is_error(pl.col("output")).fill_null(False)
+    ran_clean = pl.col("next_output").is_not_null() & ~is_error(pl.col("next_output"))
+    unrun_but_marked = pl.col("next_output").is_null() & pl.col("next_correct").eq_missing(True)
+    fixed = (
+        pl.col("next_action_id").is_not_null()
+        & pl.col("next_correct").ne_missing(False)
+        & (ran_clean.fill_null(False) | unrun_but_marked)
+    )
+    return codes.filter(failed & fixed).select(
+        "session_id",
+        pl.col("next_action_id").alias("turn_index"),
+        pl.col("action_id").alias("corrects_turn"),
+        pl.col("next_position").alias("_fix_position"),
+        pl.col("action").fill_null("").alias("failed_code"),
+        pl.col("output").alias("error_feedback"),
+        pl.col("next_action").fill_null("").alias("fixed_code"),
+    )
+
+
+def _conversations(pairs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """prompt, completion and weighted messages per pair."""
+    fix = pl.col("_fix_position")
+    weight = (
+        pl.when(pl.col("position") == fix)
+        .then(pl.lit(1, pl.Int64))
+        .when(pl.col("role") == "assistant")
+        .then(pl.lit(0, pl.Int64))
+    )
+    return (
+        pairs.select("session_id", "turn_index", "_fix_position")
+        .join(rows, on="session_id")
+        .filter(pl.col("position") <= fix)
+        .sort("session_id", "turn_index", "position")
+        .with_columns(weight.alias("weight"))
+        .group_by("session_id", "turn_index", maintain_order=True)
+        .agg(
+            pl.struct("role", "content").filter(pl.col("position") < fix).alias("prompt"),
+            pl.struct("role", "content").filter(pl.col("position") == fix).alias("completion"),
+            pl.struct("role", "content", "weight").alias("messages"),
+        )
+    )
+
+
+def self_corrections(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> pl.DataFrame:
+    """The ``self_correction`` rows of all trainable sessions (exactly those columns)."""
+    sessions, _ = trainable_sessions(v)
+    rows = conversation_rows(v, sessions, options)
+    pairs = _pairs(_code_rows(rows))
+    failed_lines = pl.col("failed_code").str.split("\n")
+    fixed_lines = pl.col("fixed_code").str.split("\n")
+    return (
+        pairs.join(_conversations(pairs, rows), on=["session_id", "turn_index"])
+        .join(sessions.select("session_id", "question_id"), on="session_id")
+        .sort("session_id", "turn_index")
+        .with_columns(
+            *error_parts(pl.col("error_feedback")),
+            pl.struct(
+                failed_lines.list.set_difference(fixed_lines).alias("removed_lines"),
+                fixed_lines.list.set_difference(failed_lines).alias("added_lines"),
+            ).alias("code_diff"),
+            pl.lit(None, pl.String).alias("episode_id"),
+            pl.lit(None, pl.String).alias("trace_id"),
+            pl.lit(None, pl.String).alias("difficulty"),
+            pl.lit(None, pl.String).alias("trace_role"),
+            pl.lit(SOURCE).alias("source"),
+        )
+        .select([pl.col(n).cast(t) for n, t in SELF_CORRECTION_COLUMNS.items()])
+    )

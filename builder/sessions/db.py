@@ -1,0 +1,193 @@
+"""Sessions databases by URL: parse, redact, connect (ADBC), create the tables, ingest Arrow data.
+
+Three kinds of URL, one code path after ``connect``:
+
+* ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db`` (SQLAlchemy's convention)
+  opens an SQLite file;
+* ``sqlite:///path.sql`` is a SQL dump (readable, diffable text: the form the sample ships
+  in); it is executed into a temporary SQLite file that lives as long as the connection;
+* ``postgresql://...`` (or ``postgres://``) is handed to libpq unchanged.
+
+Connections are ADBC DB-API connections, so results arrive as Arrow record batches. Every
+message, reject and table names the database by its redacted URL: a password must never end
+up in a rejects file or a dataset card.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import pyarrow as pa
+
+Dialect = Literal["sqlite", "postgresql"]
+SQL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "sql"
+_SQLITE_PREFIX = "sqlite:///"
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+_SECRET_PARAMS = {"password", "sslpassword"}
+
+
+class DatabaseError(ValueError):
+    """A sessions database that cannot be used, named by its redacted URL."""
+
+
+@dataclass(frozen=True)
+class DatabaseURL:
+    url: str
+    dialect: Dialect
+    path: Path | None = None  # SQLite only: the database file or SQL dump
+
+    @property
+    def is_dump(self) -> bool:
+        return self.path is not None and self.path.suffix == ".sql"
+
+    @property
+    def redacted(self) -> str:
+        return redact(self.url)
+
+
+def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
+    """Classify ``url``; a relative SQLite path is resolved against ``base`` when given."""
+    if url.startswith(_SQLITE_PREFIX):
+        rest = url[len(_SQLITE_PREFIX) :].split("?", 1)[0]
+        if not rest:
+            raise DatabaseError(f"{url}: no database path after {_SQLITE_PREFIX}")
+        path = Path(rest)
+        if base is not None and not path.is_absolute():
+            path = base / path
+        return DatabaseURL(url, "sqlite", path)
+    if urlsplit(url).scheme in _POSTGRES_SCHEMES:
+        return DatabaseURL(url, "postgresql")
+    raise DatabaseError(
+        f"{redact(url)}: unsupported sessions database URL "
+        "(expected sqlite:///path.db, sqlite:///dump.sql or postgresql://...)"
+    )
+
+
+def redact(url: str) -> str:
+    """The URL with any password (in the user info or the query string) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable database URL>"
+    netloc, query = parts.netloc, parts.query
+    if parts.password is not None:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = userinfo.split(":", 1)[0] + ":***@" + host
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(k.lower() in _SECRET_PARAMS for k, _ in pairs):
+        hidden = [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in pairs]
+        query = urlencode(hidden, safe="*")
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url  # nothing secret: unchanged (urlunsplit would rewrite sqlite:///x)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def ddl(dialect: Dialect) -> str:
+    """The text of ``schemas/sql/<dialect>.sql``: both tables, their keys and the index."""
+    return (SQL_DIR / f"{dialect}.sql").read_text(encoding="utf-8")
+
+
+def statements(script: str) -> list[str]:
+    """Split one of our own DDL scripts into statements (no ``;`` inside literals or comments)."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def load_dump(dump: Path, target: Path) -> None:
+    """Execute the SQL dump ``dump`` into a new SQLite database file ``target``."""
+    try:
+        script = dump.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatabaseError(f"{dump}: cannot read SQL dump: {exc}") from exc
+    con = sqlite3.connect(target)
+    try:
+        con.executescript(script)
+        con.commit()
+    except sqlite3.Error as exc:
+        raise DatabaseError(f"{dump}: SQL dump does not load into SQLite: {exc}") from exc
+    finally:
+        con.close()
+
+
+@contextmanager
+def connect(url: str | DatabaseURL) -> Iterator[Any]:
+    """An ADBC DB-API connection to the database (a dump is loaded into a temporary file)."""
+    db = parse_url(url) if isinstance(url, str) else url
+    if db.dialect == "postgresql":
+        import adbc_driver_postgresql.dbapi as postgresql
+
+        try:
+            conn = postgresql.connect(db.url)
+        except Exception as exc:  # ADBC raises driver-specific errors
+            raise DatabaseError(f"{db.redacted}: cannot connect: {_first_line(exc)}") from exc
+        with conn:
+            yield conn
+        return
+    import adbc_driver_sqlite.dbapi as sqlite
+
+    assert db.path is not None
+    if not db.path.is_file():
+        raise DatabaseError(f"{db.redacted}: no such file {db.path}")
+    if not db.is_dump:
+        with sqlite.connect(str(db.path)) as conn:
+            yield conn
+        return
+    with tempfile.TemporaryDirectory(prefix="sessions-dump-") as tmp:
+        loaded = Path(tmp) / "loaded.db"
+        load_dump(db.path, loaded)
+        with sqlite.connect(str(loaded)) as conn:
+            yield conn
+
+
+def init_database(url: str | DatabaseURL) -> None:
+    """Create the ``sessions`` and ``actions`` tables (and the index) if they do not exist."""
+    db = parse_url(url) if isinstance(url, str) else url
+    if db.is_dump:
+        raise DatabaseError(f"{db.redacted}: a SQL dump is read-only; give a .db file")
+    if db.dialect == "sqlite":
+        assert db.path is not None
+        db.path.parent.mkdir(parents=True, exist_ok=True)
+        con = sqlite3.connect(db.path)
+        try:
+            con.executescript(ddl("sqlite"))
+        finally:
+            con.close()
+        return
+    with connect(db) as conn:
+        execute(conn, statements(ddl("postgresql")))
+
+
+def execute(conn: Any, sql: list[str]) -> None:
+    """Run statements on an ADBC connection and commit."""
+    with conn.cursor() as cur:
+        for statement in sql:
+            cur.execute(statement)
+    conn.commit()
+
+
+def ingest(url: str | DatabaseURL, table: str, data: pa.Table) -> None:
+    """Append Arrow data to an existing table (ADBC bulk ingest: binary COPY on PostgreSQL).
+
+    Binary COPY needs the exact column types (``INTEGER`` is int32), so on PostgreSQL the data
+    is first cast to the table's own Arrow schema.
+    """
+    db = parse_url(url) if isinstance(url, str) else url
+    with connect(db) as conn:
+        with conn.cursor() as cur:
+            if db.dialect == "postgresql":
+                cur.execute(f'SELECT * FROM "{table}" LIMIT 0')
+                target = cur.fetch_arrow_table().schema
+                data = data.select(target.names).cast(target)
+            cur.adbc_ingest(table, data, mode="append")
+        conn.commit()
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

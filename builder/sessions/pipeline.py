@@ -1,0 +1,54 @@
+"""One call from a database URL to everything the build writes for sessions.
+
+Read (batch-wise, Arrow) -> validate (rejects) -> the ``sessions``/``actions`` tables, the
+``sft`` and ``self_correction`` rows with ``source = "session"``, and the summary for the
+manifest and card. The build appends the rows to its configs and the rejects to its rejects
+file; nothing here writes files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from builder.sessions.corrections import self_corrections
+from builder.sessions.db import parse_url
+from builder.sessions.read import DEFAULT_BATCH_ROWS, read_source
+from builder.sessions.replay import DEFAULT_OPTIONS, ReplayOptions, replay
+from builder.sessions.stats import summary
+from builder.sessions.tables import session_tables
+from builder.sessions.validate import validate_source
+from builder.validate import Reject
+
+
+@dataclass(frozen=True)
+class SessionsResult:
+    tables: dict[str, pa.Table]  # "sessions", "actions" (schemas.sessions)
+    sft: pl.DataFrame  # rows for the sft config
+    self_correction: pl.DataFrame  # rows for the self_correction config
+    rejects: list[Reject]
+    summary: dict[str, Any]
+
+
+def run(
+    url: str,
+    *,
+    base: Path | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    options: ReplayOptions = DEFAULT_OPTIONS,
+) -> SessionsResult:
+    """Everything for one database; a relative ``sqlite:///`` path resolves against ``base``."""
+    validated = validate_source(read_source(parse_url(url, base), batch_rows))
+    replayed = replay(validated, options)
+    corrections = self_corrections(validated, options)
+    return SessionsResult(
+        tables=session_tables(validated),
+        sft=replayed.sft,
+        self_correction=corrections,
+        rejects=validated.rejects,
+        summary=summary(validated, replayed, corrections),
+    )

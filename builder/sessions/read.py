@@ -1,0 +1,180 @@
+"""Read the sessions and actions tables Arrow-natively, in bounded record batches.
+
+ADBC drivers hand results over as Arrow record batches (``cursor.fetch_record_batch()``), so
+no row ever becomes a Python object and a large table streams: each batch holds at most
+``batch_rows`` rows (SQLite: the driver's batch size; PostgreSQL: the driver batches by a
+byte budget, which we size from ``batch_rows`` and then slice zero-copy).
+
+The database may not respect its declared types (SQLite stores any value in any column; an
+application's PostgreSQL schema may use other types), and the validator must see such values
+instead of the build crashing on them. So integer and boolean columns are selected through a
+guard: a value of the right type lands in the typed column, anything else lands, as text, in
+a companion ``_invalid_<column>`` column, which the validator turns into an ``invalid_type``
+reject. Text columns are cast to text. Two driver facts shape the SQL:
+
+* ADBC SQLite infers each column's type from the first batch, so an all-null first batch
+  followed by text fails. A typed sentinel row is put first (``UNION ALL``) and dropped.
+* On PostgreSQL the guards cost a regex per value, so they are only used for columns whose
+  catalog type is not already an integer (``int2/4/8``) or ``bool``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from builder.sessions.db import DatabaseError, DatabaseURL, Dialect, connect, parse_url
+from schemas.sessions import ROW_SCHEMAS
+
+DEFAULT_BATCH_ROWS = 65_536
+INVALID_PREFIX = "_invalid_"
+_SENTINEL = "_sentinel"
+_PG_INTEGERS = {"int2", "int4", "int8"}
+_PG_INTEGER_TEXT = r"^\s*[+-]?[0-9]{1,18}\s*$"
+_PG_BOOLEAN_TEXT = "('true', 'false', 't', 'f', '1', '0')"
+_PG_BYTES_PER_ROW = 256  # sizes the driver's byte budget from batch_rows
+_PG_MIN_BATCH_BYTES, _PG_MAX_BATCH_BYTES = 64 << 10, 64 << 20
+
+
+def guarded(type_: pa.DataType) -> bool:
+    """Columns read through a type guard (the others are cast to text)."""
+    return pa.types.is_integer(type_) or pa.types.is_boolean(type_)
+
+
+def batch_schema(table: str) -> pa.Schema:
+    """What ``iter_batches`` yields: the declared columns plus ``_invalid_*`` text columns."""
+    declared = ROW_SCHEMAS[table]
+    invalid = [pa.field(INVALID_PREFIX + f.name, pa.string()) for f in declared if guarded(f.type)]
+    return pa.schema([*declared, *invalid], metadata=declared.metadata)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def column_types(cursor: Any, dialect: Dialect, table: str) -> dict[str, str]:
+    """Column name -> declared (SQLite) or catalog (PostgreSQL) type name."""
+    if dialect == "sqlite":
+        cursor.execute(f"PRAGMA table_info({_quote(table)})")
+        return {row[1]: str(row[2]).lower() for row in cursor.fetchall()}
+    cursor.execute(
+        "SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t ON a.atttypid = t.oid "
+        f"WHERE a.attrelid = to_regclass('{table}') AND a.attnum > 0 AND NOT a.attisdropped"
+    )
+    return {str(name): str(type_) for name, type_ in cursor.fetchall()}
+
+
+def _column_sql(dialect: Dialect, field: pa.Field, catalog_type: str) -> tuple[str, str | None]:
+    """``(value AS name, invalid text AS _invalid_name)`` for one column (None: not guarded)."""
+    c, invalid = _quote(field.name), _quote(INVALID_PREFIX + field.name)
+    if not guarded(field.type):
+        return f"CAST({c} AS TEXT) AS {c}", None
+    is_bool = pa.types.is_boolean(field.type)
+    if dialect == "sqlite":
+        ok = f"typeof({c}) = 'integer'" + (f" AND {c} IN (0, 1)" if is_bool else "")
+        value, text = c, f"CAST({c} AS TEXT)"
+    else:
+        native = catalog_type == "bool" if is_bool else catalog_type in _PG_INTEGERS
+        target = "BOOLEAN" if is_bool else "BIGINT"
+        if native:
+            return f"CAST({c} AS {target}) AS {c}", f"CAST(NULL AS TEXT) AS {invalid}"
+        text = f"CAST({c} AS TEXT)"
+        if is_bool:
+            ok = f"lower(trim({text})) IN {_PG_BOOLEAN_TEXT}"
+            value = f"CAST(lower(trim({text})) AS BOOLEAN)"
+        else:
+            ok, value = f"{text} ~ '{_PG_INTEGER_TEXT}'", f"CAST({text} AS BIGINT)"
+    return (
+        f"CASE WHEN {ok} THEN {value} END AS {c}",
+        f"CASE WHEN {c} IS NOT NULL AND NOT ({ok}) THEN {text} END AS {invalid}",
+    )
+
+
+def select_sql(dialect: Dialect, table: str, types: dict[str, str]) -> str:
+    """The guarded ``SELECT`` for one table, columns in ``batch_schema`` order."""
+    declared = ROW_SCHEMAS[table]
+    missing = [f.name for f in declared if f.name not in types]
+    if missing:
+        raise DatabaseError(f"table {table} lacks column(s) {', '.join(missing)}")
+    pairs = [_column_sql(dialect, f, types[f.name]) for f in declared]
+    exprs = [value for value, _ in pairs] + [invalid for _, invalid in pairs if invalid]
+    body = f"{', '.join(exprs)} FROM {_quote(table)}"
+    if dialect == "postgresql":
+        return f"SELECT {body}"
+    typed = ", ".join("0" if guarded(f.type) else "''" for f in batch_schema(table))
+    return f"SELECT 0 AS {_SENTINEL}, {typed} UNION ALL SELECT 1, {body}"
+
+
+def _batch_options(dialect: Dialect, batch_rows: int) -> dict[str, str]:
+    if dialect == "sqlite":
+        return {"adbc.sqlite.query.batch_rows": str(batch_rows)}
+    budget = batch_rows * _PG_BYTES_PER_ROW
+    budget = max(_PG_MIN_BATCH_BYTES, min(_PG_MAX_BATCH_BYTES, budget))
+    return {"adbc.postgresql.batch_size_hint_bytes": str(budget)}
+
+
+def iter_batches(
+    conn: Any, dialect: Dialect, table: str, batch_rows: int = DEFAULT_BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """Stream ``table`` as record batches of at most ``batch_rows`` rows, in ``batch_schema``."""
+    if batch_rows < 1:
+        raise ValueError("batch_rows must be positive")
+    schema = batch_schema(table)
+    with conn.cursor() as cur:
+        sql = select_sql(dialect, table, column_types(cur, dialect, table))
+        cur.adbc_statement.set_options(**_batch_options(dialect, batch_rows))
+        cur.execute(sql)
+        reader = cur.fetch_record_batch()
+        first = dialect == "sqlite"
+        for batch in reader:
+            if dialect == "sqlite":
+                if first:  # the typing sentinel is the first row of the first batch
+                    if batch.num_rows == 0 or batch.column(0)[0].as_py() != 0:
+                        raise DatabaseError(f"{table}: SQLite returned no typing sentinel first")
+                    batch, first = batch.slice(1), False
+                batch = batch.drop_columns([_SENTINEL])
+            batch = batch.rename_columns(schema.names).cast(schema)
+            for offset in range(0, batch.num_rows, batch_rows):
+                yield batch.slice(offset, batch_rows)
+
+
+def _collect(conn: Any, db: DatabaseURL, table: str, batch_rows: int) -> pa.Table:
+    try:
+        batches = list(iter_batches(conn, db.dialect, table, batch_rows))
+    except DatabaseError as exc:
+        raise DatabaseError(f"{db.redacted}: {exc}") from exc
+    except Exception as exc:  # driver errors (ADBC, Arrow) name neither database nor table
+        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseError(f"{db.redacted}: cannot read table {table}: {detail}") from exc
+    # The batches become the table's chunks: no copy.
+    return pa.Table.from_batches(batches, schema=batch_schema(table))
+
+
+def read_table(
+    url: str | DatabaseURL, table: str, batch_rows: int = DEFAULT_BATCH_ROWS
+) -> pa.Table:
+    """All of ``table``, read batch-wise."""
+    db = parse_url(url) if isinstance(url, str) else url
+    with connect(db) as conn:
+        return _collect(conn, db, table, batch_rows)
+
+
+@dataclass(frozen=True)
+class SessionsSource:
+    """Both tables of one database as read (``_invalid_*`` columns included)."""
+
+    source: str  # the redacted URL
+    sessions: pa.Table
+    actions: pa.Table
+
+
+def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) -> SessionsSource:
+    """Read ``sessions`` and ``actions`` over one connection (one load of a SQL dump)."""
+    db = parse_url(url) if isinstance(url, str) else url
+    with connect(db) as conn:
+        sessions = _collect(conn, db, "sessions", batch_rows)
+        actions = _collect(conn, db, "actions", batch_rows)
+    return SessionsSource(db.redacted, sessions, actions)

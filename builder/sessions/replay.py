@@ -1,0 +1,227 @@
+"""Replay sessions into chat conversations: ``sft`` rows with per-message training weights.
+
+A session's state is (instruction, code, exec output). Actions, applied in ``action_id``
+order, each change one part of it and are shown to the model as one message:
+
+==================  ==========  ======================================================
+action_type         role        content
+==================  ==========  ======================================================
+(session start)     system      ``system_prompt``
+(session start)     user        initial instruction, plus the initial code and output
+                                as context when present (``initial_message``)
+input               user        the text as typed
+set_instruction     user        ``New instruction:`` + the text
+set_code            assistant   the code in a fenced ``python`` block (as for episodes)
+set_exec_output     user        ``Execution output:`` + the output in a fenced block
+==================  ==========  ======================================================
+
+Weights (the seed: incorrect actions "can be used for setup but should not be trained on
+directly"): an assistant message has weight 1 unless its action has ``correct = false``
+(weight 0, the message stays in the conversation as context); ``correct`` null trains by
+default (``null_correct_trains``). Non-assistant messages have a null weight. Only sessions
+marked ``verified`` and not ``incomplete`` (see ``validate``) are replayed; a session with
+no assistant message of weight 1 has nothing to train and is excluded too. Each exclusion is
+counted by reason.
+
+Everything is whole-column Polars: one long frame of messages (two opening rows per
+session, one row per action), sorted, then aggregated into one list per session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+
+from builder.derive.messages import fenced
+from builder.sessions.validate import Validated
+from schemas.objectives import OBJECTIVES
+from schemas.sessions import ACTION_SOURCES
+
+SYSTEM_PROMPT = (
+    "You are a data analysis assistant in an interactive Python environment with pandas. "
+    "Write Python code that carries out the user's instruction; the user runs it and shows "
+    "you the output."
+)
+OUTPUT_OPEN, OUTPUT_CLOSE = "Execution output:\n```\n", "\n```"
+INSTRUCTION_PREFIX = "New instruction:\n"
+CONTEXT_CODE = "\n\nCurrent code:\n"  # the initial state, after the instruction
+CONTEXT_OUTPUT = "\n\n" + OUTPUT_OPEN
+
+
+def polars_schema(schema: pa.Schema) -> dict[str, pl.DataType]:
+    """Column name -> Polars type of a declared Arrow schema (its column order kept)."""
+    return dict(pl.from_arrow(schema.empty_table()).schema)  # type: ignore[union-attr]
+
+
+# Exactly the columns of the sft config, as schemas.objectives declares them.
+SFT_COLUMNS = polars_schema(OBJECTIVES["sft"])
+SOURCE = "session"  # the value of the training configs' source column
+
+# Exclusion reasons, in the order they are decided (a session counts under the first).
+UNVERIFIED = "unverified"
+REJECTED_ACTIONS = "rejected_actions"
+NO_TRAINABLE_TURNS = "no_trainable_turns"
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    null_correct_trains: bool = True
+    system_prompt: str = SYSTEM_PROMPT
+
+
+DEFAULT_OPTIONS = ReplayOptions()
+
+
+@dataclass(frozen=True)
+class Replay:
+    sft: pl.DataFrame  # exactly SFT_COLUMNS, one row per replayed session
+    excluded: dict[str, int]  # reason -> sessions not replayed
+
+
+def _present(name: str) -> pl.Expr:
+    return pl.col(name).is_not_null() & (pl.col(name).str.strip_chars() != "")
+
+
+def initial_message() -> pl.Expr:
+    """The opening user message of a session (evaluated on the sessions frame)."""
+    code = pl.when(_present("initial_code")).then(
+        pl.concat_str(pl.lit(CONTEXT_CODE), fenced(pl.col("initial_code")))
+    )
+    output = pl.when(_present("initial_exec_output")).then(
+        pl.concat_str(pl.lit(CONTEXT_OUTPUT), pl.col("initial_exec_output"), pl.lit(OUTPUT_CLOSE))
+    )
+    return pl.concat_str(
+        pl.col("initial_instruction"), code.fill_null(""), output.fill_null("")
+    ).alias("content")
+
+
+def action_message(null_correct_trains: bool) -> list[pl.Expr]:
+    """role, content and weight of each action's message (evaluated on the actions frame)."""
+    kind, text = pl.col("action_type"), pl.col("action").fill_null("")
+    role = pl.when(kind == "set_code").then(pl.lit("assistant")).otherwise(pl.lit("user"))
+    content = (
+        pl.when(kind == "set_code")
+        .then(fenced(text))
+        .when(kind == "set_exec_output")
+        .then(pl.concat_str(pl.lit(OUTPUT_OPEN), text, pl.lit(OUTPUT_CLOSE)))
+        .when(kind == "set_instruction")
+        .then(pl.concat_str(pl.lit(INSTRUCTION_PREFIX), text))
+        .otherwise(text)
+    )
+    trains = pl.col("correct").fill_null(null_correct_trains)
+    weight = pl.when(kind == "set_code").then(trains.cast(pl.Int64))
+    return [role.alias("role"), content.alias("content"), weight.alias("weight")]
+
+
+def conversation_rows(
+    v: Validated, sessions: pl.DataFrame, options: ReplayOptions = DEFAULT_OPTIONS
+) -> pl.DataFrame:
+    """One row per message of each session in ``sessions``, in conversation order.
+
+    Columns: session_id, position (0-based), action_id (null on the two opening messages),
+    action_type, action, correct, role, content, weight.
+    """
+    head = sessions.select(
+        "session_id", "initial_instruction", "initial_code", "initial_exec_output"
+    )
+    system = head.select(
+        "session_id",
+        pl.lit(0).alias("_part"),
+        pl.lit("system").alias("role"),
+        pl.lit(options.system_prompt).alias("content"),
+    )
+    opening = head.select(
+        "session_id", pl.lit(1).alias("_part"), pl.lit("user").alias("role"), initial_message()
+    )
+    acts = v.actions.join(sessions.select("session_id"), on="session_id", how="semi").select(
+        "session_id",
+        pl.lit(2).alias("_part"),
+        "action_id",
+        "action_type",
+        "action",
+        "correct",
+        *action_message(options.null_correct_trains),
+    )
+    rows = pl.concat([system, opening, acts], how="diagonal_relaxed")
+    return (
+        rows.sort("session_id", "_part", "action_id")
+        .with_columns(pl.int_range(pl.len(), dtype=pl.Int32).over("session_id").alias("position"))
+        .select(
+            "session_id",
+            "position",
+            "action_id",
+            "action_type",
+            "action",
+            "correct",
+            "role",
+            "content",
+            pl.col("weight").cast(pl.Int64),
+        )
+    )
+
+
+def source_counts(actions: pl.DataFrame) -> pl.DataFrame:
+    """session_id -> n_actions and n_<source>_actions (int32), over the clean actions."""
+    return actions.group_by("session_id").agg(
+        pl.len().cast(pl.Int32).alias("n_actions"),
+        *[
+            (pl.col("source") == s).sum().cast(pl.Int32).alias(f"n_{s}_actions")
+            for s in ACTION_SOURCES
+        ],
+    )
+
+
+def final_state(actions: pl.DataFrame) -> pl.DataFrame:
+    """session_id -> the last set_instruction/set_code/set_exec_output (null: never set)."""
+    last = {
+        "set_instruction": "final_instruction",
+        "set_code": "final_code",
+        "set_exec_output": "final_exec_output",
+    }
+    text = pl.col("action").fill_null("")
+    return actions.group_by("session_id").agg(
+        text.filter(pl.col("action_type") == kind).last().alias(name) for kind, name in last.items()
+    )
+
+
+def trainable_sessions(v: Validated) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Sessions eligible for training (verified, complete) and counts of the others."""
+    verified = pl.col("verified").fill_null(False)
+    excluded = {
+        UNVERIFIED: v.sessions.filter(~verified).height,
+        REJECTED_ACTIONS: v.sessions.filter(verified & pl.col("incomplete")).height,
+    }
+    return v.sessions.filter(verified & ~pl.col("incomplete")), excluded
+
+
+def _with_counts(frame: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
+    counts = source_counts(actions).drop("n_actions")
+    names = [c for c in counts.columns if c != "session_id"]
+    joined = frame.join(counts, on="session_id", how="left", maintain_order="left")
+    return joined.with_columns(pl.col(names).fill_null(0))
+
+
+def replay(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> Replay:
+    """The ``sft`` rows of every trainable session, and the excluded counts by reason."""
+    sessions, excluded = trainable_sessions(v)
+    rows = conversation_rows(v, sessions, options)
+    conversations = rows.group_by("session_id", maintain_order=True).agg(
+        pl.struct("role", "content", "weight").alias("messages"),
+        (pl.col("weight") == 1).any().alias("_trains"),
+    )
+    excluded[NO_TRAINABLE_TURNS] = conversations.filter(~pl.col("_trains")).height
+    sft = (
+        conversations.filter(pl.col("_trains"))
+        .join(sessions.select("session_id", "question_id"), on="session_id", maintain_order="left")
+        .pipe(_with_counts, v.actions)
+        .with_columns(
+            pl.lit(None, pl.String).alias("episode_id"),
+            pl.lit(None, pl.String).alias("trace_id"),
+            pl.lit(None, pl.String).alias("difficulty"),
+            pl.lit(SOURCE).alias("source"),
+        )
+        .select([pl.col(name).cast(dtype) for name, dtype in SFT_COLUMNS.items()])
+    )
+    return Replay(sft, excluded)

@@ -1,0 +1,47 @@
+"""The ``sessions`` and ``actions`` output tables (``schemas.sessions``) from validated rows.
+
+Both carry ``question_id``, the split key, so the exporter splits them with the same
+mechanism and salt as questions; actions carry it denormalized so no join is needed. The
+sessions table adds what a reader of the dataset wants without replaying: action counts by
+source, the state after the last action, and whether actions were rejected.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+from builder.parquet import conform
+from builder.sessions.replay import final_state, source_counts
+from builder.sessions.validate import Validated
+from schemas.sessions import ACTIONS, SESSIONS
+
+INCOMPLETE_CHECK = "rejected_actions"
+
+
+def session_tables(v: Validated) -> dict[str, pa.Table]:
+    """``{"sessions": ..., "actions": ...}`` as Arrow tables of the declared schemas."""
+    counts = source_counts(v.actions)
+    count_names = [c for c in counts.columns if c != "session_id"]
+    initial = {
+        "final_instruction": "initial_instruction",
+        "final_code": "initial_code",
+        "final_exec_output": "initial_exec_output",
+    }
+    sessions = (
+        v.sessions.join(counts, on="session_id", how="left", maintain_order="left")
+        .join(final_state(v.actions), on="session_id", how="left", maintain_order="left")
+        .with_columns(
+            pl.col(count_names).fill_null(0),
+            *[pl.coalesce(final, start).alias(final) for final, start in initial.items()],
+            pl.lit(v.source).alias("source_url"),
+            pl.when(pl.col("incomplete"))
+            .then(pl.lit([INCOMPLETE_CHECK]))
+            .otherwise(pl.lit([], pl.List(pl.String)))
+            .alias("checks"),
+        )
+    )
+    return {
+        "sessions": conform(sessions.to_arrow(), SESSIONS),
+        "actions": conform(v.actions.to_arrow(), ACTIONS),
+    }

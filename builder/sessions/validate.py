@@ -1,0 +1,341 @@
+"""Validate sessions and actions as whole columns (Polars), never row by row; nothing is lost.
+
+A database may lack its constraints, so every rule of ``schemas.sessions`` is checked again.
+Each check is one expression yielding, per row, an error ``{kind, path, message}`` or null;
+a row with any error goes to the rejects file (``builder.validate.Reject``, ``line=None``,
+``key="actions.action_uuid=..."`` or ``"sessions.session_id=..."``, ``raw`` = the row as read,
+as canonical JSON, with an ill-typed value shown as its text). Its kind is its first error.
+
+Reject kinds, in the order a row is examined:
+
+* ``invalid_type``: a value of the wrong type (SQLite stores anything anywhere), or an
+  ``action_id`` outside the seed's ``INT`` (32-bit);
+* ``null_field``: a required field is null (sessions: ``session_id``,
+  ``initial_instruction``; actions: ``action_uuid``, ``session_id``, ``action_type``,
+  ``source``); ``missing_action_id``: a null ``action_id`` (the action cannot be ordered);
+* ``invalid_action_type`` / ``invalid_source``: a value outside the seed's enum;
+* ``orphan_action``: the action's session does not exist; ``rejected_session``: it exists
+  but was itself rejected (so the action cannot be attributed to a clean session);
+* ``duplicate_session_id`` / ``duplicate_action_uuid``: a primary key seen twice;
+  ``duplicate_action_id``: two actions of one session with the same ``action_id``.
+
+Decisions:
+
+* Duplicates. An exact copy of an earlier row (every column equal: a double insert) is
+  rejected and the first copy kept, since nothing is ambiguous. Rows that share a key but
+  differ are *all* rejected: no copy is more authoritative than another, and the result
+  does not depend on the order the database returns rows in.
+* A session with a rejected action (other than an exact copy) stays in the ``sessions`` and
+  ``actions`` tables with its clean actions, marked (``incomplete``; the ``checks`` column of
+  the table says ``rejected_actions``), but is not replayed into training data: a
+  conversation with a missing or ambiguous step would teach the wrong thing. The manifest
+  counts it as excluded.
+* A null ``verified`` is kept and means "not verified" (the seed: sessions should be *marked*
+  verified for training use). A null ``action`` is kept (an empty edit or output).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+import pyarrow as pa
+
+from builder.hashing import canonical_json, normalize_question_text, question_id
+from builder.sessions.read import INVALID_PREFIX, SessionsSource, guarded
+from builder.validate import FieldError, Reject
+from schemas.sessions import (
+    ACTION_ROW,
+    ACTION_SOURCES,
+    ACTION_TYPES,
+    INT32_MAX,
+    INT32_MIN,
+    SESSION_ROW,
+    Action,
+    Session,
+    required_fields,
+)
+
+INVALID_TYPE = "invalid_type"
+NULL_FIELD = "null_field"
+MISSING_ACTION_ID = "missing_action_id"
+INVALID_ACTION_TYPE = "invalid_action_type"
+INVALID_SOURCE = "invalid_source"
+ORPHAN_ACTION = "orphan_action"
+REJECTED_SESSION = "rejected_session"
+DUPLICATE_SESSION_ID = "duplicate_session_id"
+DUPLICATE_ACTION_UUID = "duplicate_action_uuid"
+DUPLICATE_ACTION_ID = "duplicate_action_id"
+KINDS = (
+    INVALID_TYPE,
+    NULL_FIELD,
+    MISSING_ACTION_ID,
+    INVALID_ACTION_TYPE,
+    INVALID_SOURCE,
+    ORPHAN_ACTION,
+    REJECTED_SESSION,
+    DUPLICATE_SESSION_ID,
+    DUPLICATE_ACTION_UUID,
+    DUPLICATE_ACTION_ID,
+)
+
+_ROW = "_row"
+_ERRORS = "_errors"
+_FIRST = "_first"  # first of its exact copies (a row with no copy is its own first)
+_VARIANTS = "_variants"  # distinct rows (exact copies counted once) sharing the row's key
+_SAME_ID = "_same_id"  # distinct actions sharing the row's (session_id, action_id)
+
+
+@dataclass(frozen=True)
+class Validated:
+    """Clean rows of one database, its rejects, and what the tables and replay need."""
+
+    source: str  # the redacted database URL
+    sessions: pl.DataFrame  # SESSION_ROW columns + question_id, normalized_instruction,
+    #                         n_rejected_actions, incomplete; sorted by session_id
+    actions: pl.DataFrame  # ACTION_ROW columns (action_id int32) + question_id;
+    #                        sorted by session_id, action_id
+    rejects: list[Reject]
+    rows_read: dict[str, int]  # table -> rows read from the database
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule: a boolean expression over the prepared frame, and what to report."""
+
+    when: pl.Expr
+    kind: str
+    path: str
+    message: pl.Expr | str
+
+    def error(self) -> pl.Expr:
+        """``{kind, path, message}`` where the rule fails, else null."""
+        text = pl.lit(self.message) if isinstance(self.message, str) else self.message
+        fields = pl.struct(kind=pl.lit(self.kind), path=pl.lit(self.path), message=text)
+        return pl.when(self.when).then(fields)
+
+
+def _guarded(schema: pa.Schema) -> list[pa.Field]:
+    """Columns the reader pairs with an ``_invalid_`` text column."""
+    return [f for f in schema if guarded(f.type)]
+
+
+def _type_and_null_checks(schema: pa.Schema, required: tuple[str, ...]) -> list[Check]:
+    checks = []
+    for field in schema:
+        name, invalid = field.name, INVALID_PREFIX + field.name
+        is_null = pl.col(name).is_null()
+        if guarded(field.type):
+            expected = "boolean" if pa.types.is_boolean(field.type) else "integer"
+            got = pl.format(f"expected {expected}, got '{{}}'", pl.col(invalid))
+            checks.append(Check(pl.col(invalid).is_not_null(), INVALID_TYPE, f"$.{name}", got))
+            is_null = is_null & pl.col(invalid).is_null()
+        if name in required:
+            kind = MISSING_ACTION_ID if name == "action_id" else NULL_FIELD
+            checks.append(Check(is_null, kind, f"$.{name}", "required field is null"))
+    return checks
+
+
+def _enum_check(name: str, allowed: tuple[str, ...], kind: str) -> Check:
+    bad = pl.col(name).is_not_null() & ~pl.col(name).is_in(list(allowed))
+    message = pl.format(f"'{{}}' is not one of {', '.join(allowed)}", pl.col(name))
+    return Check(bad, kind, f"$.{name}", message)
+
+
+def _copy_checks(key: str, kind: str) -> list[Check]:
+    """Exact copies after the first; every row of a key held by rows that differ."""
+    has_key, first, n = pl.col(key).is_not_null(), pl.col(_FIRST), pl.col(_VARIANTS)
+    copy = pl.format(
+        f"exact copy of an earlier row with {key} {{}}; the first is kept", pl.col(key)
+    )
+    conflict = pl.format(f"{{}} different rows have {key} {{}}; all are rejected", n, pl.col(key))
+    return [
+        Check(has_key & ~first, kind, f"$.{key}", copy),
+        Check(has_key & first & (n > 1), kind, f"$.{key}", conflict),
+    ]
+
+
+def _prepare(data: pa.Table | pl.DataFrame, schema: pa.Schema, key: str) -> pl.DataFrame:
+    """Read order (``_row``), absent ``_invalid_`` columns, and the duplicate bookkeeping:
+    ``_first`` (not an exact copy of an earlier row) and ``_variants`` (distinct rows sharing
+    this row's ``key``). An exact copy shares its key, so whole rows are only compared among
+    the (rare) rows whose key repeats: no full-table row hashing."""
+    frame = data if isinstance(data, pl.DataFrame) else pl.from_arrow(data)
+    assert isinstance(frame, pl.DataFrame)
+    columns = [*schema.names, *(INVALID_PREFIX + f.name for f in _guarded(schema))]
+    absent = [pl.lit(None, pl.String).alias(n) for n in columns if n not in frame.columns]
+    frame = frame.with_columns(absent).select(columns).with_row_index(_ROW)
+    repeated = pl.col(key).is_not_null() & (pl.len().over(key) > 1)
+    candidates = frame.filter(repeated)
+    first = pl.repeat(True, frame.height, eager=True)
+    variants = pl.repeat(1, frame.height, dtype=pl.Int64, eager=True)
+    if candidates.height:
+        is_first = pl.struct(columns).is_first_distinct()
+        marked = candidates.select(
+            _ROW, is_first.alias(_FIRST), is_first.cast(pl.Int64).sum().over(key).alias(_VARIANTS)
+        )
+        first = first.scatter(marked[_ROW], marked[_FIRST])
+        variants = variants.scatter(marked[_ROW], marked[_VARIANTS])
+    return frame.with_columns(first.alias(_FIRST), variants.alias(_VARIANTS))
+
+
+def _split(frame: pl.DataFrame, checks: list[Check]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(clean rows, rejected rows with their ``_errors``). The error structs are built for
+    the rejected rows only; when nothing fails, the clean frame is the input, uncopied.
+    Checks read only columns (window counts are columns of ``frame``), so they give the same
+    answer on the rejected subset as on the whole."""
+    failed = pl.any_horizontal([c.when.fill_null(False) for c in checks])
+    flags = frame.select(failed.alias("failed")).to_series()
+    if not flags.any():
+        return frame, frame.clear().with_columns(pl.lit([]).alias(_ERRORS))
+    errors = pl.concat_list([c.error() for c in checks]).list.drop_nulls().alias(_ERRORS)
+    # rechunk: Polars 2.1 panics in pl.format over columns chunked differently (the row
+    # index is one chunk, columns read in batches are many); the rejected rows are few.
+    return frame.filter(~flags), frame.filter(flags).rechunk().with_columns(errors)
+
+
+def _question_ids(instructions: pl.Series) -> pl.DataFrame:
+    """question_id and normalized text per distinct instruction. sha256 and NFKC have no
+    vectorized kernel, so this is the one Python loop: once per distinct instruction."""
+    texts = instructions.unique().drop_nulls().sort().to_list()
+    names = ["initial_instruction", "question_id", "normalized_instruction"]
+    return pl.DataFrame(
+        {
+            "initial_instruction": texts,
+            "question_id": [question_id(t, None) for t in texts],
+            "normalized_instruction": [normalize_question_text(t) for t in texts],
+        },
+        schema=dict.fromkeys(names, pl.String),
+    )
+
+
+def _session_checks() -> list[Check]:
+    return [
+        *_type_and_null_checks(SESSION_ROW, required_fields(Session)),
+        *_copy_checks("session_id", DUPLICATE_SESSION_ID),
+    ]
+
+
+def _action_checks(ok: pl.Series, rejected: pl.Series) -> list[Check]:
+    """``ok``/``rejected``: ids of sessions with a clean row / with rejected rows only."""
+    sid, aid, n_ids = pl.col("session_id"), pl.col("action_id"), pl.col(_SAME_ID)
+    in_rejected = sid.is_in(rejected.implode())
+    return [
+        *_type_and_null_checks(ACTION_ROW, required_fields(Action)),
+        Check(
+            aid.is_not_null() & ~aid.is_between(INT32_MIN, INT32_MAX),
+            INVALID_TYPE,
+            "$.action_id",
+            pl.format("{} is outside INT (32-bit)", aid),
+        ),
+        _enum_check("action_type", ACTION_TYPES, INVALID_ACTION_TYPE),
+        _enum_check("source", ACTION_SOURCES, INVALID_SOURCE),
+        Check(
+            sid.is_not_null() & ~sid.is_in(ok.implode()) & ~in_rejected,
+            ORPHAN_ACTION,
+            "$.session_id",
+            pl.format("session {} does not exist", sid),
+        ),
+        Check(
+            in_rejected,
+            REJECTED_SESSION,
+            "$.session_id",
+            pl.format("session {} was rejected (see its own reject)", sid),
+        ),
+        *_copy_checks("action_uuid", DUPLICATE_ACTION_UUID),
+        Check(
+            pl.col(_FIRST) & (n_ids > 1),
+            DUPLICATE_ACTION_ID,
+            "$.action_id",
+            pl.format("{} different actions of session {} have action_id {}", n_ids, sid, aid),
+        ),
+    ]
+
+
+def _rejects(bad: pl.DataFrame, schema: pa.Schema, key: str, source: str) -> list[Reject]:
+    """Reject records, in read order. Python here runs once per *rejected* row only."""
+    typed = {f.name for f in _guarded(schema)}
+    table = "sessions" if schema is SESSION_ROW else "actions"
+    out = []
+    for row in bad.sort(_ROW).iter_rows(named=True):
+        raw = {
+            name: row[INVALID_PREFIX + name] if name in typed and row[name] is None else row[name]
+            for name in schema.names
+        }
+        shown = "null" if raw[key] is None else raw[key]
+        out.append(
+            Reject(
+                source_file=source,
+                line=None,
+                kind=row[_ERRORS][0]["kind"],
+                errors=tuple(FieldError(e["path"], e["message"]) for e in row[_ERRORS]),
+                raw=canonical_json(raw).encode("utf-8"),
+                key=f"{table}.{key}={shown}",
+            )
+        )
+    return out
+
+
+def _in_order(actions: pl.DataFrame) -> pl.DataFrame:
+    """Sorted by (session_id, action_id); skips the sort (a full copy) when already so."""
+    sid, aid = pl.col("session_id").diff(), pl.col("action_id").cast(pl.Int64).diff()
+    ordered = actions.select(((sid > 0) | ((sid == 0) & (aid > 0))).fill_null(True).all()).item()
+    return actions if ordered else actions.sort("session_id", "action_id")
+
+
+def validate(
+    sessions: pa.Table | pl.DataFrame, actions: pa.Table | pl.DataFrame, source: str
+) -> Validated:
+    """Split both tables into clean rows and rejects (see the module docstring).
+
+    ``sessions``/``actions`` are what ``builder.sessions.read`` yields (``_invalid_*``
+    columns optional); ``source`` names the database in rejects (already redacted).
+    """
+    s_all = _prepare(sessions, SESSION_ROW, "session_id")
+    s_ok, s_bad = _split(s_all, _session_checks())
+    ok_ids = s_ok["session_id"]
+    rejected_ids = s_bad.filter(~pl.col("session_id").is_in(ok_ids.implode()))["session_id"]
+    a_all = _prepare(actions, ACTION_ROW, "action_uuid")
+    sid, aid = pl.col("session_id"), pl.col("action_id")
+    same_id = (pl.col(_FIRST) & sid.is_not_null() & aid.is_not_null()).sum().over(sid, aid)
+    a_all = a_all.with_columns(same_id.cast(pl.Int64).alias(_SAME_ID))
+    a_ok, a_bad = _split(a_all, _action_checks(ok_ids, rejected_ids.drop_nulls().unique()))
+
+    per_session = (
+        a_bad.filter(pl.col("session_id").is_in(ok_ids.implode()))
+        .group_by("session_id")
+        .agg(
+            n_rejected_actions=pl.len().cast(pl.Int32),
+            incomplete=pl.col(_FIRST).any(),  # an exact copy alone leaves the session whole
+        )
+    )
+    s_ok = s_ok.select(SESSION_ROW.names)
+    sessions_out = (
+        s_ok.join(_question_ids(s_ok["initial_instruction"]), on="initial_instruction", how="left")
+        .join(per_session, on="session_id", how="left")
+        .with_columns(
+            pl.col("n_rejected_actions").fill_null(0),
+            pl.col("incomplete").fill_null(False),
+        )
+        .sort("session_id")
+    )
+    question = pl.col("session_id").replace_strict(
+        sessions_out["session_id"], sessions_out["question_id"], default=None
+    )
+    actions_out = a_ok.select(ACTION_ROW.names).with_columns(
+        pl.col("action_id").cast(pl.Int32), question.alias("question_id")
+    )
+    rejects = _rejects(s_bad, SESSION_ROW, "session_id", source)
+    rejects += _rejects(a_bad, ACTION_ROW, "action_uuid", source)
+    return Validated(
+        source=source,
+        sessions=sessions_out,
+        actions=_in_order(actions_out),
+        rejects=rejects,
+        rows_read={"sessions": s_all.height, "actions": a_all.height},
+    )
+
+
+def validate_source(source: SessionsSource) -> Validated:
+    """``validate`` for what ``builder.sessions.read.read_source`` returned."""
+    return validate(source.sessions, source.actions, source.source)

@@ -1,0 +1,92 @@
+"""Self-correction rows from sessions: failed code, its error, the next code that fixes it."""
+
+from __future__ import annotations
+
+import polars as pl
+from sessions_support import ERROR, Backend, action, expected_messages, load, session
+
+from builder.sessions.corrections import SELF_CORRECTION_COLUMNS, self_corrections
+from builder.sessions.read import read_source
+from builder.sessions.validate import validate_source
+
+
+def test_self_correction_from_the_hand_written_session(backend: Backend) -> None:
+    rows = self_corrections(load(backend))
+    assert rows.schema == pl.Schema(SELF_CORRECTION_COLUMNS)
+    assert rows.height == 1
+    row = rows.row(0, named=True)
+    full = expected_messages(fix_weight=1)
+    assert row | {"prompt": None, "completion": None, "messages": None} == {
+        "question_id": row["question_id"],
+        "episode_id": None,
+        "trace_id": None,
+        "session_id": 1,
+        "difficulty": None,
+        "source": "session",
+        "trace_role": None,
+        "turn_index": 70,
+        "corrects_turn": 40,
+        "failed_code": "df['Price'].mean()",
+        "error_feedback": ERROR,
+        "fixed_code": "df['price'].mean()",
+        "code_diff": {
+            "removed_lines": ["df['Price'].mean()"],
+            "added_lines": ["df['price'].mean()"],
+        },
+        "error_type": "KeyError",
+        "error_message": "'Price'",
+        "prompt": None,
+        "completion": None,
+        "messages": None,
+    }
+    # The prompt runs up to the fix: the error feedback and the instruction typed after it.
+    unweighted = [{"role": m["role"], "content": m["content"]} for m in full]
+    assert row["prompt"] == unweighted[:8]
+    assert row["completion"] == [unweighted[8]]
+    weights = [m["weight"] for m in row["messages"]]
+    assert weights == [None, None, 0, None, None, 0, None, None, 1]
+
+
+def _pairs(backend: Backend, actions: list[tuple[object, ...]]) -> list[tuple[int, int]]:
+    backend.create("strict")
+    backend.insert("sessions", [session(1, "Sum it.")])
+    backend.insert("actions", actions)
+    rows = self_corrections(validate_source(read_source(backend.url)))
+    return list(zip(rows["corrects_turn"].to_list(), rows["turn_index"].to_list(), strict=True))
+
+
+def test_no_pair_unless_failed_marked_errored_and_fixed(backend: Backend) -> None:
+    failing = "Traceback (most recent call last):\nZeroDivisionError: division by zero"
+    assert _pairs(
+        backend,
+        [
+            # marked incorrect but its output is no error: not a self-correction
+            action("a", 1, 1, "set_code", "1 + 1", False, "ai"),
+            action("b", 1, 2, "set_exec_output", "2", None, "ai"),
+            # errors but is not marked incorrect: not one either
+            action("c", 1, 3, "set_code", "1 / 0", None, "ai"),
+            action("d", 1, 4, "set_exec_output", failing, None, "ai"),
+            # marked, errors; the next code errors too: no pair for 5, but 7 is fixed by 9
+            action("e", 1, 5, "set_code", "1 / 0", False, "ai"),
+            action("f", 1, 6, "set_exec_output", failing, None, "ai"),
+            action("g", 1, 7, "set_code", "1 // 0", False, "ai"),
+            action("h", 1, 8, "set_exec_output", failing, None, "ai"),
+            action("i", 1, 9, "set_code", "1 // 1", None, "ai"),
+            action("j", 1, 10, "set_exec_output", "1", None, "ai"),
+            # marked, errors; the next code is never run and not marked correct: no pair
+            action("k", 1, 11, "set_code", "x", False, "ai"),
+            action("l", 1, 12, "set_exec_output", "NameError: name 'x' is not defined", None, "ai"),
+            action("m", 1, 13, "set_code", "y", None, "ai"),
+        ],
+    ) == [(7, 9)]
+
+
+def test_unrun_fix_counts_when_marked_correct(backend: Backend) -> None:
+    assert _pairs(
+        backend,
+        [
+            action("k", 1, 1, "set_code", "x", False, "ai"),
+            action("l", 1, 2, "set_exec_output", "NameError: name 'x' is not defined", None, "ai"),
+            action("m", 1, 3, "set_code", "x = 1", True, "ai"),
+        ],
+    ) == [(1, 3)]

@@ -1,0 +1,62 @@
+"""The shipped sample dump loads (SQLite and PostgreSQL), validates cleanly and replays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+from sessions_support import Backend
+
+from builder.sessions.db import DatabaseURL, parse_url
+from builder.sessions.pipeline import run
+from builder.sessions.sample import SAMPLE_PATH, dump_sql, generate, write_sample
+from schemas.sessions import ACTION_ROW, ACTIONS, SESSION_ROW, SESSIONS
+
+
+def _url(backend: Backend) -> str:
+    """The sample as each backend gets it: the dump itself (SQLite) or loaded (PostgreSQL)."""
+    if backend.dialect == "sqlite":
+        return f"sqlite:///{SAMPLE_PATH}"
+    backend.load_script(SAMPLE_PATH.read_text(encoding="utf-8"))
+    return backend.url
+
+
+def test_sample_loads_validates_and_replays(backend: Backend) -> None:
+    result = run(_url(backend), batch_rows=64)
+    s = result.summary
+    assert result.rejects == []
+    assert (s["sessions"], s["actions"]) == (30, 300)
+    assert all(s["actions_by_source"][k] > 0 for k in ("human", "ai", "dataset"))
+    assert 0 < s["verified_sessions"] < 30
+    assert s["excluded_sessions"]["unverified"] == 30 - s["verified_sessions"]
+    assert s["sft_rows"] == s["verified_sessions"]
+    assert s["sft_assistant_messages"]["context_only"] > 0
+    assert s["self_correction_rows"] > 0
+    assert result.tables["sessions"].schema.names == SESSIONS.names
+    assert result.tables["actions"].schema.names == ACTIONS.names
+    assert result.tables["actions"].num_rows == 300
+    errors = set(result.self_correction["error_type"].to_list())
+    assert errors <= {"KeyError", "TypeError", "SyntaxError", "UndefinedVariableError"}
+    assert result.self_correction["error_feedback"].str.contains("Error").all()
+
+
+def test_sample_file_is_what_write_sample_writes(tmp_path: Path) -> None:
+    written = write_sample(tmp_path / "sample.sql")
+    assert written.read_bytes() == SAMPLE_PATH.read_bytes()
+
+
+def test_generate_is_deterministic_and_shaped() -> None:
+    sessions, actions = generate(7, 13, seed=5)
+    again = generate(7, 13, seed=5)
+    assert sessions.equals(again[0]) and actions.equals(again[1])
+    assert sessions.schema == SESSION_ROW and actions.schema == ACTION_ROW
+    assert (sessions.num_rows, actions.num_rows) == (7, 91)
+    frame = pl.from_arrow(actions)
+    assert frame["action_uuid"].n_unique() == 91
+    assert frame.group_by("session_id").len()["len"].to_list() == [13] * 7
+    assert "INSERT INTO actions" in dump_sql(sessions, actions)
+
+
+def test_relative_sample_url_resolves_against_base() -> None:
+    db = parse_url("sqlite:///data/sessions/sample.sql", base=SAMPLE_PATH.parents[2])
+    assert isinstance(db, DatabaseURL) and db.path == SAMPLE_PATH
