@@ -40,6 +40,11 @@ def _build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the JSON Schema of an episode line")
     s.add_argument("--out", type=Path, help="write to this file instead of stdout")
 
+    sessions = sub.add_parser("sessions", help="interactive-session databases")
+    sessions_sub = sessions.add_subparsers(dest="sessions_command", required=True)
+    init = sessions_sub.add_parser("init", help="create the sessions and actions tables")
+    init.add_argument("url", help="sqlite:///path.db or postgresql://user@host/db")
+
     from builder.publish import cli as publish_cli
 
     publish_cli.add_parser(sub)
@@ -115,6 +120,18 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from builder.sessions.db import DatabaseError, init_database, redact
+
+    try:
+        init_database(args.url)
+    except DatabaseError as exc:
+        print(f"episodes sessions init: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"created the sessions and actions tables in {redact(args.url)}")
+    return 0
+
+
 def cmd_publish(args: argparse.Namespace) -> int:
     from builder.publish import cli as publish_cli
 
@@ -126,6 +143,7 @@ COMMANDS = {
     "validate": cmd_validate,
     "schema": cmd_schema,
     "publish": cmd_publish,
+    "sessions": cmd_sessions,
 }
 
 

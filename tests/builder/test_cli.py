@@ -73,3 +73,33 @@ def test_schema_command_prints_the_committed_json_schema(tmp_path: Path) -> None
     assert result.returncode == 0
     committed = (ROOT / "schemas/episode.schema.json").read_text()
     assert result.stdout == committed
+
+
+def test_sessions_init_creates_tables_that_a_build_reads(tmp_path: Path) -> None:
+    import sqlite3
+
+    result = episodes("sessions", "init", "sqlite:///s.db", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"sessions", "actions"} <= tables
+    again = episodes("sessions", "init", "sqlite:///s.db", cwd=tmp_path)
+    assert again.returncode == 0, "init is idempotent"
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        db.execute("INSERT INTO sessions VALUES (1, 'Sum the column a.', '', '', TRUE)")
+        db.execute("INSERT INTO actions VALUES ('u1', 1, 1, 'set_code', 'df.a.sum()', NULL, 'ai')")
+    built = episodes(
+        "build",
+        "--episodes",
+        str(SAMPLE),
+        "--sessions",
+        "sqlite:///s.db",
+        "--out",
+        "ds",
+        "--rejects",
+        "r.jsonl",
+        cwd=tmp_path,
+    )
+    assert built.returncode == 0, built.stderr
+    manifest = json.loads((tmp_path / "ds/manifest.json").read_text())
+    assert manifest["sessions"]["sessions"] == 1 and manifest["sessions"]["sft_rows"] == 1
