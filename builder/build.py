@@ -11,6 +11,7 @@ import fcntl
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -24,6 +25,7 @@ from tqdm import tqdm
 from builder import export
 from builder.config import BuildConfig
 from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
+from builder.redact import redact_tables
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
 from builder.splits import SplitConfig, assign_splits
@@ -112,7 +114,11 @@ def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) ->
     from builder.sessions.pipeline import run
     from builder.sessions.replay import ReplayOptions
 
-    result = run(config.sessions, options=ReplayOptions(config.null_correct_trains))
+    result = run(
+        config.sessions,
+        options=ReplayOptions(config.null_correct_trains),
+        redaction=config.redaction_options() if config.redaction_enabled else None,
+    )
     for reject in result.rejects:
         rejects.add(reject)
     for name, table in result.tables.items():
@@ -145,12 +151,25 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         sessions = read_sessions(config, work / "tables", rejects)
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
+        # Before any config is derived: secrets never reach a published file.
+        redactions = Counter(redact_tables(work / "tables", config.redaction_options()))
+        if sessions:
+            redactions.update(sessions.redactions)
         names = [*TABLES, *(SESSION_TABLES if sessions else ())]
         tables = {name: pl.scan_parquet(work / "tables" / f"{name}.parquet") for name in names}
         splits = assign_splits(split_keys(tables), split_config(config))
         staged = work / "dataset"
         manifest = export.export_dataset(
-            staged, tables, splits, SPLIT_ASSIGNMENT, config, result, normalizer, rejects, sessions
+            staged,
+            tables,
+            splits,
+            SPLIT_ASSIGNMENT,
+            config,
+            result,
+            normalizer,
+            rejects,
+            sessions,
+            redactions,
         )
         _swap(staged, out)
     finally:

@@ -53,6 +53,20 @@ class BuildConfig:
     dpo_max_pairs_per_episode: int = 4
     publish_repo: str = ""
     publish_private: bool = False
+    max_output_chars: int = 8000
+    redaction_enabled: bool = True
+    redaction_allowlist: tuple[str, ...] = ()
+    redaction_extra_patterns: tuple[tuple[str, str], ...] = ()
+
+    def redaction_options(self) -> Any:
+        from builder.redact import RedactionOptions
+
+        return RedactionOptions(
+            enabled=self.redaction_enabled,
+            extra_patterns=dict(self.redaction_extra_patterns),
+            allowlist=self.redaction_allowlist,
+        )
+
     card: CardConfig = field(default_factory=CardConfig)
     config_path: Path | None = None
 
@@ -67,10 +81,12 @@ _SECTIONS = {
     "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
     "build": {"batch_lines"},
     "splits": {"train", "validation", "test", "salt"},
-    "derive": {"dpo_max_pairs_per_episode", "null_correct_trains"},
+    "derive": {"dpo_max_pairs_per_episode", "null_correct_trains", "max_output_chars"},
+    "redaction": {"enabled", "allowlist", "extra_patterns"},
     "publish": {"repo", "private"},
 }
-_PREFIXED = {"splits": "split_", "publish": "publish_"}
+_PREFIXED = {"splits": "split_", "publish": "publish_", "redaction": "redaction_"}
+_NOT_PATHS = {"redaction_allowlist"}
 
 
 def find_config(explicit: Path | None, cwd: Path) -> Path | None:
@@ -130,6 +146,14 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
     default = getattr(BuildConfig(), key)
     if key == "sessions" and isinstance(value, str):
         return _session_url(base, value)
+    if key == "redaction_extra_patterns":
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise ConfigError(f"{path}: [redaction] extra_patterns must be a table of strings")
+        return tuple(sorted(value.items()))
+    if key in _NOT_PATHS:
+        if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
+            raise ConfigError(f"{path}: {key} must be a list of strings")
+        return tuple(value)
     if isinstance(default, tuple):
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):

@@ -164,6 +164,8 @@ class _Deriver:
             return self.struct(tp)
         if origin is Annotated:
             base, *meta = typing.get_args(tp)
+            if base is dt.datetime:
+                return str  # validators included, pydantic's adapter runs after decoding
             inner = self.type(base, where)
             constraints = _constraints(meta, where)
             return Annotated[inner, msgspec.Meta(**constraints)] if constraints else inner

@@ -13,10 +13,11 @@ builder stores them as canonical JSON text next to their hash.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -29,6 +30,20 @@ from pydantic import (
 SCHEMA_VERSION = "1.0.0"
 
 Hex16 = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
+INT32_MAX = 2**31 - 1  # counts and indexes are int32 columns in the tables
+
+
+def _representable_in_utc(moment: datetime) -> datetime:
+    """The tables store UTC; 0001-01-01T00:00+14:00 has no UTC representation."""
+    if moment.tzinfo is not None:
+        try:
+            moment.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("time is out of range once converted to UTC") from None
+    return moment
+
+
+Timestamp = Annotated[datetime, AfterValidator(_representable_in_utc)]
 Difficulty = Literal["EASY", "MEDIUM", "HARD", "VERY_HARD"]
 Role = Literal["system", "user", "assistant", "tool", "developer", "function"]
 
@@ -46,8 +61,8 @@ class Question(Record):
     question_text: StrictStr
     hint: StrictStr | None = None
     difficulty: Difficulty | None = None
-    n_steps: StrictInt | None = Field(default=None, ge=0)
-    created_at: datetime | None = None
+    n_steps: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
+    created_at: Timestamp | None = None
     # Synthetic questions know their answer in advance.
     ground_truth: Any = None
     ground_truth_hash: Hex16 | None = None
@@ -74,10 +89,10 @@ class CodeDiff(Record):
 class Correction(Record):
     """Present on a turn that fixes an earlier failed turn."""
 
-    corrects_turn: StrictInt = Field(ge=0)
+    corrects_turn: StrictInt = Field(ge=0, le=INT32_MAX)
     error_type: StrictStr
     error_message: StrictStr
-    attempts_since_error: StrictInt = Field(default=1, ge=0)
+    attempts_since_error: StrictInt = Field(default=1, ge=0, le=INT32_MAX)
     code_diff: CodeDiff = Field(default_factory=CodeDiff)
 
 
@@ -91,7 +106,7 @@ class Execution(Record):
 
 
 class Turn(Record):
-    turn_index: StrictInt = Field(ge=0)
+    turn_index: StrictInt = Field(ge=0, le=INT32_MAX)
     reasoning: StrictStr | None = None
     code: StrictStr
     execution: Execution
@@ -108,8 +123,8 @@ class ExecutionTrace(Record):
     execution_success: StrictBool
     hooks: list[Hook] = Field(default_factory=list)
     submission_metadata: dict[str, Any] = Field(default_factory=dict)
-    total_turns: StrictInt = Field(default=0, ge=0)
-    archived_turn_count: StrictInt = Field(default=0, ge=0)
+    total_turns: StrictInt = Field(default=0, ge=0, le=INT32_MAX)
+    archived_turn_count: StrictInt = Field(default=0, ge=0, le=INT32_MAX)
 
 
 class Message(Record):
@@ -130,10 +145,10 @@ class RlVerificationData(Record):
 
 
 class TriangulationMetadata(Record):
-    n_consistency_runs: StrictInt = Field(ge=0)
-    n_consistency_succeeded: StrictInt = Field(ge=0)
+    n_consistency_runs: StrictInt = Field(ge=0, le=INT32_MAX)
+    n_consistency_succeeded: StrictInt = Field(ge=0, le=INT32_MAX)
     majority_answer_hash: Hex16 | None = None
-    majority_count: StrictInt = Field(ge=0)
+    majority_count: StrictInt = Field(ge=0, le=INT32_MAX)
     gold_matches_majority: StrictBool
 
 
@@ -141,7 +156,7 @@ class Episode(Record):
     """One line of an episodes JSONL file."""
 
     episode_id: StrictStr = Field(min_length=1)
-    timestamp: datetime | None = None
+    timestamp: Timestamp | None = None
     verified: StrictBool
     question: Question
     teacher_gold_trace: ExecutionTrace

@@ -36,7 +36,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
         pl.int_range(pl.len()).over("episode_id", order_by=rank) < options.dpo_max_pairs_per_episode
     )
     used = pl.concat([pairs.select("trace_id"), pairs.select(trace_id="rejected_trace_id")])
-    rendered = trace_messages(tables, used)
+    rendered = trace_messages(tables, used, options.max_output_chars)
     chosen_messages = rendered.rename({"trace_id": "chosen_trace_id", "messages": "chosen"})
     rejected_messages = rendered.rename({"trace_id": "rejected_trace_id", "messages": "rejected"})
     return (

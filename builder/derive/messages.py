@@ -5,7 +5,9 @@
 * the question: a user message with ``questions.question_text``;
 * a turn: an assistant message ``"{reasoning}\\n```python\\n{code}\\n```"`` (the fenced code
   alone when reasoning is null), then a user message ``"[stdout]:\\n{stdout}"`` followed by
-  ``"\\n[stderr]:\\n{stderr}"`` when stderr is non-empty;
+  ``"\\n[stderr]:\\n{stderr}"`` when stderr is non-empty; each output longer than
+  ``max_output_chars`` (``DeriveOptions``, default 8,000) keeps its first and last characters
+  (half the limit each) around ``"\\n…[truncated 12,345 characters]…\\n"`` (``bounded``);
 * a code cell of a flat trace: an assistant message of the fenced code alone (its output was
   not captured, so no user message follows).
 
@@ -18,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import polars as pl
+
+from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
 
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 WEIGHTED_MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "weight": pl.Int64})
@@ -35,10 +39,32 @@ def assistant_content() -> pl.Expr:
     return pl.when(pl.col("reasoning").is_null()).then(code).otherwise(reasoning)
 
 
-def feedback_content() -> pl.Expr:
-    """From ``stdout`` and ``stderr`` columns."""
-    stdout = pl.concat_str(pl.lit("[stdout]:\n"), pl.col("stdout").fill_null(""))
-    stderr = pl.concat_str(stdout, pl.lit("\n[stderr]:\n"), pl.col("stderr"))
+def thousands(n: pl.Expr) -> pl.Expr:
+    """A non-negative integer as text with thousands separators: ``12345`` -> ``12,345``."""
+    reversed_digits = n.cast(pl.String).str.reverse()
+    grouped = reversed_digits.str.replace_all(r"\d{3}", "${0},").str.strip_chars_end(",")
+    return grouped.str.reverse()
+
+
+def bounded(text: pl.Expr, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> pl.Expr:
+    """``text`` when at most ``max_chars`` characters; else its first ``max_chars // 2`` and
+    last ``max_chars - max_chars // 2`` characters around ``"\\n…[truncated N characters]…\\n"``,
+    N being the number of characters left out."""
+    length = text.str.len_chars()
+    head, tail = max_chars // 2, max_chars - max_chars // 2
+    marker = pl.concat_str(
+        pl.lit("\n…[truncated "), thousands(length - max_chars), pl.lit(" characters]…\n")
+    )
+    cut = pl.concat_str(text.str.head(head), marker, text.str.tail(tail))
+    return pl.when(length > max_chars).then(cut).otherwise(text)
+
+
+def feedback_content(max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> pl.Expr:
+    """From ``stdout`` and ``stderr`` columns, each ``bounded`` to ``max_output_chars``."""
+    out = bounded(pl.col("stdout").fill_null(""), max_output_chars)
+    stdout = pl.concat_str(pl.lit("[stdout]:\n"), out)
+    err = bounded(pl.col("stderr"), max_output_chars)
+    stderr = pl.concat_str(stdout, pl.lit("\n[stderr]:\n"), err)
     has_stderr = pl.col("stderr").fill_null("") != ""
     return pl.when(has_stderr).then(stderr).otherwise(stdout)
 
@@ -60,16 +86,19 @@ def header(weighted: bool = False) -> pl.Expr:
     )
 
 
-def turn_messages(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
+def turn_messages(
+    tables: Mapping[str, pl.LazyFrame], max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+) -> pl.LazyFrame:
     """One row per rendered message of every trace: ``trace_id``, ``turn_index``, ``pos``,
-    ``role``, ``content``, ``success`` (of the turn)."""
+    ``role``, ``content``, ``success`` (of the turn); outputs bounded to ``max_output_chars``
+    (pass ``DeriveOptions.max_output_chars``)."""
     form = tables["traces"].select("trace_id", "form")
     turns = tables["turns"].join(form, on="trace_id", how="left")
     keys = ("trace_id", "turn_index", "success")
     pos = pl.col("turn_index").cast(pl.Int64) * 2
     code = turns.select(*keys, pos=pos, role=pl.lit("assistant"), content=assistant_content())
     output = turns.filter(pl.col("form") != "flat").select(
-        *keys, pos=pos + 1, role=pl.lit("user"), content=feedback_content()
+        *keys, pos=pos + 1, role=pl.lit("user"), content=feedback_content(max_output_chars)
     )
     return pl.concat([code, output])
 
@@ -84,9 +113,13 @@ def or_empty(name: str, dtype: pl.DataType) -> pl.Expr:
     return pl.col(name).fill_null(pl.lit([], dtype=pl.List(dtype)))
 
 
-def trace_messages(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
+def trace_messages(
+    tables: Mapping[str, pl.LazyFrame],
+    traces: pl.LazyFrame,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+) -> pl.LazyFrame:
     """``trace_id``, ``messages``: every trace of ``traces`` rendered (empty when no turns)."""
-    rows = turn_messages(tables).join(traces, on="trace_id", how="semi")
+    rows = turn_messages(tables, max_output_chars).join(traces, on="trace_id", how="semi")
     lists = gather(rows, "trace_id", messages=message(pl.col("role"), pl.col("content")))
     ids = traces.select("trace_id").unique()
     return ids.join(lists, on="trace_id", how="left").with_columns(or_empty("messages", MESSAGE))

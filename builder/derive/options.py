@@ -8,16 +8,23 @@ DEFAULT_SYSTEM_PROMPT = (
     "You are a data analysis agent. Answer the user's question by writing Python code; each "
     "code block is executed and its output is shown to you. Call submit() with the final answer."
 )
+DEFAULT_MAX_OUTPUT_CHARS = 8_000
 
 
 @dataclass(frozen=True)
 class DeriveOptions:
     """``dpo_max_pairs_per_episode``: cap on preference pairs per episode (gold pairs first).
-    ``default_system_prompt``: used where an episode has no conversation_for_sft prompt."""
+    ``default_system_prompt``: used where an episode has no conversation_for_sft prompt.
+    ``max_output_chars``: each stdout/stderr rendered into a message keeps at most this many
+    characters, head and tail, around a ``…[truncated N characters]…`` marker (the tables
+    keep the full text)."""
 
     dpo_max_pairs_per_episode: int = 4
     default_system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
 
     def __post_init__(self) -> None:
         if self.dpo_max_pairs_per_episode < 0:
             raise ValueError("dpo_max_pairs_per_episode must be >= 0")
+        if self.max_output_chars < 1:
+            raise ValueError("max_output_chars must be >= 1")

@@ -24,7 +24,9 @@ SCHEMA = OBJECTIVES[NAME]
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
     traces = episode_traces(tables, episode_context(tables, options))
     return (
-        traces.join(trace_messages(tables, traces), on="trace_id", how="inner")
+        traces.join(
+            trace_messages(tables, traces, options.max_output_chars), on="trace_id", how="inner"
+        )
         .sort(*TRACE_ORDER)
         .select(
             prompt=header(),

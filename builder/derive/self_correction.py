@@ -43,7 +43,11 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     fixed = turns.select(*keys, fixed_code="code", fix=assistant_content())
     earlier = (
         fixes.select("trace_id", fix_turn="turn_index")
-        .join(turn_messages(tables).drop("success"), on="trace_id", how="inner")
+        .join(
+            turn_messages(tables, options.max_output_chars).drop("success"),
+            on="trace_id",
+            how="inner",
+        )
         .filter(pl.col("turn_index") < pl.col("fix_turn"))
         .with_columns(weight=pl.when(pl.col("role") == "assistant").then(pl.lit(0, pl.Int64)))
     )

@@ -37,7 +37,10 @@ def objective_frames(
     from builder.derive import OBJECTIVE_MODULES, DeriveOptions, derive_all
     from builder.derive.eligibility import exclusion_counts
 
-    options = DeriveOptions(dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode)
+    options = DeriveOptions(
+        dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
+        max_output_chars=config.max_output_chars,
+    )
     frames = derive_all(tables, options)
     schemas = {name: module.SCHEMA for name, module in OBJECTIVE_MODULES.items()}
     if sessions is not None:
@@ -58,7 +61,9 @@ def export_dataset(
     normalizer: Normalizer,
     rejects: RejectsWriter,
     sessions: Any = None,
+    redactions: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
     objectives, excluded = objective_frames(tables, config, sessions)
     split_frame = splits.lazy()
     episodes = tables["episodes"]
@@ -102,12 +107,17 @@ def export_dataset(
         "bounded_hook_values": stats.bounded_hook_values,
         "training_exclusions": dict(sorted(excluded.items())),
         "sessions": sessions.summary if sessions is not None else None,
+        "redaction": {
+            "enabled": config.redaction_enabled,
+            "by_kind": dict(redactions or {}),
+        },
         "splits": split_section(config, splits),
         "options": {
             "strict": config.strict,
             "max_reject_ratio": config.max_reject_ratio,
             "dpo_max_pairs_per_episode": config.dpo_max_pairs_per_episode,
             "hook_value_limit": config.hook_value_limit,
+            "max_output_chars": config.max_output_chars,
         },
     }
     write_manifest(out, manifest)

@@ -98,6 +98,24 @@ def _config_section(c: ExportedConfig) -> str:
     )
 
 
+def _redaction_section(redaction: Mapping[str, Any] | None) -> list[str]:
+    if not redaction:
+        return []
+    if not redaction["enabled"]:
+        return ["## Secret redaction", "", "**Off** for this build.", ""]
+    found = [(kind, n) for kind, n in redaction["by_kind"].items() if n]
+    listing = ", ".join(f"{kind} {n}" for kind, n in found) if found else "none found"
+    return [
+        "## Secret redaction",
+        "",
+        "Every text field that reaches a config (code, outputs, reasoning, messages, hook "
+        "values, answers, session actions) was scanned for credential shapes before any config "
+        "was derived; each match is replaced by `<REDACTED:kind>`. Hash columns are of the "
+        f"original values and were not changed. Replacements: {listing}.",
+        "",
+    ]
+
+
 def _sessions_section(summary: Mapping[str, Any] | None) -> list[str]:
     if not summary:
         return []
@@ -174,6 +192,7 @@ def card_markdown(
         "Excluded episodes stay in the tables; the manifest counts them by reason.",
         "",
         *_sessions_section(manifest.get("sessions")),
+        *_redaction_section(manifest.get("redaction")),
         "## Training configs",
         "",
         *(_config_section(c) for c in objectives),

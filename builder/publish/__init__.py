@@ -65,6 +65,7 @@ class PublishOptions:
     dry_run: bool = False
     message: str | None = None
     allow_failed_checks: bool = False
+    allow_unredacted: bool = False
 
 
 @dataclass
@@ -117,7 +118,13 @@ def publish(options: PublishOptions, out: TextIO | None = None) -> PublishResult
         return _run(options, version, manifest, options.build_dir, out)
     # What is uploaded is what is verified: the layout is checked here, the digests on the
     # staged copy the upload reads from (so every file is hashed once, not twice).
-    layout = check_build(options.build_dir, manifest, options.allow_failed_checks, digests=False)
+    layout = check_build(
+        options.build_dir,
+        manifest,
+        options.allow_failed_checks,
+        digests=False,
+        allow_unredacted=options.allow_unredacted,
+    )
     staged = stage(options.build_dir, layout)
     try:
         return _run(options, version, manifest, staged, out)
@@ -135,7 +142,9 @@ def _run(
     out: TextIO,
 ) -> PublishResult:
     # The gate, before any network: failed checks, then every digest.
-    digests = check_build(folder, manifest, options.allow_failed_checks)
+    digests = check_build(
+        folder, manifest, options.allow_failed_checks, allow_unredacted=options.allow_unredacted
+    )
     card_text = (folder / CARD_NAME).read_text(encoding="utf-8")
     config_name = default_config(card_text)
 

@@ -50,6 +50,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="publish even though the manifest records failed integrity checks",
     )
+    p.add_argument(
+        "--allow-unredacted",
+        action="store_true",
+        help="publish a build made with secret redaction off",
+    )
     return p
 
 
@@ -99,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         message=args.message,
         allow_failed_checks=args.allow_failed_checks,
+        allow_unredacted=args.allow_unredacted,
     )
     try:
         publish(options)

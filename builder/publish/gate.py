@@ -81,6 +81,7 @@ def check_build(
     manifest: Mapping[str, Any],
     allow_failed_checks: bool = False,
     digests: bool = True,
+    allow_unredacted: bool = False,
 ) -> dict[str, str]:
     """Verify ``folder`` against ``manifest``; return the data files' digests, or refuse.
 
@@ -92,6 +93,12 @@ def check_build(
         problems.append(
             f"the build failed integrity checks ({counts}); fix the inputs and rebuild, or "
             "pass --allow-failed-checks to publish it anyway"
+        )
+    redaction = manifest.get("redaction") or {}
+    if not redaction.get("enabled", False) and not allow_unredacted:
+        problems.append(
+            "the build was made with secret redaction off (or before it existed); rebuild with "
+            "[redaction] enabled, or pass --allow-unredacted to publish it anyway"
         )
     files = release_files(folder, manifest)
     if not (folder / CARD_NAME).is_file():

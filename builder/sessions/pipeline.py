@@ -8,20 +8,22 @@ file; nothing here writes files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 
+from builder.redact import RedactionOptions, redact_columns
 from builder.sessions.corrections import self_corrections
 from builder.sessions.db import parse_url
 from builder.sessions.read import DEFAULT_BATCH_ROWS, read_source
 from builder.sessions.replay import DEFAULT_OPTIONS, ReplayOptions, replay
 from builder.sessions.stats import summary
 from builder.sessions.tables import session_tables
-from builder.sessions.validate import validate_source
+from builder.sessions.validate import Validated, validate_source
 from builder.validate import Reject
 
 
@@ -32,6 +34,20 @@ class SessionsResult:
     self_correction: pl.DataFrame  # rows for the self_correction config
     rejects: list[Reject]
     summary: dict[str, Any]
+    redactions: dict[str, int]  # replacements by kind in session text
+
+
+SESSION_TEXT = ("initial_instruction", "initial_code", "initial_exec_output")
+ACTION_TEXT = ("action",)
+
+
+def _redacted(validated: Validated, redaction: RedactionOptions) -> tuple[Validated, Counter[str]]:
+    """Secrets out of every text a session can put into a published config, before replay."""
+    sessions, counts = redact_columns(validated.sessions, SESSION_TEXT, redaction)
+    actions, more = redact_columns(validated.actions, ACTION_TEXT, redaction)
+    total = Counter(counts)
+    total.update(more)
+    return replace(validated, sessions=sessions, actions=actions), total
 
 
 def run(
@@ -40,9 +56,13 @@ def run(
     base: Path | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     options: ReplayOptions = DEFAULT_OPTIONS,
+    redaction: RedactionOptions | None = None,
 ) -> SessionsResult:
     """Everything for one database; a relative ``sqlite:///`` path resolves against ``base``."""
     validated = validate_source(read_source(parse_url(url, base), batch_rows))
+    redacted: Counter[str] = Counter()
+    if redaction is not None:
+        validated, redacted = _redacted(validated, redaction)
     replayed = replay(validated, options)
     corrections = self_corrections(validated, options)
     return SessionsResult(
@@ -51,4 +71,5 @@ def run(
         self_correction=corrections,
         rejects=validated.rejects,
         summary=summary(validated, replayed, corrections),
+        redactions=dict(redacted),
     )
