@@ -7,6 +7,7 @@ card, whose YAML declares the configs) and ``manifest.json``. No loading script.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +68,23 @@ def export_dataset(
     objectives, excluded = objective_frames(tables, config, sessions)
     split_frame = splits.lazy()
     episodes = tables["episodes"]
-    exported: list[ExportedConfig] = []
     plan: list[tuple[str, pl.LazyFrame, pa.Schema, str]] = [
         (name, frame, schema, "objective") for name, (frame, schema) in objectives.items()
     ]
     table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
     plan += [(name, tables[name], schema, "table") for name, schema in table_schemas.items()]
     plan.append(("splits", split_frame, splits_schema, "table"))
-    for name, frame, schema, kind in plan:
+
+    def write(item: tuple[str, pl.LazyFrame, pa.Schema, str]) -> ExportedConfig:
+        name, frame, schema, kind = item
         framed = frame if name == "splits" else with_split(frame, split_frame, episodes)
         rows = write_config(out, name, framed, schema, config.parquet_max_rows_per_file)
-        exported.append(ExportedConfig(name, schema, rows, kind))
+        return ExportedConfig(name, schema, rows, kind)
+
+    # Two configs at a time: Polars and the Parquet writer release the GIL, so one config's
+    # compression overlaps another's query. Each config writes only its own files.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        exported = list(pool.map(write, plan))
     stats = normalizer.stats
     episode_count = result.rows.get("episodes", 0)
     manifest: dict[str, Any] = {
