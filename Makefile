@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 
 $(TRL_STAMP): $(STAMP)
 	$(PIP) install '$(TORCH)'
-	$(PIP) install -e '.[test,trl]'
+	$(PIP) install -e '.[test,trl,ray]'
 	touch $@
 
 build: $(STAMP)  ## build the sample dataset into build/dataset

@@ -31,6 +31,10 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-reject-ratio", type=float, help="refuse the build above this share")
     b.add_argument("--strict", action="store_true", default=None, help="checks become rejects")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument("--workers", type=int, help="ingest processes (default 0: in-process)")
+    b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
+    b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
+    b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
 
     v = sub.add_parser("validate", help="validate input files without building")
     v.add_argument("files", nargs="+", metavar="GLOB")
@@ -66,6 +70,10 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         rejects=args.rejects,
         max_reject_ratio=args.max_reject_ratio,
         strict=args.strict,
+        workers=args.workers,
+        engine=args.engine,
+        ray_address=args.ray_address,
+        cache_dir=args.cache_dir,
     )
 
 

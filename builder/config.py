@@ -54,6 +54,12 @@ class BuildConfig:
     publish_repo: str = ""
     publish_private: bool = False
     max_output_chars: int = 8000
+    workers: int = 0  # ingest processes; 0 or 1: in-process
+    engine: str = "local"  # "local" or "ray"
+    ray_address: str = ""  # empty: a local Ray with 2 CPUs; "auto" or "ray://host:10001"
+    cache_dir: Path | None = None  # per-file normalized results for incremental rebuilds
+    cache_verify: bool = False  # hash every input instead of trusting size/inode/mtime/ctime
+    staging_compression: str = "zstd"
     redaction_enabled: bool = True
     redaction_allowlist: tuple[str, ...] = ()
     redaction_extra_patterns: tuple[tuple[str, str], ...] = ()
@@ -79,7 +85,15 @@ _SECTIONS = {
     "inputs": {"episodes", "synthetic_questions", "llm_questions", "sessions"},
     "output": {"out", "rejects", "parquet_max_rows_per_file"},
     "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
-    "build": {"batch_lines"},
+    "build": {
+        "batch_lines",
+        "workers",
+        "engine",
+        "ray_address",
+        "cache_dir",
+        "cache_verify",
+        "staging_compression",
+    },
     "splits": {"train", "validation", "test", "salt"},
     "derive": {"dpo_max_pairs_per_episode", "null_correct_trains", "max_output_chars"},
     "redaction": {"enabled", "allowlist", "extra_patterns"},
@@ -150,6 +164,12 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             raise ConfigError(f"{path}: [redaction] extra_patterns must be a table of strings")
         return tuple(sorted(value.items()))
+    if key == "cache_dir":
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: cache_dir must be a path string")
+        return base / value
+    if key == "engine" and value not in ("local", "ray"):
+        raise ConfigError(f"{path}: engine must be \"local\" or \"ray\"")
     if key in _NOT_PATHS:
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
             raise ConfigError(f"{path}: {key} must be a list of strings")

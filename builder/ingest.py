@@ -71,12 +71,12 @@ class IngestResult:
 class TableSink:
     """Appends row batches to one staging Parquet file per normalized table."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, compression: str = "zstd") -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory = directory
         self.rows: Counter[str] = Counter()
         self._writers = {
-            name: pq.ParquetWriter(directory / f"{name}.parquet", schema, compression="zstd")
+            name: pq.ParquetWriter(directory / f"{name}.parquet", schema, compression=compression)
             for name, schema in TABLES.items()
         }
 
@@ -291,14 +291,38 @@ def ingest_files(
 ) -> tuple[IngestResult, Normalizer]:
     """Read every input into the staging tables. ``workers``: processes for the per-batch
     work (default one: in this process). The output is byte-identical for any number."""
-    engine = local_engine(_workers(config, workers))
-    sink = TableSink(staging)
+    engine = _engine(config, workers)
+    # staging_compression: the staging tables are temporary; "none" writes ≈ 2.5× faster
+    sink = TableSink(staging, getattr(config, "staging_compression", None) or "zstd")
+    cache = None
     try:
-        job = Ingest(config, sink, rejects, on_bytes, engine)
-        return job.run(), job.normalizer
+        if getattr(config, "cache_dir", None):  # incremental rebuilds (builder.cache)
+            from builder.cache import cached_ingest, open_cache
+
+            cache = open_cache(config)
+        if cache is None:
+            job = Ingest(config, sink, rejects, on_bytes, engine)
+        else:
+            job = cached_ingest(cache, config, sink, rejects, on_bytes, engine)
+        result = job.run()
+        if cache is not None:
+            cache.finish()
+        return result, job.normalizer
     finally:
         sink.close()
         engine.close()
+        if cache is not None:
+            cache.close()
+
+
+def _engine(config: BuildConfig, workers: int | None) -> Engine:
+    """``engine = "ray"`` (config key): the per-batch work on Ray Data, at ``ray_address``
+    (None: a local Ray). Otherwise in this process or a local pool (``workers``)."""
+    if getattr(config, "engine", "local") == "ray":
+        from builder.engine.ray_engine import RayEngine
+
+        return RayEngine(getattr(config, "ray_address", None) or None)
+    return local_engine(_workers(config, workers))
 
 
 def _workers(config: BuildConfig, workers: int | None) -> int:

@@ -42,7 +42,9 @@ class ShardedWriter:
         self._in_file = 0
 
     def write(self, table: pa.Table) -> None:
-        table = conform(table, self.schema)
+        # One chunk per column: page boundaries must not depend on how many threads
+        # produced the data, or rebuilds of the same input differ in bytes.
+        table = conform(table, self.schema).combine_chunks()
         offset = 0
         while offset < table.num_rows:
             if self._writer is None or self._in_file >= self.max_rows:

@@ -1,0 +1,287 @@
+"""Incremental rebuilds (``builder.cache``): a build that replays cached per-file batches is
+byte-identical to a clean build — dataset folder (manifest included) and rejects file — and
+a damaged, partial or stale cache entry is never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import builder.cache as cache_module
+import builder.ingest as ingest_module
+from builder.build import build
+from builder.config import BuildConfig
+from builder.synthetic import generate_episodes, generate_questions, write_jsonl
+
+
+@dataclass(frozen=True)
+class CachedConfig(BuildConfig):
+    """``BuildConfig`` plus the cache keys (``ingest_files`` reads them with getattr)."""
+
+    cache_dir: Path | None = None
+    cache_verify: bool = False
+
+
+def folder_digest(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def write_inputs(folder: Path) -> list[str]:
+    """Three episode files with a duplicate id (within and across files), a bad line, a
+    blank, an integrity-check failure and unknown fields; plus a question bank."""
+    records: list[Any] = list(generate_episodes(60, seed=3, question_pool=15))
+    records.insert(10, records[4])  # duplicate within the file
+    records.insert(20, b"{not json")
+    records.insert(21, b"")
+    broken = json.loads(json.dumps(records[30]))
+    broken["triangulation_metadata"]["majority_count"] += 1  # triangulation_mismatch
+    records.insert(31, broken | {"episode_id": "broken"})
+    records.append(records[5] | {"episode_id": "unknown-fields", "zz_new": {"a": 1}})
+    write_jsonl(folder / "b-first.jsonl", records[:40])
+    write_jsonl(folder / "c-second.jsonl.gz", records[40:])
+    write_jsonl(folder / "d-third.jsonl", generate_episodes(25, seed=4, question_pool=15))
+    write_jsonl(folder / "bank.jsonl", generate_questions(6, seed=3))
+    return [str(folder / n) for n in ("b-first.jsonl", "c-second.jsonl.gz", "d-third.jsonl")]
+
+
+def config_for(folder: Path, episodes: list[str], name: str, **kw: Any) -> CachedConfig:
+    return CachedConfig(
+        episodes=tuple(episodes),
+        synthetic_questions=(str(folder / "bank.jsonl"),),
+        out=folder / name / "dataset",
+        rejects=folder / name / "rejects.jsonl",
+        max_reject_ratio=1.0,
+        batch_lines=7,  # many batches per file
+        **kw,
+    )
+
+
+def outputs(config: BuildConfig) -> dict[str, Any]:
+    build(config)
+    return {
+        "dataset": folder_digest(config.out),
+        "manifest": (config.out / "manifest.json").read_bytes(),
+        "rejects": config.rejects.read_bytes(),
+    }
+
+
+class Spy:
+    """Counts normalized batches and cache hits/misses of every build."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.batches = 0
+        self.hits = self.misses = 0
+        self.hashed: list[str] = []
+        self.raw_reads: list[int] = []
+        normalize = ingest_module.normalize_batch
+        finish = cache_module.IngestCache.finish
+        file_sha256 = cache_module._file_sha256
+
+        def counted(*args: Any) -> Any:
+            self.batches += 1
+            return normalize(*args)
+
+        def finished(cache: Any) -> None:
+            self.hits, self.misses = cache.hits, cache.misses
+            finish(cache)
+
+        def hashed(path: str) -> str:
+            self.hashed.append(path)
+            return file_sha256(path)
+
+        get_raw = cache_module._RawLines.get
+
+        def raw(lines: Any, number: int) -> bytes:
+            self.raw_reads.append(number)
+            return get_raw(lines, number)
+
+        monkeypatch.setattr(cache_module._RawLines, "get", raw)
+        monkeypatch.setattr(ingest_module, "normalize_batch", counted)
+        monkeypatch.setattr(cache_module.IngestCache, "finish", finished)
+        monkeypatch.setattr(cache_module, "_file_sha256", hashed)
+
+    def reset(self) -> None:
+        self.batches = self.hits = self.misses = 0
+        self.hashed = []
+        self.raw_reads = []
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Spy:
+    return Spy(monkeypatch)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_incremental_build_is_identical_to_a_clean_build(
+    tmp_path: Path, spy: Spy, strict: bool
+) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    clean = outputs(config_for(tmp_path, files, "clean", strict=strict))
+
+    cold = outputs(config_for(tmp_path, files, "cold", strict=strict, cache_dir=cache))
+    assert cold == clean
+    assert (spy.hits, spy.misses) == (0, 3)
+
+    spy.reset()
+    warm = outputs(config_for(tmp_path, files, "warm", strict=strict, cache_dir=cache))
+    assert warm == clean
+    assert (spy.hits, spy.misses, spy.batches) == (3, 0, 0)
+
+    # A new file that sorts first and repeats an episode id of a cached file: the cached
+    # line becomes a duplicate reject, whose raw text is read back from its input.
+    later: list[Any] = list(generate_episodes(8, seed=9, question_pool=15))
+    first_line = json.loads((tmp_path / "d-third.jsonl").read_text().splitlines()[2])
+    later.append(first_line)
+    write_jsonl(tmp_path / "a-new.jsonl", later)
+    more = [str(tmp_path / "a-new.jsonl"), *files]
+    clean_more = outputs(config_for(tmp_path, more, "clean-more", strict=strict))
+    spy.reset()
+    incremental = outputs(config_for(tmp_path, more, "inc", strict=strict, cache_dir=cache))
+    assert incremental == clean_more
+    assert (spy.hits, spy.misses) == (3, 1)
+    assert b"already seen at" in clean_more["rejects"]
+    assert 3 in spy.raw_reads  # the duplicated line of d-third.jsonl, read back
+
+
+def test_unchanged_files_are_not_read_when_the_memo_is_trusted(
+    tmp_path: Path, spy: Spy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)  # files are "old enough" at once
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "one", cache_dir=cache))
+    spy.reset()
+    outputs(config_for(tmp_path, files, "two", cache_dir=cache))
+    assert spy.hits == 3
+    assert not set(spy.hashed) & set(files)  # no input was read to find its digest
+
+    # Same size, other content: the stat changes, the file is hashed, and it is a miss.
+    path = Path(files[2])
+    data = path.read_bytes()
+    index = data.index(b'"episode_id"') + len(b'"episode_id": "')
+    path.write_bytes(data[:index] + bytes([data[index] ^ 1]) + data[index + 1 :])
+    spy.reset()
+    changed = outputs(config_for(tmp_path, files, "three", cache_dir=cache))
+    assert (spy.hits, spy.misses) == (2, 1)
+    assert files[2] in spy.hashed
+    assert changed == outputs(config_for(tmp_path, files, "clean"))
+
+    # cache_verify: every file is hashed, whatever the memo says.
+    spy.reset()
+    outputs(config_for(tmp_path, files, "four", cache_dir=cache, cache_verify=True))
+    assert spy.hits == 3 and set(files) <= set(spy.hashed)
+
+
+def test_racy_or_touched_files_are_hashed_and_still_hit(tmp_path: Path, spy: Spy) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "one", cache_dir=cache))
+    os.utime(files[0])  # touched: new mtime, same bytes
+    spy.reset()
+    outputs(config_for(tmp_path, files, "two", cache_dir=cache))
+    assert (spy.hits, spy.misses, spy.batches) == (3, 0, 0)
+    assert files[0] in spy.hashed
+
+
+def test_damaged_or_partial_entries_are_rebuilt(tmp_path: Path, spy: Spy) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    clean = outputs(config_for(tmp_path, files, "clean"))
+    outputs(config_for(tmp_path, files, "cold", cache_dir=cache))
+    entries = sorted(p for p in (cache / "entries").iterdir())
+    assert len(entries) == 3
+    # truncated IPC file, a flipped byte, a missing meta.json (killed before the rename
+    # cannot happen, but a hand-made copy can), and a leftover temporary folder
+    hooks = entries[0] / "hooks.arrow"
+    hooks.write_bytes(hooks.read_bytes()[:-20])
+    turns = entries[1] / "turns.arrow"
+    data = bytearray(turns.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    turns.write_bytes(bytes(data))
+    (entries[2] / "meta.json").unlink()
+    partial = cache / "entries" / ".tmp-999999999-1"
+    partial.mkdir()
+    (partial / "outcomes.arrow").write_bytes(b"half")
+    spy.reset()
+    assert outputs(config_for(tmp_path, files, "again", cache_dir=cache)) == clean
+    assert (spy.hits, spy.misses) == (0, 3)
+    assert not partial.exists()
+    spy.reset()
+    assert outputs(config_for(tmp_path, files, "warm", cache_dir=cache)) == clean
+    assert (spy.hits, spy.misses) == (3, 0)
+
+
+def test_options_that_change_normalization_are_in_the_key(tmp_path: Path, spy: Spy) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "one", cache_dir=cache))
+    spy.reset()
+    small = outputs(config_for(tmp_path, files, "two", cache_dir=cache, hook_value_limit=50))
+    assert spy.misses == 3
+    assert small == outputs(config_for(tmp_path, files, "clean", hook_value_limit=50))
+
+
+def test_eviction_keeps_the_last_builds_entries(tmp_path: Path, spy: Spy) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "one", cache_dir=cache))
+    outputs(config_for(tmp_path, files[:2], "two", cache_dir=cache))
+    entries = [p for p in (cache / "entries").iterdir()]
+    assert len(entries) == 2
+    index = json.loads((cache / "index.json").read_text())
+    assert sorted(index["files"]) == sorted(files[:2])
+
+
+def test_a_cache_in_use_by_another_build_is_bypassed(tmp_path: Path, spy: Spy) -> None:
+    import fcntl
+
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with open(cache / ".lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        result = outputs(config_for(tmp_path, files, "locked", cache_dir=cache))
+    assert result == outputs(config_for(tmp_path, files, "clean"))
+    assert not any((cache / "entries").iterdir())  # nothing written by the bypassed build
+
+
+def test_code_digest_covers_the_normalizer() -> None:
+    # the modules whose code decides what a cached batch holds are in the digest
+    root = Path(cache_module.__file__).resolve().parent.parent
+    seen = []
+    original = Path.read_bytes
+
+    def spy_read(self: Path) -> bytes:
+        seen.append(self.resolve().relative_to(root).as_posix())
+        return original(self)
+
+    cache_module.code_digest.cache_clear()
+    try:
+        Path.read_bytes = spy_read  # type: ignore[method-assign]
+        cache_module.code_digest()
+    finally:
+        Path.read_bytes = original  # type: ignore[method-assign]
+    for module in (
+        "builder/normalize.py",
+        "builder/fastpath.py",
+        "builder/validate.py",
+        "builder/checks.py",
+        "builder/hashing.py",
+        "builder/summaries.py",
+        "builder/sources.py",
+        "schemas/episode.py",
+        "schemas/tables.py",
+    ):
+        assert module in seen
