@@ -169,7 +169,7 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
             raise ConfigError(f"{path}: cache_dir must be a path string")
         return base / value
     if key == "engine" and value not in ("local", "ray"):
-        raise ConfigError(f"{path}: engine must be \"local\" or \"ray\"")
+        raise ConfigError(f'{path}: engine must be "local" or "ray"')
     if key in _NOT_PATHS:
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
             raise ConfigError(f"{path}: {key} must be a list of strings")
