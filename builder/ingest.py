@@ -12,6 +12,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -172,17 +173,10 @@ class Ingest:
         """Question banks are small: validated by pydantic, one line at a time."""
         source, counts = self._start(path, "questions")
         validator = Validator(Question, "id")
-        for line in source.lines(self.on_bytes):
-            if is_blank(line):
-                counts.blank += 1
-                continue
-            outcome = validator.validate(line)
-            if isinstance(outcome, Valid):
-                counts.valid += 1
-                self.normalizer.question(outcome.record, kind, line.path, line.number)
-            else:
-                counts.rejected += 1
-                self.rejects.add(outcome)
+        lines = source.lines(self.on_bytes)
+        for valid in valid_records(lines, validator, counts, self.rejects):
+            line = valid.line
+            self.normalizer.question(valid.record, kind, line.path, line.number)
         self.result.inputs.append(source.stats)
 
     def _batches(
@@ -344,14 +338,28 @@ def validate_files(
     out: dict[str, FileCounts] = {}
     for path in paths:
         counts = out.setdefault(path, FileCounts())
-        for line in InputFile(path, max_line_bytes).lines():
-            if is_blank(line):
-                counts.blank += 1
-                continue
-            outcome = validator.validate(line)
-            if isinstance(outcome, Valid):
-                counts.valid += 1
-            else:
-                counts.rejected += 1
-                rejects.add(outcome)
+        lines = InputFile(path, max_line_bytes).lines()
+        for _ in valid_records(lines, validator, counts, rejects):
+            pass
     return out
+
+
+def valid_records(
+    lines: Iterable[SourceLine],
+    validator: Validator[Any],
+    counts: FileCounts,
+    rejects: RejectsWriter,
+) -> Iterator[Valid[Any]]:
+    """Validate line by line with pydantic: blanks counted, rejects recorded, the rest
+    yielded. Every line lands in exactly one of the three counts."""
+    for line in lines:
+        if is_blank(line):
+            counts.blank += 1
+            continue
+        outcome = validator.validate(line)
+        if isinstance(outcome, Valid):
+            counts.valid += 1
+            yield outcome
+        else:
+            counts.rejected += 1
+            rejects.add(outcome)
