@@ -19,7 +19,10 @@ WRITE_OPTIONS = {
     "write_page_index": True,
     "use_content_defined_chunking": True,
 }
-ROW_GROUP_ROWS = 50_000
+# Row groups have a fixed number of rows, whatever the pieces the data arrives in, so the
+# bytes of a file depend only on its rows (not on batch or thread counts), and a writer holds
+# at most one row group in memory.
+ROW_GROUP_ROWS = 10_000
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -30,8 +33,10 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 class ShardedWriter:
     """Writes one split of one config as ``{split}-NNNNN-of-NNNNN.parquet`` files.
 
-    A new file starts every ``max_rows`` rows. The total is only known at the end, so files
-    are renamed on ``close()``. Closing a writer that saw no rows writes one empty file.
+    Rows may arrive in any number of pieces; they are written in row groups of exactly
+    ``ROW_GROUP_ROWS`` (the last one smaller), and a new file starts every ``max_rows`` rows.
+    The total is only known at the end, so files are renamed on ``close()``. Closing a
+    writer that saw no rows writes one empty file.
     """
 
     def __init__(self, directory: Path, split: str, schema: pa.Schema, max_rows: int) -> None:
@@ -40,21 +45,34 @@ class ShardedWriter:
         self._paths: list[Path] = []
         self._writer: pq.ParquetWriter | None = None
         self._in_file = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
 
     def write(self, table: pa.Table) -> None:
-        # One chunk per column: page boundaries must not depend on how many threads
-        # produced the data, or rebuilds of the same input differ in bytes.
-        table = conform(table, self.schema).combine_chunks()
-        offset = 0
-        while offset < table.num_rows:
-            if self._writer is None or self._in_file >= self.max_rows:
-                self._open_next()
-            take = min(self.max_rows - self._in_file, table.num_rows - offset)
-            assert self._writer is not None
-            self._writer.write_table(table.slice(offset, take), row_group_size=ROW_GROUP_ROWS)
-            self._in_file += take
-            self.rows += take
-            offset += take
+        if table.num_rows == 0:
+            return
+        self._pending.append(conform(table, self.schema))
+        self._pending_rows += table.num_rows
+        while self._pending_rows >= self._next_group_size():
+            self._write_group(self._next_group_size())
+
+    def _next_group_size(self) -> int:
+        room = self.max_rows - self._in_file if self._writer is not None else self.max_rows
+        return min(ROW_GROUP_ROWS, room if room > 0 else self.max_rows)
+
+    def _write_group(self, size: int) -> None:
+        pending = pa.concat_tables(self._pending)
+        # One chunk per column, so page boundaries never depend on how the rows arrived.
+        group = pending.slice(0, size).combine_chunks()
+        rest = pending.slice(size)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        if self._writer is None or self._in_file >= self.max_rows:
+            self._open_next()
+        assert self._writer is not None
+        self._writer.write_table(group, row_group_size=size)
+        self._in_file += size
+        self.rows += size
 
     def _open_next(self) -> None:
         if self._writer is not None:
@@ -66,6 +84,8 @@ class ShardedWriter:
         self._in_file = 0
 
     def close(self) -> list[Path]:
+        while self._pending_rows:
+            self._write_group(min(self._pending_rows, self._next_group_size()))
         if self._writer is None:
             self._open_next()
         assert self._writer is not None

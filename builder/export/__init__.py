@@ -6,7 +6,7 @@ card, whose YAML declares the configs) and ``manifest.json``. No loading script.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
+from builder.export.buckets import bucket_bounds, bucketed
 from builder.export.card import ExportedConfig, card_markdown
 from builder.export.manifest import (
     builder_version,
@@ -30,26 +31,40 @@ from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import TABLES
 
+TABLE_SLICE_ROWS = 20_000
+Plan = tuple[str, Callable[[], Iterator[pl.LazyFrame]], pa.Schema, str]
 
-def objective_frames(
-    tables: Mapping[str, pl.LazyFrame], config: BuildConfig, sessions: Any = None
-) -> tuple[dict[str, tuple[pl.LazyFrame, pa.Schema]], dict[str, int]]:
-    """Every objective's rows; sessions add theirs to ``sft`` and ``self_correction``."""
-    from builder.derive import OBJECTIVE_MODULES, DeriveOptions, derive_all
-    from builder.derive.eligibility import exclusion_counts
+
+def objective_plans(
+    tables: Mapping[str, pl.LazyFrame],
+    config: BuildConfig,
+    episodes: int,
+    with_split: Callable[[pl.LazyFrame], pl.LazyFrame],
+    sessions: Any = None,
+) -> list[Plan]:
+    """Every objective as pieces: one per bucket of question ids, then the session rows
+    (``sft`` and ``self_correction``)."""
+    from builder.derive import OBJECTIVE_MODULES, DeriveOptions
 
     options = DeriveOptions(
         dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
         max_output_chars=config.max_output_chars,
     )
-    frames = derive_all(tables, options)
-    schemas = {name: module.SCHEMA for name, module in OBJECTIVE_MODULES.items()}
-    if sessions is not None:
-        for name in ("sft", "self_correction"):
-            names = schemas[name].names
-            extra = getattr(sessions, name).lazy().select(names)
-            frames[name] = pl.concat([frames[name].select(names), extra], how="vertical_relaxed")
-    return {n: (frames[n], schemas[n]) for n in frames}, exclusion_counts(tables)
+    bounds = bucket_bounds(episodes)
+
+    def pieces(name: str, module: Any) -> Callable[[], Iterator[pl.LazyFrame]]:
+        def frames() -> Iterator[pl.LazyFrame]:
+            for part in bucketed(tables, bounds):
+                yield with_split(module.derive(part, options))
+            if sessions is not None and name in ("sft", "self_correction"):
+                yield with_split(getattr(sessions, name).lazy())
+
+        return frames
+
+    return [
+        (name, pieces(name, module), module.SCHEMA, "objective")
+        for name, module in OBJECTIVE_MODULES.items()
+    ]
 
 
 def export_dataset(
@@ -64,29 +79,50 @@ def export_dataset(
     sessions: Any = None,
     redactions: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
+    from builder.derive.eligibility import exclusion_counts
+
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
-    objectives, excluded = objective_frames(tables, config, sessions)
     split_frame = splits.lazy()
     episodes = tables["episodes"]
-    plan: list[tuple[str, pl.LazyFrame, pa.Schema, str]] = [
-        (name, frame, schema, "objective") for name, (frame, schema) in objectives.items()
-    ]
-    table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
-    plan += [(name, tables[name], schema, "table") for name, schema in table_schemas.items()]
-    plan.append(("splits", split_frame, splits_schema, "table"))
 
-    def write(item: tuple[str, pl.LazyFrame, pa.Schema, str]) -> ExportedConfig:
-        name, frame, schema, kind = item
-        framed = frame if name == "splits" else with_split(frame, split_frame, episodes)
-        rows = write_config(out, name, framed, schema, config.parquet_max_rows_per_file)
+    def split_of(frame: pl.LazyFrame) -> pl.LazyFrame:
+        return with_split(frame, split_frame, episodes)
+
+    def whole(frame: pl.LazyFrame) -> Callable[[], Iterator[pl.LazyFrame]]:
+        return lambda: iter([frame])
+
+    def sliced(name: str) -> Callable[[], Iterator[pl.LazyFrame]]:
+        """A table in input order, ``TABLE_SLICE_ROWS`` rows at a time."""
+        total = result.rows.get(name) if name in TABLES else None
+
+        def frames() -> Iterator[pl.LazyFrame]:
+            if total is None:
+                yield split_of(tables[name])
+                return
+            for offset in range(0, max(total, 1), TABLE_SLICE_ROWS):
+                yield split_of(tables[name].slice(offset, TABLE_SLICE_ROWS))
+
+        return frames
+
+    episode_count = result.rows.get("episodes", 0)
+    plan = objective_plans(tables, config, episode_count, split_of, sessions)
+    table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
+    plan += [
+        (n, whole(split_of(tables[n])), schema, "table") for n, schema in table_schemas.items()
+    ]
+    plan.append(("splits", whole(split_frame), splits_schema, "table"))
+
+    def write(item: Plan) -> ExportedConfig:
+        name, frames, schema, kind = item
+        rows = write_config(out, name, frames(), schema, config.parquet_max_rows_per_file)
         return ExportedConfig(name, schema, rows, kind)
 
     # Two configs at a time: Polars and the Parquet writer release the GIL, so one config's
     # compression overlaps another's query. Each config writes only its own files.
     with ThreadPoolExecutor(max_workers=2) as pool:
         exported = list(pool.map(write, plan))
+    excluded = exclusion_counts(tables)
     stats = normalizer.stats
-    episode_count = result.rows.get("episodes", 0)
     manifest: dict[str, Any] = {
         "builder_version": builder_version(),
         "schema_version": SCHEMA_VERSION,

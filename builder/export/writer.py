@@ -8,6 +8,7 @@ inputs write the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
@@ -29,25 +30,28 @@ def with_split(frame: pl.LazyFrame, splits: pl.LazyFrame, episodes: pl.LazyFrame
 def write_config(
     out: Path,
     name: str,
-    frame: pl.LazyFrame,
+    frames: Iterable[pl.LazyFrame],
     schema: pa.Schema,
     max_rows_per_file: int,
 ) -> dict[str, int]:
     """Write ``{out}/{name}/{split}-NNNNN-of-NNNNN.parquet``; returns rows per split.
 
-    An empty split gets no file: ``datasets`` cannot load a split without data, so the card
-    declares only the splits that have rows.
+    ``frames`` are consecutive pieces of the config (one at a time in memory); the files are
+    the same whatever the pieces. An empty split gets no file: ``datasets`` cannot load a
+    split without data, so the card declares only the splits that have rows.
     """
-    collected = frame.collect()
-    unassigned = collected.get_column("split").null_count()
-    if unassigned:
-        raise RuntimeError(f"{name}: {unassigned} rows have no split (missing question_id?)")
-    rows: dict[str, int] = {}
-    for split in SPLITS:
-        part = collected.filter(pl.col("split") == split)
-        rows[split] = part.height
-        if part.height:
-            writer = ShardedWriter(out / name, split, schema, max_rows_per_file)
-            writer.write(part.to_arrow())
-            writer.close()
-    return rows
+    writers: dict[str, ShardedWriter] = {}
+    for frame in frames:
+        collected = frame.collect()
+        unassigned = collected.get_column("split").null_count()
+        if unassigned:
+            raise RuntimeError(f"{name}: {unassigned} rows have no split (missing question_id?)")
+        for split in SPLITS:
+            part = collected.filter(pl.col("split") == split)
+            if part.height:
+                if split not in writers:
+                    writers[split] = ShardedWriter(out / name, split, schema, max_rows_per_file)
+                writers[split].write(part.to_arrow())
+    for writer in writers.values():
+        writer.close()
+    return {split: writers[split].rows if split in writers else 0 for split in SPLITS}
