@@ -6,8 +6,8 @@ card, whose YAML declares the configs) and ``manifest.json``. No loading script.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.export.buckets import bucket_bounds, bucketed
+from builder.export.buckets import bucket_bounds, partition
 from builder.export.card import ExportedConfig, card_markdown
 from builder.export.manifest import (
     builder_version,
@@ -31,7 +31,7 @@ from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import TABLES
 
-TABLE_SLICE_ROWS = 20_000
+TABLE_SLICE_ROWS = 5_000
 Plan = tuple[str, Callable[[], Iterator[pl.LazyFrame]], pa.Schema, str]
 
 
@@ -40,6 +40,7 @@ def objective_plans(
     config: BuildConfig,
     episodes: int,
     with_split: Callable[[pl.LazyFrame], pl.LazyFrame],
+    work: Path,
     sessions: Any = None,
 ) -> list[Plan]:
     """Every objective as pieces: one per bucket of question ids, then the session rows
@@ -50,11 +51,11 @@ def objective_plans(
         dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
         max_output_chars=config.max_output_chars,
     )
-    bounds = bucket_bounds(episodes)
+    parts = partition(tables, bucket_bounds(episodes), work)
 
     def pieces(name: str, module: Any) -> Callable[[], Iterator[pl.LazyFrame]]:
         def frames() -> Iterator[pl.LazyFrame]:
-            for part in bucketed(tables, bounds):
+            for part in parts:
                 yield with_split(module.derive(part, options))
             if sessions is not None and name in ("sft", "self_correction"):
                 yield with_split(getattr(sessions, name).lazy())
@@ -105,7 +106,8 @@ def export_dataset(
         return frames
 
     episode_count = result.rows.get("episodes", 0)
-    plan = objective_plans(tables, config, episode_count, split_of, sessions)
+    work = out.parent / f".{out.name}.buckets"  # removed once the configs are written
+    plan = objective_plans(tables, config, episode_count, split_of, work, sessions)
     table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
     plan += [
         (n, whole(split_of(tables[n])), schema, "table") for n, schema in table_schemas.items()
@@ -117,10 +119,12 @@ def export_dataset(
         rows = write_config(out, name, frames(), schema, config.parquet_max_rows_per_file)
         return ExportedConfig(name, schema, rows, kind)
 
-    # Two configs at a time: Polars and the Parquet writer release the GIL, so one config's
-    # compression overlaps another's query. Each config writes only its own files.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        exported = list(pool.map(write, plan))
+    # One config at a time: two in flight were ~15 % faster but held two configs' pieces in
+    # memory at once. Polars already spreads each query over the cores.
+    try:
+        exported = [write(item) for item in plan]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     excluded = exclusion_counts(tables)
     stats = normalizer.stats
     manifest: dict[str, Any] = {
