@@ -47,6 +47,11 @@ def test_every_declared_config_and_split_loads_with_declared_features(
             assert [f["name"] for f in features[name]] == list(ds.features)
 
 
+def test_the_sample_has_rows_in_every_split_of_every_config(sample_build: BuildReport) -> None:
+    for name, config in sample_build.manifest["configs"].items():
+        assert all(config["rows"][s] > 0 for s in ("train", "validation", "test")), name
+
+
 def test_streaming_reads_the_same_rows(sample_build: BuildReport) -> None:
     folder = str(sample_build.out)
     eager = datasets.load_dataset(folder, "turns", split="train")
