@@ -170,6 +170,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
             rejects,
             sessions,
             redactions,
+            tables_dir=work / "tables",
         )
         _swap(staged, out)
     finally:

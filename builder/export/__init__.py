@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.export.buckets import bucket_bounds, partition
+from builder.export.buckets import batches, bucket_bounds, partition
 from builder.export.card import ExportedConfig, card_markdown
 from builder.export.manifest import (
     builder_version,
@@ -40,6 +40,7 @@ def objective_plans(
     config: BuildConfig,
     episodes: int,
     with_split: Callable[[pl.LazyFrame], pl.LazyFrame],
+    tables_dir: Path,
     work: Path,
     sessions: Any = None,
 ) -> list[Plan]:
@@ -51,7 +52,7 @@ def objective_plans(
         dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
         max_output_chars=config.max_output_chars,
     )
-    parts = partition(tables, bucket_bounds(episodes), work)
+    parts = partition(tables_dir, tables, bucket_bounds(episodes), work)
 
     def pieces(name: str, module: Any) -> Callable[[], Iterator[pl.LazyFrame]]:
         def frames() -> Iterator[pl.LazyFrame]:
@@ -79,7 +80,11 @@ def export_dataset(
     rejects: RejectsWriter,
     sessions: Any = None,
     redactions: Mapping[str, int] | None = None,
+    tables_dir: Path | None = None,
 ) -> dict[str, Any]:
+    """Write the dataset folder; ``tables_dir`` holds the staging tables behind ``tables``
+    (default: ``tables`` beside ``out``, as the build lays them out)."""
+    tables_dir = tables_dir or out.parent / "tables"
     from builder.derive.eligibility import exclusion_counts
 
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
@@ -92,26 +97,33 @@ def export_dataset(
     def whole(frame: pl.LazyFrame) -> Callable[[], Iterator[pl.LazyFrame]]:
         return lambda: iter([frame])
 
-    def sliced(name: str) -> Callable[[], Iterator[pl.LazyFrame]]:
-        """A table in input order, ``TABLE_SLICE_ROWS`` rows at a time."""
-        total = result.rows.get(name) if name in TABLES else None
+    question_split = splits.select("question_id", "split")
+    episode_split = (
+        episodes.select("episode_id", "question_id")
+        .collect()
+        .join(question_split, on="question_id", how="left")
+        .select("episode_id", "split")
+    )
+
+    def streamed(name: str, schema: pa.Schema) -> Callable[[], Iterator[pl.LazyFrame]]:
+        """A table in input order, ``TABLE_SLICE_ROWS`` rows at a time, with its split."""
+        key, keys = (
+            ("question_id", question_split)
+            if "question_id" in schema.names
+            else ("episode_id", episode_split)
+        )
 
         def frames() -> Iterator[pl.LazyFrame]:
-            if total is None:
-                yield split_of(tables[name])
-                return
-            for offset in range(0, max(total, 1), TABLE_SLICE_ROWS):
-                yield split_of(tables[name].slice(offset, TABLE_SLICE_ROWS))
+            for frame in batches(tables_dir / f"{name}.parquet", TABLE_SLICE_ROWS):
+                yield frame.join(keys, on=key, how="left", maintain_order="left").lazy()
 
         return frames
 
     episode_count = result.rows.get("episodes", 0)
     work = out.parent / f".{out.name}.buckets"  # removed once the configs are written
-    plan = objective_plans(tables, config, episode_count, split_of, work, sessions)
+    plan = objective_plans(tables, config, episode_count, split_of, tables_dir, work, sessions)
     table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
-    plan += [
-        (n, whole(split_of(tables[n])), schema, "table") for n, schema in table_schemas.items()
-    ]
+    plan += [(n, streamed(n, schema), schema, "table") for n, schema in table_schemas.items()]
     plan.append(("splits", whole(split_frame), splits_schema, "table"))
 
     def write(item: Plan) -> ExportedConfig:

@@ -12,12 +12,14 @@ bucket's derivations read only their own rows: the work stays linear in the inpu
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 EPISODES_PER_BUCKET = 500
+PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 
 Bounds = tuple[str | None, str | None]
@@ -30,7 +32,7 @@ def bucket_bounds(episodes: int) -> list[Bounds]:
     return list(zip([None, *cuts], [*cuts, None], strict=True))
 
 
-def _bucket_of(bounds: list[Bounds]) -> pl.Expr:
+def bucket_index(bounds: list[Bounds]) -> pl.Expr:
     """The index of the bucket a ``question_id`` falls in."""
     cuts = [lo for lo, _ in bounds[1:] if lo is not None]
     index = pl.lit(0, pl.Int32)
@@ -39,32 +41,56 @@ def _bucket_of(bounds: list[Bounds]) -> pl.Expr:
     return index
 
 
+def batches(path: Path, rows: int) -> Iterator[pl.DataFrame]:
+    """A staging table, ``rows`` rows at a time: memory follows the batch, not the file."""
+    source = pq.ParquetFile(path)
+    try:
+        for batch in source.iter_batches(batch_size=rows):
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            yield frame
+    finally:
+        source.close()
+
+
 def partition(
-    tables: Mapping[str, pl.LazyFrame], bounds: list[Bounds], directory: Path
+    tables_dir: Path, tables: Mapping[str, pl.LazyFrame], bounds: list[Bounds], directory: Path
 ) -> list[dict[str, pl.LazyFrame]]:
-    """The tables of each bucket, as lazy scans of ``directory/{table}/_bucket={k}``."""
+    """The tables of each bucket, as lazy scans of ``directory/{table}/{k}.parquet``, made in
+    one streaming pass over each staging table (rows keep their order within a bucket)."""
     if len(bounds) == 1:
         return [dict(tables)]
-    keys = tables["episodes"].select("episode_id", "question_id")
-    for name in ("questions", "episodes", *CHILD_TABLES):
-        frame = tables[name]
-        has_key = "question_id" in frame.collect_schema().names()
-        if not has_key:
-            frame = frame.join(keys, on="episode_id", how="left", maintain_order="left")
-        frame = frame.with_columns(_bucket=_bucket_of(bounds))
-        if not has_key:
-            frame = frame.drop("question_id")
-        target = pl.PartitionBy(directory / name, key="_bucket", include_key=False)
-        frame.sink_parquet(target, mkdir=True, compression="lz4")
+    episode_bucket = tables["episodes"].select("episode_id", _bucket=bucket_index(bounds)).collect()
+    names = ("questions", "episodes", *CHILD_TABLES)
+    for name in names:
+        path = tables_dir / f"{name}.parquet"
+        schema = pq.read_schema(path)
+        writers: dict[int, pq.ParquetWriter] = {}
+        try:
+            for frame in batches(path, PARTITION_BATCH_ROWS):
+                if "question_id" in frame.columns:
+                    keyed = frame.with_columns(_bucket=bucket_index(bounds))
+                else:
+                    keyed = frame.join(
+                        episode_bucket, on="episode_id", how="left", maintain_order="left"
+                    )
+                for (k,), part in keyed.partition_by(
+                    "_bucket", as_dict=True, include_key=False, maintain_order=True
+                ).items():
+                    if k not in writers:
+                        (directory / name).mkdir(parents=True, exist_ok=True)
+                        target = directory / name / f"{k}.parquet"
+                        writers[k] = pq.ParquetWriter(target, schema, compression="lz4")
+                    writers[k].write_table(part.to_arrow().cast(schema))
+        finally:
+            for writer in writers.values():
+                writer.close()
     parts = []
     for k in range(len(bounds)):
         part = dict(tables)
-        for name in ("questions", "episodes", *CHILD_TABLES):
-            folder = directory / name / f"_bucket={k}"
-            files = sorted(str(p) for p in folder.glob("*.parquet"))
-            if files:
-                part[name] = pl.scan_parquet(files, hive_partitioning=False)
-            else:
-                part[name] = pl.LazyFrame(schema=tables[name].collect_schema())
+        for name in names:
+            path = directory / name / f"{k}.parquet"
+            empty = pl.LazyFrame(schema=tables[name].collect_schema())
+            part[name] = pl.scan_parquet(path) if path.exists() else empty
         parts.append(part)
     return parts
