@@ -116,7 +116,7 @@ def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) ->
 
     result = run(
         config.sessions,
-        options=ReplayOptions(config.null_correct_trains),
+        options=ReplayOptions(config.null_correct_trains, max_output_chars=config.max_output_chars),
         redaction=config.redaction_options() if config.redaction_enabled else None,
     )
     for reject in result.rejects:

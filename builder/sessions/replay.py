@@ -12,7 +12,8 @@ action_type         role        content
 input               user        the text as typed
 set_instruction     user        ``New instruction:`` + the text
 set_code            assistant   the code in a fenced ``python`` block (as for episodes)
-set_exec_output     user        ``Execution output:`` + the output in a fenced block
+set_exec_output     user        ``[stdout]:`` + the output, as for episode turns, bounded to
+                                ``max_output_chars`` (head and tail kept)
 ==================  ==========  ======================================================
 
 Weights (the seed: incorrect actions "can be used for setup but should not be trained on
@@ -34,7 +35,8 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-from builder.derive.messages import fenced
+from builder.derive.messages import bounded, fenced
+from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
 from schemas.sessions import ACTION_SOURCES
@@ -44,7 +46,8 @@ SYSTEM_PROMPT = (
     "Write Python code that carries out the user's instruction; the user runs it and shows "
     "you the output."
 )
-OUTPUT_OPEN, OUTPUT_CLOSE = "Execution output:\n```\n", "\n```"
+# The same feedback convention as episode turns, so a model sees one format.
+OUTPUT_OPEN, OUTPUT_CLOSE = "[stdout]:\n", ""
 INSTRUCTION_PREFIX = "New instruction:\n"
 CONTEXT_CODE = "\n\nCurrent code:\n"  # the initial state, after the instruction
 CONTEXT_OUTPUT = "\n\n" + OUTPUT_OPEN
@@ -69,6 +72,7 @@ NO_TRAINABLE_TURNS = "no_trainable_turns"
 class ReplayOptions:
     null_correct_trains: bool = True
     system_prompt: str = SYSTEM_PROMPT
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
 
 
 DEFAULT_OPTIONS = ReplayOptions()
@@ -97,7 +101,9 @@ def initial_message() -> pl.Expr:
     ).alias("content")
 
 
-def action_message(null_correct_trains: bool) -> list[pl.Expr]:
+def action_message(
+    null_correct_trains: bool, max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+) -> list[pl.Expr]:
     """role, content and weight of each action's message (evaluated on the actions frame)."""
     kind, text = pl.col("action_type"), pl.col("action").fill_null("")
     role = pl.when(kind == "set_code").then(pl.lit("assistant")).otherwise(pl.lit("user"))
@@ -105,7 +111,11 @@ def action_message(null_correct_trains: bool) -> list[pl.Expr]:
         pl.when(kind == "set_code")
         .then(fenced(text))
         .when(kind == "set_exec_output")
-        .then(pl.concat_str(pl.lit(OUTPUT_OPEN), text, pl.lit(OUTPUT_CLOSE)))
+        .then(
+            pl.concat_str(
+                pl.lit(OUTPUT_OPEN), bounded(text, max_output_chars), pl.lit(OUTPUT_CLOSE)
+            )
+        )
         .when(kind == "set_instruction")
         .then(pl.concat_str(pl.lit(INSTRUCTION_PREFIX), text))
         .otherwise(text)
@@ -142,7 +152,7 @@ def conversation_rows(
         "action_type",
         "action",
         "correct",
-        *action_message(options.null_correct_trains),
+        *action_message(options.null_correct_trains, options.max_output_chars),
     )
     rows = pl.concat([system, opening, acts], how="diagonal_relaxed")
     return (

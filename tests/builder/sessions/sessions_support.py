@@ -141,17 +141,17 @@ def expected_messages(fix_weight: int) -> list[dict[str, object]]:
             "content": "```python\ndf = pd.read_csv('data.csv')\nlen(df)\n```",
             "weight": 1,
         },
-        {"role": "user", "content": "Execution output:\n```\n120\n```", "weight": None},
+        {"role": "user", "content": "[stdout]:\n120", "weight": None},
         {"role": "user", "content": "Now the mean price.", "weight": None},
         {"role": "assistant", "content": "```python\ndf['Price'].mean()\n```", "weight": 0},
-        {"role": "user", "content": f"Execution output:\n```\n{ERROR}\n```", "weight": None},
+        {"role": "user", "content": f"[stdout]:\n{ERROR}", "weight": None},
         {"role": "user", "content": "New instruction:\nMean of the price column.", "weight": None},
         {
             "role": "assistant",
             "content": "```python\ndf['price'].mean()\n```",
             "weight": fix_weight,
         },
-        {"role": "user", "content": "Execution output:\n```\n19.5\n```", "weight": None},
+        {"role": "user", "content": "[stdout]:\n19.5", "weight": None},
     ]
 
 

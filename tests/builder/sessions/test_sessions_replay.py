@@ -42,3 +42,23 @@ def test_weights_follow_correct(backend: Backend, null_correct_trains: bool) -> 
     messages = sft.select(pl.col("messages").explode()).unnest("messages")
     assert messages.filter(pl.col("role") != "assistant")["weight"].null_count() == 7
     assert messages.filter(pl.col("role") == "assistant")["weight"].null_count() == 0
+
+
+def test_exec_output_uses_the_episode_feedback_format_and_is_bounded() -> None:
+    import polars as pl
+
+    from builder.sessions.replay import action_message
+
+    actions = pl.DataFrame(
+        {
+            "action_type": ["set_exec_output", "set_exec_output"],
+            "action": ["42", "x" * 50],
+            "correct": [None, None],
+        },
+        schema={"action_type": pl.String, "action": pl.String, "correct": pl.Boolean},
+    )
+    out = actions.select(action_message(True, max_output_chars=20))
+    short, long = out["content"].to_list()
+    assert short == "[stdout]:\n42"
+    assert long.startswith("[stdout]:\n" + "x" * 10) and "truncated 30 characters" in long
+    assert out["role"].to_list() == ["user", "user"]
