@@ -29,13 +29,17 @@ with open(sys.argv[1], "rb") as f:
             orjson.loads(line)
 """
 
-BUILD = """
+# The child of every build measurement: a BuildConfig from JSON (options an older builder
+# lacks are dropped, so --baseline-root works), timing the ingest stage and the whole build.
+TIMED_BUILD = """
 import json, sys, time
 from pathlib import Path
+
 
 def main():
     import builder.build as b
     from builder.config import BuildConfig
+
     timing = {}
     ingest = b.ingest_files
 
@@ -47,17 +51,18 @@ def main():
             timing["ingest_s"] = time.perf_counter() - started
 
     b.ingest_files = timed
-    config = BuildConfig(episodes=(sys.argv[1],), out=Path(sys.argv[2]), rejects=Path(sys.argv[3]))
-    workers = int(sys.argv[4])
-    if workers and hasattr(config, "workers"):
-        from dataclasses import replace
-        config = replace(config, workers=workers)
-    elif workers:
-        import functools, inspect
-        if "workers" in inspect.signature(ingest).parameters:
-            b.ingest_files = functools.partial(timed, workers=workers)
-    b.build(config)
+    fields = BuildConfig.__dataclass_fields__
+    given = json.loads(sys.argv[1])
+    options = {k: v for k, v in given.items() if k in fields and v not in (None, "")}
+    for key in ("out", "rejects", "cache_dir"):
+        if key in options:
+            options[key] = Path(options[key])
+    options["episodes"] = tuple(options["episodes"])
+    started = time.perf_counter()
+    b.build(BuildConfig(**options))
+    timing["build_s"] = time.perf_counter() - started
     print("TIMING " + json.dumps(timing))
+
 
 if __name__ == "__main__":
     main()
@@ -121,9 +126,13 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
     mb = source.stat().st_size / 1e6
     floor_s, _, _ = run_child(FLOOR, str(source))
     out = (work / f"out-{episodes}").resolve()
-    build_s, rss, stdout = run_child(
-        BUILD, str(source), str(out / "ds"), str(out / "rejects.jsonl"), str(workers), root=root
-    )
+    options = {
+        "episodes": [str(source)],
+        "out": str(out / "ds"),
+        "rejects": str(out / "rejects.jsonl"),
+        "workers": workers,
+    }
+    build_s, rss, stdout = run_child(TIMED_BUILD, json.dumps(options), root=root)
     timing = json.loads(stdout.rsplit("TIMING ", 1)[1]) if "TIMING " in stdout else {}
     ingest_s = timing.get("ingest_s", float("nan"))
     return {

@@ -17,45 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from benchmarks.bench_build import run_child
-
-BUILD = """
-import json, sys, time
-from dataclasses import dataclass
-from pathlib import Path
-
-def main():
-    import builder.build as b
-    from builder.config import BuildConfig
-
-    @dataclass(frozen=True)
-    class Config(BuildConfig):
-        cache_dir: Path | None = None
-        staging_compression: str | None = None
-
-    timing = {}
-    ingest = b.ingest_files
-
-    def timed(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return ingest(*args, **kwargs)
-        finally:
-            timing["ingest_s"] = time.perf_counter() - started
-
-    b.ingest_files = timed
-    files, out, cache = json.loads(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    config = Config(episodes=tuple(files), out=out / "ds", rejects=out / "rejects.jsonl",
-                    cache_dir=Path(cache) if cache else None,
-                    staging_compression=sys.argv[4] or None)
-    started = time.perf_counter()
-    b.build(config)
-    timing["build_s"] = time.perf_counter() - started
-    print("TIMING " + json.dumps(timing))
-
-if __name__ == "__main__":
-    main()
-"""
+from benchmarks.bench_build import TIMED_BUILD, run_child
 
 
 def digest(folder: Path) -> str:
@@ -119,7 +81,14 @@ def generate(work: Path, base: int, files: int) -> tuple[list[str], str]:
 
 def build(files: list[str], out: Path, cache: Path | None, staging: str = "") -> dict[str, float]:
     shutil.rmtree(out, ignore_errors=True)
-    _, rss, stdout = run_child(BUILD, json.dumps(files), str(out), str(cache or ""), staging)
+    options = {
+        "episodes": files,
+        "out": str(out / "ds"),
+        "rejects": str(out / "rejects.jsonl"),
+        "cache_dir": str(cache or ""),
+        "staging_compression": staging,
+    }
+    _, rss, stdout = run_child(TIMED_BUILD, json.dumps(options))
     timing = json.loads(stdout.rsplit("TIMING ", 1)[1])
     return {
         "build_s": round(timing["build_s"], 2),

@@ -23,7 +23,7 @@ from builder.export.manifest import (
     split_section,
     write_manifest,
 )
-from builder.export.writer import with_split, write_config
+from builder.export.writer import SplitKeys, write_config
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
 from builder.rejects import RejectsWriter
@@ -88,43 +88,23 @@ def export_dataset(
     from builder.derive.eligibility import exclusion_counts
 
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
-    split_frame = splits.lazy()
-    episodes = tables["episodes"]
+    keys = SplitKeys.of(splits, tables["episodes"])
 
-    def split_of(frame: pl.LazyFrame) -> pl.LazyFrame:
-        return with_split(frame, split_frame, episodes)
-
-    def whole(frame: pl.LazyFrame) -> Callable[[], Iterator[pl.LazyFrame]]:
-        return lambda: iter([frame])
-
-    question_split = splits.select("question_id", "split")
-    episode_split = (
-        episodes.select("episode_id", "question_id")
-        .collect()
-        .join(question_split, on="question_id", how="left")
-        .select("episode_id", "split")
-    )
-
-    def streamed(name: str, schema: pa.Schema) -> Callable[[], Iterator[pl.LazyFrame]]:
+    def streamed(name: str) -> Callable[[], Iterator[pl.LazyFrame]]:
         """A table in input order, ``TABLE_SLICE_ROWS`` rows at a time, with its split."""
-        key, keys = (
-            ("question_id", question_split)
-            if "question_id" in schema.names
-            else ("episode_id", episode_split)
-        )
 
         def frames() -> Iterator[pl.LazyFrame]:
             for frame in batches(tables_dir / f"{name}.parquet", TABLE_SLICE_ROWS):
-                yield frame.join(keys, on=key, how="left", maintain_order="left").lazy()
+                yield keys.attach(frame.lazy())
 
         return frames
 
     episode_count = result.rows.get("episodes", 0)
     work = out.parent / f".{out.name}.buckets"  # removed once the configs are written
-    plan = objective_plans(tables, config, episode_count, split_of, tables_dir, work, sessions)
+    plan = objective_plans(tables, config, episode_count, keys.attach, tables_dir, work, sessions)
     table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
-    plan += [(n, streamed(n, schema), schema, "table") for n, schema in table_schemas.items()]
-    plan.append(("splits", whole(split_frame), splits_schema, "table"))
+    plan += [(n, streamed(n), schema, "table") for n, schema in table_schemas.items()]
+    plan.append(("splits", lambda: iter([splits.lazy()]), splits_schema, "table"))
 
     def write(item: Plan) -> ExportedConfig:
         name, frames, schema, kind = item

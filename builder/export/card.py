@@ -83,9 +83,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def _config_section(c: ExportedConfig) -> str:
     doc = doc_for(c.name)
+    docs = column_docs(c.schema)
     columns = _table(
         ("column", "type", "description"),
-        [(f"`{f.name}`", f"`{f.type}`", column_docs(c.schema)[f.name]) for f in c.schema],
+        [(f"`{f.name}`", f"`{f.type}`", docs[f.name]) for f in c.schema],
     )
     example = (
         "```python\nfrom datasets import load_dataset\n\n"

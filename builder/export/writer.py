@@ -9,6 +9,7 @@ inputs write the same bytes.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -18,13 +19,32 @@ from builder.parquet import ShardedWriter
 from builder.splits import SPLITS
 
 
-def with_split(frame: pl.LazyFrame, splits: pl.LazyFrame, episodes: pl.LazyFrame) -> pl.LazyFrame:
-    """Add a ``split`` column; child tables reach their question through ``episode_id``."""
-    assignment = splits.select("question_id", "split")
-    if "question_id" not in frame.collect_schema().names():
-        keys = episodes.select("episode_id", "question_id")
-        frame = frame.join(keys, on="episode_id", how="left", maintain_order="left")
-    return frame.join(assignment, on="question_id", how="left", maintain_order="left")
+@dataclass(frozen=True)
+class SplitKeys:
+    """The split of every question id and of every episode id: small frames, joined to
+    each piece of a config as it is written."""
+
+    by_question: pl.DataFrame  # question_id, split
+    by_episode: pl.DataFrame  # episode_id, split
+
+    @classmethod
+    def of(cls, splits: pl.DataFrame, episodes: pl.LazyFrame) -> SplitKeys:
+        by_question = splits.select("question_id", "split")
+        by_episode = (
+            episodes.select("episode_id", "question_id")
+            .collect()
+            .join(by_question, on="question_id", how="left")
+            .select("episode_id", "split")
+        )
+        return cls(by_question, by_episode)
+
+    def attach(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        """Add ``split``; child tables reach their question through ``episode_id``."""
+        if "question_id" in frame.collect_schema().names():
+            key, keys = "question_id", self.by_question
+        else:
+            key, keys = "episode_id", self.by_episode
+        return frame.join(keys.lazy(), on=key, how="left", maintain_order="left")
 
 
 def write_config(
