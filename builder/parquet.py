@@ -21,8 +21,11 @@ WRITE_OPTIONS = {
 }
 # Row groups have a fixed number of rows, whatever the pieces the data arrives in, so the
 # bytes of a file depend only on its rows (not on batch or thread counts), and a writer holds
-# at most one row group in memory.
-ROW_GROUP_ROWS = 10_000
+# at most one row group in memory. Objective rows carry whole conversations (≈ 1–16 KB a
+# row, against ≈ 0.2–2 KB for table rows), so their groups are smaller: a pending group stays
+# in the tens of MB however large the input.
+TABLE_GROUP_ROWS = 10_000
+CONVERSATION_GROUP_ROWS = 1_000
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -30,17 +33,34 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     return table.select(schema.names).cast(schema)
 
 
+def compact(table: pa.Table) -> pa.Table:
+    """``table`` in buffers of its own. A filtered or sliced piece can reference the whole
+    buffers it was cut from (≈ 10× its size for the small validation and test pieces); held
+    until a row group fills, those would make memory grow with the number of pieces."""
+    if table.get_total_buffer_size() <= 2 * table.nbytes:
+        return table
+    return table.take(pa.array(range(table.num_rows), pa.int64()))
+
+
 class ShardedWriter:
     """Writes one split of one config as ``{split}-NNNNN-of-NNNNN.parquet`` files.
 
     Rows may arrive in any number of pieces; they are written in row groups of exactly
-    ``ROW_GROUP_ROWS`` (the last one smaller), and a new file starts every ``max_rows`` rows.
+    ``group_rows`` (the last one smaller), and a new file starts every ``max_rows`` rows.
     The total is only known at the end, so files are renamed on ``close()``. Closing a
     writer that saw no rows writes one empty file.
     """
 
-    def __init__(self, directory: Path, split: str, schema: pa.Schema, max_rows: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        split: str,
+        schema: pa.Schema,
+        max_rows: int,
+        group_rows: int = TABLE_GROUP_ROWS,
+    ) -> None:
         self.directory, self.split, self.schema, self.max_rows = directory, split, schema, max_rows
+        self.group_rows = group_rows
         self.rows = 0
         self._paths: list[Path] = []
         self._writer: pq.ParquetWriter | None = None
@@ -51,14 +71,14 @@ class ShardedWriter:
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
             return
-        self._pending.append(conform(table, self.schema))
+        self._pending.append(compact(conform(table, self.schema)))
         self._pending_rows += table.num_rows
         while self._pending_rows >= self._next_group_size():
             self._write_group(self._next_group_size())
 
     def _next_group_size(self) -> int:
         room = self.max_rows - self._in_file if self._writer is not None else self.max_rows
-        return min(ROW_GROUP_ROWS, room if room > 0 else self.max_rows)
+        return min(self.group_rows, room if room > 0 else self.max_rows)
 
     def _write_group(self, size: int) -> None:
         pending = pa.concat_tables(self._pending)
