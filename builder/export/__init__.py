@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +24,21 @@ from builder.export.manifest import (
     split_section,
     write_manifest,
 )
-from builder.export.writer import SplitKeys, write_config
+from builder.export.writer import ConfigWriter, SplitKeys, write_config
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
+from builder.parquet import CONVERSATION_GROUP_ROWS
 from builder.rejects import RejectsWriter
 from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import TABLES
 
 TABLE_SLICE_ROWS = 5_000
-Plan = tuple[str, Callable[[], Iterator[pl.LazyFrame]], pa.Schema, str]
+Plan = tuple[str, Callable[[], Iterator[pl.LazyFrame]], pa.Schema]
 
 
-def objective_plans(
+def write_objectives(
+    out: Path,
     tables: Mapping[str, pl.LazyFrame],
     config: BuildConfig,
     episodes: int,
@@ -43,29 +46,45 @@ def objective_plans(
     tables_dir: Path,
     work: Path,
     sessions: Any = None,
-) -> list[Plan]:
-    """Every objective as pieces: one per bucket of question ids, then the session rows
-    (``sft`` and ``self_correction``)."""
+) -> list[ExportedConfig]:
+    """Every objective, a bucket of question ids at a time, then the session rows (``sft``
+    and ``self_correction``). A bucket's tables are read once into memory and all objectives
+    are derived from them in one ``collect_all`` (shared sub-plans run once); its pieces are
+    written on a second thread while the next bucket is derived."""
     from builder.derive import OBJECTIVE_MODULES, DeriveOptions
 
     options = DeriveOptions(
         dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
         max_output_chars=config.max_output_chars,
     )
-    parts = partition(tables_dir, tables, bucket_bounds(episodes), work)
-
-    def pieces(name: str, module: Any) -> Callable[[], Iterator[pl.LazyFrame]]:
-        def frames() -> Iterator[pl.LazyFrame]:
-            for part in parts:
-                yield with_split(module.derive(part, options))
-            if sessions is not None and name in ("sft", "self_correction"):
-                yield with_split(getattr(sessions, name).lazy())
-
-        return frames
-
-    return [
-        (name, pieces(name, module), module.SCHEMA, "objective")
+    writers = {
+        name: ConfigWriter(
+            out, name, module.SCHEMA, config.parquet_max_rows_per_file, CONVERSATION_GROUP_ROWS
+        )
         for name, module in OBJECTIVE_MODULES.items()
+    }
+
+    def write_all(pieces: dict[str, pl.DataFrame]) -> None:
+        for name, piece in pieces.items():
+            writers[name].write(piece)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="export-write") as writing:
+        pending: Future[None] | None = None
+        for part in partition(tables_dir, tables, bucket_bounds(episodes), work):
+            loaded = {name: part[name].collect().lazy() for name in TABLES}
+            frames = [with_split(m.derive(loaded, options)) for m in OBJECTIVE_MODULES.values()]
+            pieces = dict(zip(OBJECTIVE_MODULES, pl.collect_all(frames), strict=True))
+            if pending is not None:
+                pending.result()
+            pending = writing.submit(write_all, pieces)
+        if pending is not None:
+            pending.result()
+    if sessions is not None:
+        for name in ("sft", "self_correction"):
+            writers[name].write(with_split(getattr(sessions, name).lazy()).collect())
+    return [
+        ExportedConfig(name, OBJECTIVE_MODULES[name].SCHEMA, writer.close(), "objective")
+        for name, writer in writers.items()
     ]
 
 
@@ -101,22 +120,22 @@ def export_dataset(
 
     episode_count = result.rows.get("episodes", 0)
     work = out.parent / f".{out.name}.buckets"  # removed once the configs are written
-    plan = objective_plans(tables, config, episode_count, keys.attach, tables_dir, work, sessions)
     table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
-    plan += [(n, streamed(n), schema, "table") for n, schema in table_schemas.items()]
-    plan.append(("splits", lambda: iter([splits.lazy()]), splits_schema, "table"))
+    plan: list[Plan] = [(n, streamed(n), schema) for n, schema in table_schemas.items()]
+    plan.append(("splits", lambda: iter([splits.lazy()]), splits_schema))
 
     def write(item: Plan) -> ExportedConfig:
-        name, frames, schema, kind = item
+        name, frames, schema = item
         rows = write_config(out, name, frames(), schema, config.parquet_max_rows_per_file)
-        return ExportedConfig(name, schema, rows, kind)
+        return ExportedConfig(name, schema, rows, "table")
 
-    # One config at a time: two in flight were ~15 % faster but held two configs' pieces in
-    # memory at once. Polars already spreads each query over the cores.
     try:
-        exported = [write(item) for item in plan]
+        exported = write_objectives(
+            out, tables, config, episode_count, keys.attach, tables_dir, work, sessions
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    exported += [write(item) for item in plan]
     excluded = exclusion_counts(tables)
     stats = normalizer.stats
     manifest: dict[str, Any] = {

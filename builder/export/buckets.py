@@ -16,11 +16,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 EPISODES_PER_BUCKET = 500
 PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
+
+SCRATCH = pa.ipc.IpcWriteOptions(compression="lz4")
 
 Bounds = tuple[str | None, str | None]
 
@@ -56,8 +59,10 @@ def batches(path: Path, rows: int) -> Iterator[pl.DataFrame]:
 def partition(
     tables_dir: Path, tables: Mapping[str, pl.LazyFrame], bounds: list[Bounds], directory: Path
 ) -> list[dict[str, pl.LazyFrame]]:
-    """The tables of each bucket, as lazy scans of ``directory/{table}/{k}.parquet``, made in
-    one streaming pass over each staging table (rows keep their order within a bucket)."""
+    """The tables of each bucket, as lazy scans of ``directory/{table}/{k}.arrow``, made in
+    one streaming pass over each staging table (rows keep their order within a bucket).
+    Scratch files are Arrow IPC: a writer holds no buffers between batches, so the open
+    writers (one per bucket) cost nothing however many buckets there are."""
     if len(bounds) == 1:
         return [dict(tables)]
     episode_bucket = tables["episodes"].select("episode_id", _bucket=bucket_index(bounds)).collect()
@@ -65,7 +70,7 @@ def partition(
     for name in names:
         path = tables_dir / f"{name}.parquet"
         schema = pq.read_schema(path)
-        writers: dict[int, pq.ParquetWriter] = {}
+        writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
         try:
             for frame in batches(path, PARTITION_BATCH_ROWS):
                 if "question_id" in frame.columns:
@@ -79,8 +84,8 @@ def partition(
                 ).items():
                     if k not in writers:
                         (directory / name).mkdir(parents=True, exist_ok=True)
-                        target = directory / name / f"{k}.parquet"
-                        writers[k] = pq.ParquetWriter(target, schema, compression="lz4")
+                        target = directory / name / f"{k}.arrow"
+                        writers[k] = pa.ipc.new_file(target, schema, options=SCRATCH)
                     writers[k].write_table(part.to_arrow().cast(schema))
         finally:
             for writer in writers.values():
@@ -89,8 +94,8 @@ def partition(
     for k in range(len(bounds)):
         part = dict(tables)
         for name in names:
-            path = directory / name / f"{k}.parquet"
+            path = directory / name / f"{k}.arrow"
             empty = pl.LazyFrame(schema=tables[name].collect_schema())
-            part[name] = pl.scan_parquet(path) if path.exists() else empty
+            part[name] = pl.scan_ipc(path) if path.exists() else empty
         parts.append(part)
     return parts

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from builder.parquet import ShardedWriter
+from builder.parquet import TABLE_GROUP_ROWS, ShardedWriter
 from builder.splits import SPLITS
 
 
@@ -47,31 +47,54 @@ class SplitKeys:
         return frame.join(keys.lazy(), on=key, how="left", maintain_order="left")
 
 
+class ConfigWriter:
+    """One config's files: each collected piece is checked for rows without a split, then
+    appended to its split's shards (``{out}/{name}/{split}-NNNNN-of-NNNNN.parquet``)."""
+
+    def __init__(
+        self, out: Path, name: str, schema: pa.Schema, max_rows_per_file: int, group_rows: int
+    ) -> None:
+        self.out, self.name, self.schema = out, name, schema
+        self.max_rows_per_file, self.group_rows = max_rows_per_file, group_rows
+        self._writers: dict[str, ShardedWriter] = {}
+
+    def write(self, collected: pl.DataFrame) -> None:
+        unassigned = collected.get_column("split").null_count()
+        if unassigned:
+            missing = f"{unassigned} rows have no split (missing question_id?)"
+            raise RuntimeError(f"{self.name}: {missing}")
+        for split in SPLITS:
+            part = collected.filter(pl.col("split") == split)
+            if part.height:
+                if split not in self._writers:
+                    self._writers[split] = ShardedWriter(
+                        self.out / self.name,
+                        split,
+                        self.schema,
+                        self.max_rows_per_file,
+                        self.group_rows,
+                    )
+                self._writers[split].write(part.to_arrow())
+
+    def close(self) -> dict[str, int]:
+        """Rows per split. An empty split gets no file: ``datasets`` cannot load a split
+        without data, so the card declares only the splits that have rows."""
+        for writer in self._writers.values():
+            writer.close()
+        return {s: self._writers[s].rows if s in self._writers else 0 for s in SPLITS}
+
+
 def write_config(
     out: Path,
     name: str,
     frames: Iterable[pl.LazyFrame],
     schema: pa.Schema,
     max_rows_per_file: int,
+    group_rows: int = TABLE_GROUP_ROWS,
 ) -> dict[str, int]:
-    """Write ``{out}/{name}/{split}-NNNNN-of-NNNNN.parquet``; returns rows per split.
-
-    ``frames`` are consecutive pieces of the config (one at a time in memory); the files are
-    the same whatever the pieces. An empty split gets no file: ``datasets`` cannot load a
-    split without data, so the card declares only the splits that have rows.
-    """
-    writers: dict[str, ShardedWriter] = {}
+    """Write one config from consecutive pieces (one at a time in memory); returns rows per
+    split. The files are the same whatever the pieces."""
+    writer = ConfigWriter(out, name, schema, max_rows_per_file, group_rows)
     for frame in frames:
-        collected = frame.collect()
-        unassigned = collected.get_column("split").null_count()
-        if unassigned:
-            raise RuntimeError(f"{name}: {unassigned} rows have no split (missing question_id?)")
-        for split in SPLITS:
-            part = collected.filter(pl.col("split") == split)
-            if part.height:
-                if split not in writers:
-                    writers[split] = ShardedWriter(out / name, split, schema, max_rows_per_file)
-                writers[split].write(part.to_arrow())
-    for writer in writers.values():
-        writer.close()
-    return {split: writers[split].rows if split in writers else 0 for split in SPLITS}
+        writer.write(frame.collect())
+    return writer.close()

@@ -6,8 +6,10 @@ import hashlib
 import itertools
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
+from builder import export
 from builder.build import build
 from builder.config import BuildConfig
 from builder.export import buckets
@@ -40,6 +42,11 @@ def test_the_number_of_buckets_does_not_change_the_files(
         )
         return digest(build(config).out)
 
+    # Small row groups, so groups span bucket boundaries in both builds.
+    monkeypatch.setattr(export, "CONVERSATION_GROUP_ROWS", 16)
     whole = run("whole")
     monkeypatch.setattr(buckets, "EPISODES_PER_BUCKET", 7)  # 22 buckets for 150 episodes
     assert run("bucketed") == whole
+    sft = pq.ParquetFile(next((tmp_path / "bucketed" / "sft").glob("train-*.parquet")))
+    assert sft.num_row_groups > 2
+    assert sft.metadata.row_group(0).num_rows == 16
