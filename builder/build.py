@@ -122,7 +122,7 @@ def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) ->
     for reject in result.rejects:
         rejects.add(reject)
     for name, table in result.tables.items():
-        pq.write_table(table, staging / f"{name}.parquet", compression="zstd")
+        pq.write_table(table, staging / f"{name}.parquet", compression=config.staging_compression)
     return result
 
 
@@ -152,7 +152,9 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
         # Before any config is derived: secrets never reach a published file.
-        redactions = Counter(redact_tables(work / "tables", config.redaction_options()))
+        redactions = Counter(
+            redact_tables(work / "tables", config.redaction_options(), config.staging_compression)
+        )
         if sessions:
             redactions.update(sessions.redactions)
         names = [*TABLES, *(SESSION_TABLES if sessions else ())]

@@ -400,18 +400,20 @@ def _accepted(candidates: pl.Series, options: RedactionOptions) -> tuple[str, ..
     return tuple(sorted(accepted, key=lambda s: (-len(s), s)))
 
 
-def redact_tables(tables_dir: Path, options: RedactionOptions) -> dict[str, int]:
+def redact_tables(
+    tables_dir: Path, options: RedactionOptions, compression: str = "lz4"
+) -> dict[str, int]:
     """Redact the staging tables ``{tables_dir}/{name}.parquet`` in place; returns the
     number of replacements by kind (every kind, zeros included; ``{}`` when disabled)."""
     if not options.enabled:
         return {}
     redactor = _Redactor(options, assignment_values(tables_dir, options))
     for name in REDACTED_COLUMNS:
-        _rewrite_table(tables_dir / f"{name}.parquet", name, redactor)
+        _rewrite_table(tables_dir / f"{name}.parquet", name, redactor, compression)
     return {kind: redactor.counts.get(kind, 0) for kind in options.kinds}
 
 
-def _rewrite_table(path: Path, name: str, redactor: _Redactor) -> None:
+def _rewrite_table(path: Path, name: str, redactor: _Redactor, compression: str) -> None:
     """Row group by row group into a temporary file, opened at the first row group that
     changes (the ones before are copied) and swapped in at the end; a table with nothing to
     redact is not written at all. The file's schema (plain ``string``/``list``, metadata) is
@@ -429,7 +431,7 @@ def _rewrite_table(path: Path, name: str, redactor: _Redactor) -> None:
             if redacted is not frame:
                 table = redacted.to_arrow().cast(schema)
                 if writer is None:
-                    writer = pq.ParquetWriter(partial, schema, compression="zstd")
+                    writer = pq.ParquetWriter(partial, schema, compression=compression)
                     for j in range(i):
                         writer.write_table(source.read_row_group(j))
             if writer is not None:
