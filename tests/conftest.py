@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,6 +12,20 @@ from builder.build import BuildReport, build
 from builder.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_datasets_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A ``datasets`` cache per test session: its key for a local folder can match a folder
+    of the same name built by an earlier session, whose cached rows it would then return."""
+    import datasets.config
+
+    cache = tmp_path_factory.mktemp("hf-datasets-cache")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("HF_DATASETS_CACHE", str(cache))
+    patch.setattr(datasets.config, "HF_DATASETS_CACHE", cache)
+    yield
+    patch.undo()
 
 
 @pytest.fixture(scope="session")
