@@ -24,8 +24,9 @@ from tqdm import tqdm
 
 from builder import export
 from builder.config import BuildConfig
+from builder.export.buckets import bucket_bounds, partition
 from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
-from builder.redact import redact_tables
+from builder.redact import TableRedactor
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
 from builder.splits import SplitConfig, assign_splits
@@ -151,18 +152,22 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         sessions = read_sessions(config, work / "tables", rejects)
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
-        # Before any config is derived: secrets never reach a published file.
-        redactions = Counter(
-            redact_tables(work / "tables", config.redaction_options(), config.staging_compression)
-        )
-        if sessions:
-            redactions.update(sessions.redactions)
+        # Before any config is derived: secrets never reach a published file. The staging
+        # tables are redacted as the buckets are cut from them (one pass, nothing rewritten).
+        redactor = TableRedactor(work / "tables", config.redaction_options())
         names = [*TABLES, *(SESSION_TABLES if sessions else ())]
         tables = {name: pl.scan_parquet(work / "tables" / f"{name}.parquet") for name in names}
-        splits = assign_splits(split_keys(tables), split_config(config))
+        bounds = bucket_bounds(result.rows.get("episodes", 0))
+        parts = partition(work / "tables", bounds, work / "buckets", redactor.frame)
+        redactions = Counter(redactor.counts())
+        if sessions:
+            redactions.update(sessions.redactions)
+        questions = pl.concat([part["questions"] for part in parts])
+        splits = assign_splits(split_keys({**tables, "questions": questions}), split_config(config))
         staged = work / "dataset"
         manifest = export.export_dataset(
             staged,
+            parts,
             tables,
             splits,
             SPLIT_ASSIGNMENT,

@@ -400,20 +400,44 @@ def _accepted(candidates: pl.Series, options: RedactionOptions) -> tuple[str, ..
     return tuple(sorted(accepted, key=lambda s: (-len(s), s)))
 
 
+class TableRedactor:
+    """Redaction of the staging tables ``{tables_dir}/{name}.parquet`` as they are read, a
+    batch at a time (``frame``), so no pass rewrites them. The accepted ``secret_assignment``
+    values come from one read-only pre-pass over every table, made here. Each row must go
+    through ``frame`` exactly once for ``counts`` to be right."""
+
+    def __init__(self, tables_dir: Path, options: RedactionOptions) -> None:
+        self.options = options
+        self._redactor = (
+            _Redactor(options, assignment_values(tables_dir, options)) if options.enabled else None
+        )
+
+    def frame(self, name: str, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame`` (rows of table ``name``) redacted; the same object when nothing is."""
+        if self._redactor is None or name not in REDACTED_COLUMNS:
+            return frame
+        return _redact_frame(name, frame, self._redactor)
+
+    def counts(self) -> dict[str, int]:
+        """Replacements by kind (every kind, zeros included; ``{}`` when disabled)."""
+        if self._redactor is None:
+            return {}
+        return {kind: self._redactor.counts.get(kind, 0) for kind in self.options.kinds}
+
+
 def redact_tables(
     tables_dir: Path, options: RedactionOptions, compression: str = "lz4"
 ) -> dict[str, int]:
-    """Redact the staging tables ``{tables_dir}/{name}.parquet`` in place; returns the
-    number of replacements by kind (every kind, zeros included; ``{}`` when disabled)."""
-    if not options.enabled:
-        return {}
-    redactor = _Redactor(options, assignment_values(tables_dir, options))
-    for name in REDACTED_COLUMNS:
-        _rewrite_table(tables_dir / f"{name}.parquet", name, redactor, compression)
-    return {kind: redactor.counts.get(kind, 0) for kind in options.kinds}
+    """Redact the staging tables in place; returns the replacements by kind, as
+    ``TableRedactor.counts``."""
+    redactor = TableRedactor(tables_dir, options)
+    if options.enabled:
+        for name in REDACTED_COLUMNS:
+            _rewrite_table(tables_dir / f"{name}.parquet", name, redactor, compression)
+    return redactor.counts()
 
 
-def _rewrite_table(path: Path, name: str, redactor: _Redactor, compression: str) -> None:
+def _rewrite_table(path: Path, name: str, redactor: TableRedactor, compression: str) -> None:
     """Row group by row group into a temporary file, opened at the first row group that
     changes (the ones before are copied) and swapped in at the end; a table with nothing to
     redact is not written at all. The file's schema (plain ``string``/``list``, metadata) is
@@ -427,7 +451,7 @@ def _rewrite_table(path: Path, name: str, redactor: _Redactor, compression: str)
             table = source.read_row_group(i)
             frame = pl.from_arrow(table)
             assert isinstance(frame, pl.DataFrame)
-            redacted = _redact_frame(name, frame, redactor)
+            redacted = redactor.frame(name, frame)
             if redacted is not frame:
                 table = redacted.to_arrow().cast(schema)
                 if writer is None:

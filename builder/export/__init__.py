@@ -6,8 +6,7 @@ card, whose YAML declares the configs) and ``manifest.json``. No loading script.
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.export.buckets import batches, bucket_bounds, partition
+from builder.export.buckets import batches, load
 from builder.export.card import ExportedConfig, card_markdown
 from builder.export.manifest import (
     builder_version,
@@ -27,7 +26,7 @@ from builder.export.manifest import (
 from builder.export.writer import ConfigWriter, SplitKeys, write_config
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
-from builder.parquet import CONVERSATION_GROUP_ROWS
+from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS
 from builder.rejects import RejectsWriter
 from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
@@ -37,31 +36,31 @@ TABLE_SLICE_ROWS = 5_000
 Plan = tuple[str, Callable[[], Iterator[pl.LazyFrame]], pa.Schema]
 
 
-def write_objectives(
+def write_buckets(
     out: Path,
-    tables: Mapping[str, pl.LazyFrame],
+    parts: Iterable[Mapping[str, pl.LazyFrame]],
     config: BuildConfig,
-    episodes: int,
     with_split: Callable[[pl.LazyFrame], pl.LazyFrame],
-    tables_dir: Path,
-    work: Path,
     sessions: Any = None,
 ) -> list[ExportedConfig]:
-    """Every objective, a bucket of question ids at a time, then the session rows (``sft``
-    and ``self_correction``). A bucket's tables are read once into memory and all objectives
-    are derived from them in one ``collect_all`` (shared sub-plans run once); its pieces are
-    written on a second thread while the next bucket is derived."""
+    """Every objective and every episode table, a bucket of question ids at a time, then the
+    session rows of ``sft`` and ``self_correction``. A bucket's tables are read into memory
+    once; all its configs come from one ``collect_all`` (shared sub-plans run once), and
+    are written on a second thread while the next bucket is derived."""
     from builder.derive import OBJECTIVE_MODULES, DeriveOptions
 
     options = DeriveOptions(
         dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
         max_output_chars=config.max_output_chars,
     )
+    max_rows = config.parquet_max_rows_per_file
     writers = {
-        name: ConfigWriter(
-            out, name, module.SCHEMA, config.parquet_max_rows_per_file, CONVERSATION_GROUP_ROWS
-        )
+        name: ConfigWriter(out, name, module.SCHEMA, max_rows, CONVERSATION_GROUP_ROWS)
         for name, module in OBJECTIVE_MODULES.items()
+    }
+    writers |= {
+        name: ConfigWriter(out, name, schema, max_rows, TABLE_GROUP_ROWS)
+        for name, schema in TABLES.items()
     }
 
     def write_all(pieces: dict[str, pl.DataFrame]) -> None:
@@ -70,10 +69,12 @@ def write_objectives(
 
     with ThreadPoolExecutor(1, thread_name_prefix="export-write") as writing:
         pending: Future[None] | None = None
-        for part in partition(tables_dir, tables, bucket_bounds(episodes), work):
-            loaded = {name: part[name].collect().lazy() for name in TABLES}
-            frames = [with_split(m.derive(loaded, options)) for m in OBJECTIVE_MODULES.values()]
-            pieces = dict(zip(OBJECTIVE_MODULES, pl.collect_all(frames), strict=True))
+        for part in parts:
+            loaded = load(part)
+            frames = [m.derive(loaded, options) for m in OBJECTIVE_MODULES.values()]
+            frames += [loaded[name] for name in TABLES]
+            collected = pl.collect_all([with_split(frame) for frame in frames])
+            pieces = dict(zip(writers, collected, strict=True))
             if pending is not None:
                 pending.result()
             pending = writing.submit(write_all, pieces)
@@ -83,13 +84,19 @@ def write_objectives(
         for name in ("sft", "self_correction"):
             writers[name].write(with_split(getattr(sessions, name).lazy()).collect())
     return [
-        ExportedConfig(name, OBJECTIVE_MODULES[name].SCHEMA, writer.close(), "objective")
+        ExportedConfig(
+            name,
+            writer.schema,
+            writer.close(),
+            "objective" if name in OBJECTIVE_MODULES else "table",
+        )
         for name, writer in writers.items()
     ]
 
 
 def export_dataset(
     out: Path,
+    parts: Iterable[Mapping[str, pl.LazyFrame]],
     tables: Mapping[str, pl.LazyFrame],
     splits: pl.DataFrame,
     splits_schema: pa.Schema,
@@ -101,8 +108,9 @@ def export_dataset(
     redactions: Mapping[str, int] | None = None,
     tables_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Write the dataset folder; ``tables_dir`` holds the staging tables behind ``tables``
-    (default: ``tables`` beside ``out``, as the build lays them out)."""
+    """Write the dataset folder from the buckets ``parts`` (``builder.export.buckets``);
+    ``tables`` are the staging tables (ids and flags only are read from them), in
+    ``tables_dir`` (default: ``tables`` beside ``out``, as the build lays them out)."""
     tables_dir = tables_dir or out.parent / "tables"
     from builder.derive.eligibility import exclusion_counts
 
@@ -119,9 +127,9 @@ def export_dataset(
         return frames
 
     episode_count = result.rows.get("episodes", 0)
-    work = out.parent / f".{out.name}.buckets"  # removed once the configs are written
-    table_schemas = {**TABLES, **(SESSION_TABLES if sessions is not None else {})}
-    plan: list[Plan] = [(n, streamed(n), schema) for n, schema in table_schemas.items()]
+    plan: list[Plan] = []
+    if sessions is not None:
+        plan += [(n, streamed(n), schema) for n, schema in SESSION_TABLES.items()]
     plan.append(("splits", lambda: iter([splits.lazy()]), splits_schema))
 
     def write(item: Plan) -> ExportedConfig:
@@ -129,12 +137,7 @@ def export_dataset(
         rows = write_config(out, name, frames(), schema, config.parquet_max_rows_per_file)
         return ExportedConfig(name, schema, rows, "table")
 
-    try:
-        exported = write_objectives(
-            out, tables, config, episode_count, keys.attach, tables_dir, work, sessions
-        )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    exported = write_buckets(out, parts, config, keys.attach, sessions)
     exported += [write(item) for item in plan]
     excluded = exclusion_counts(tables)
     stats = normalizer.stats

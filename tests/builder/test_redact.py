@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import builder.build
 from builder.build import build
 from builder.config import BuildConfig
 from builder.hashing import canonical_json, normalize_question_text, question_id, value_hash
@@ -510,17 +509,10 @@ def schema_table(name: str) -> pa.Table:
 def test_full_build_folder_has_no_planted_secret(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The real build, with redaction where it runs (between ingest and export): no planted
-    secret anywhere in the published folder, derived configs included."""
+    """The real build, which redacts as it cuts the staging tables into buckets: no planted
+    secret anywhere in the published folder, derived configs included, and the manifest
+    counts every replacement the table pass counts."""
     source, _ = write_staging(tmp_path / "input")
-    real_ingest = builder.build.ingest_files
-
-    def ingest_then_redact(config: BuildConfig, staging: Path, *args: Any, **kwargs: Any) -> Any:
-        out = real_ingest(config, staging, *args, **kwargs)
-        redact_tables(staging, RedactionOptions())
-        return out
-
-    monkeypatch.setattr(builder.build, "ingest_files", ingest_then_redact)
     out = tmp_path / "dataset"
     config = replace(
         BuildConfig(),
@@ -529,7 +521,7 @@ def test_full_build_folder_has_no_planted_secret(
         rejects=tmp_path / "rejects.jsonl",
         max_reject_ratio=1.0,
     )
-    build(config)
+    manifest = build(config).manifest
     text = folder_text(out)
     for probe in CORPUS_DATA.probes:
         assert probe not in text, probe
@@ -539,3 +531,6 @@ def test_full_build_folder_has_no_planted_secret(
     sft = pl.read_parquet(out / "sft" / "*.parquet")
     contents = sft.select(pl.col("messages").explode().struct.field("content")).to_series()
     assert contents.str.contains("<REDACTED:").any()
+    staging = tmp_path / "staging"
+    ingest_files(config, staging, RejectsWriter(tmp_path / "again.jsonl"))
+    assert manifest["redaction"]["by_kind"] == redact_tables(staging, RedactionOptions())
