@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,10 @@ class IngestResult:
 
 
 class TableSink:
-    """Appends row batches to one staging Parquet file per normalized table."""
+    """Appends row batches to one staging Parquet file per normalized table.
+
+    Batches are written on a second thread, in order, while the next batch is normalized
+    (Parquet encoding releases the GIL); at most one batch waits, so memory stays bounded."""
 
     def __init__(self, directory: Path, compression: str = "lz4") -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -80,16 +84,32 @@ class TableSink:
             name: pq.ParquetWriter(directory / f"{name}.parquet", schema, compression=compression)
             for name, schema in TABLES.items()
         }
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="staging-write")
+        self._pending: Future[None] | None = None
 
     def write(self, tables: dict[str, pa.Table]) -> None:
+        self._wait()
+        for name, table in tables.items():
+            self.rows[name] += table.num_rows
+        self._pending = self._thread.submit(self._write, tables)
+
+    def _write(self, tables: dict[str, pa.Table]) -> None:
         for name, table in tables.items():
             if table.num_rows:
                 self._writers[name].write_table(table)
-                self.rows[name] += table.num_rows
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # a failed write raises here, in the ingest's thread
 
     def close(self) -> None:
-        for writer in self._writers.values():
-            writer.close()
+        try:
+            self._wait()
+        finally:
+            self._thread.shutdown()
+            for writer in self._writers.values():
+                writer.close()
 
 
 ProgressCallback = Callable[[int], None]
