@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
-import os
 import shutil
 import time
 from collections import Counter
@@ -22,7 +21,7 @@ import polars as pl
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from builder import export
+from builder import export, storage
 from builder.config import BuildConfig
 from builder.export.buckets import bucket_bounds, partition
 from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
@@ -44,6 +43,10 @@ class BuildFailed(RuntimeError):
 
 class BuildLocked(RuntimeError):
     """Another build into the same output folder is running."""
+
+
+class UploadFailed(RuntimeError):
+    """The build is complete locally, but copying it to ``upload_to`` failed."""
 
 
 @dataclass
@@ -70,7 +73,7 @@ def split_config(config: BuildConfig) -> SplitConfig:
 
 def _progress_bar(config: BuildConfig, enabled: bool) -> tqdm:
     paths = (*config.synthetic_questions, *config.llm_questions, *config.episodes)
-    total = sum(os.path.getsize(p) for p in paths)
+    total = sum(storage.stat(p).st_size for p in paths)
     return tqdm(total=total, unit="B", unit_scale=True, desc="reading", disable=not enabled)
 
 
@@ -105,7 +108,13 @@ def output_lock(out: Path) -> Iterator[None]:
 
 def build(config: BuildConfig, progress: bool = False) -> BuildReport:
     with output_lock(config.out):
-        return _build(config, progress)
+        report = _build(config, progress)
+        if config.upload_to:
+            try:
+                storage.upload(report.out, config.upload_to)
+            except storage.StorageError as exc:
+                raise UploadFailed(str(exc)) from exc
+        return report
 
 
 def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) -> Any:

@@ -26,7 +26,8 @@ orjson and pyarrow, and every option that changes the per-file output (``hook_va
 
 **Finding a file's digest without reading it twice.** ``index.json`` remembers, per path,
 the file's (device, inode, size, mtime_ns, ctime_ns) and the sha256 computed while it was
-last read. A file whose stat is unchanged is trusted to have that digest and is not read at
+last read (an object-store input, ``builder.storage.Stat``: its size and mtime; objects are
+replaced whole). A file whose stat is unchanged is trusted to have that digest and is not read at
 all, unless it was *racy* when recorded: its mtime or ctime was less than ``RACY_NS`` (2 s,
 the coarsest common file-system timestamp granularity) before the moment we stat'ed it, in
 which case a later write in the same timestamp tick could leave the stat unchanged (git's
@@ -73,6 +74,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from builder import storage
 from builder.engine.codec import BATCH_SCHEMAS, batch_from_record_batches, batch_to_record_batches
 from builder.ingest import BATCH_BYTES, BatchResult, FileCounts, Ingest
 from builder.normalize import EpisodeInfo
@@ -162,11 +164,14 @@ def options(config: Any) -> dict[str, Any]:
 
 
 def _file_sha256(path: str) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+    digest = hashlib.sha256()
+    with storage.open_input(path) as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
-def _stat_key(st: os.stat_result) -> list[int]:
+def _stat_key(st: storage.Stat) -> list[int]:
     return [getattr(st, name) for name in _STAT_FIELDS]
 
 
@@ -326,7 +331,7 @@ class IngestCache:
         }
         return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
-    def known_digest(self, path: str, st: os.stat_result) -> tuple[str | None, bool]:
+    def known_digest(self, path: str, st: storage.Stat) -> tuple[str | None, bool]:
         """(the file's sha256 when it can be known cheaply, else None: a certain miss;
         whether it came from the memo without reading the file)."""
         record = self._old_memo.get(path)
@@ -372,10 +377,10 @@ class IngestCache:
             return None
         return Entry(directory, meta)
 
-    def remember(self, path: str, before: os.stat_result, sha256: str, recorded_ns: int) -> None:
+    def remember(self, path: str, before: storage.Stat, sha256: str, recorded_ns: int) -> None:
         """Memo the file's digest, unless it changed while it was read."""
         try:
-            after = os.stat(path)
+            after = storage.stat(path)
         except OSError:
             return
         if _stat_key(after) == _stat_key(before):
@@ -449,7 +454,7 @@ class CachedIngest(Ingest):
         cache = self.cache
         assert cache is not None
         try:
-            before = os.stat(path)
+            before = storage.stat(path)
         except OSError:
             return super()._read_episodes(path)  # reports the missing file as usual
         recorded_ns = time.time_ns()

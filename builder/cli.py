@@ -28,6 +28,7 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sessions", metavar="URL", help="sqlite:///path.db|.sql or postgresql://…")
     b.add_argument("--out", type=Path, help="output dataset folder (default build/dataset)")
     b.add_argument("--rejects", type=Path, help="rejects file (default build/rejects.jsonl)")
+    b.add_argument("--upload-to", metavar="URI", help="copy the built folder to s3://… gs://…")
     b.add_argument("--max-reject-ratio", type=float, help="refuse the build above this share")
     b.add_argument("--strict", action="store_true", default=None, help="checks become rejects")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -68,6 +69,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         sessions=args.sessions,
         out=args.out,
         rejects=args.rejects,
+        upload_to=args.upload_to,
         max_reject_ratio=args.max_reject_ratio,
         strict=args.strict,
         workers=args.workers,
@@ -82,7 +84,7 @@ EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from builder.build import BuildFailed, BuildLocked, build
+    from builder.build import BuildFailed, BuildLocked, UploadFailed, build
     from builder.summary import print_summary
 
     config = load_build_config(args)
@@ -91,6 +93,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     except BuildLocked as exc:
         print(f"episodes build: {exc}", file=sys.stderr)
         return EXIT_LOCKED
+    except UploadFailed as exc:
+        print(f"episodes build: built {config.out}, but {exc}; run it again", file=sys.stderr)
+        return exit_codes.UNAVAILABLE
     except BuildFailed as exc:
         print(f"episodes build: refused: {exc}", file=sys.stderr)
         print(f"the previous build in {config.out} was left intact", file=sys.stderr)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from builder.storage import is_uri
+
 CONFIG_NAME = "dataset.toml"
 
 
@@ -37,6 +39,7 @@ class BuildConfig:
     synthetic_questions: tuple[str, ...] = ()
     llm_questions: tuple[str, ...] = ()
     out: Path = Path("build/dataset")
+    upload_to: str = ""  # object-store URI the finished folder is copied to (builder.storage)
     rejects: Path = Path("build/rejects.jsonl")
     max_reject_ratio: float = 0.01
     strict: bool = False
@@ -84,7 +87,7 @@ class BuildConfig:
 
 _SECTIONS = {
     "inputs": {"episodes", "synthetic_questions", "llm_questions", "sessions"},
-    "output": {"out", "rejects", "parquet_max_rows_per_file"},
+    "output": {"out", "rejects", "parquet_max_rows_per_file", "upload_to"},
     "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
     "build": {
         "batch_lines",
@@ -169,6 +172,8 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
         if not isinstance(value, str):
             raise ConfigError(f"{path}: cache_dir must be a path string")
         return base / value
+    if key == "upload_to" and not (isinstance(value, str) and is_uri(value)):
+        raise ConfigError(f"{path}: upload_to must be an object-store URI such as s3://bucket/x")
     if key == "engine" and value not in ("local", "ray"):
         raise ConfigError(f'{path}: engine must be "local" or "ray"')
     if key in _NOT_PATHS:
@@ -179,7 +184,7 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             raise ConfigError(f"{path}: {key} must be a string or a list of strings")
-        return tuple(str(base / i) for i in items)
+        return tuple(i if is_uri(i) else str(base / i) for i in items)
     if isinstance(default, Path):
         if not isinstance(value, str):
             raise ConfigError(f"{path}: {key} must be a path string")

@@ -5,4 +5,5 @@ USAGE = 1  # bad flags, bad config, unreadable input
 REFUSED = 2  # input rejected over the threshold; validate found rejects; publish refused
 STRICT_CHECKS = 3  # build refused because integrity checks failed under --strict
 LOCKED = 4  # another build holds the output folder's lock
-UNAVAILABLE = 5  # the Hub could not be reached or a publish was interrupted: rerun it
+UNAVAILABLE = 5  # the Hub or object store could not be reached, or a publish or upload was
+# interrupted: rerun it

@@ -18,6 +18,8 @@ from typing import BinaryIO
 
 import zstandard
 
+from builder import storage
+
 BOM = b"\xef\xbb\xbf"
 
 
@@ -42,16 +44,26 @@ class InputStats:
 
 
 def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
-    """Sorted, de-duplicated paths; a pattern matching nothing is an error, not a silent no-op."""
+    """Sorted, de-duplicated paths (or object-store URIs, ``builder.storage``); a pattern
+    matching nothing is an error, not a silent no-op."""
     paths: list[str] = []
     for pattern in patterns:
-        magic = glob.has_magic(pattern)
-        matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
-        matches = [m for m in matches if Path(m).is_file()]
+        try:
+            matches = _matches(pattern)
+        except storage.StorageError as exc:
+            raise InputError(str(exc)) from exc
         if not matches:
             raise InputError(f"{pattern}: no input file matches")
         paths.extend(m for m in matches if m not in paths)
     return paths
+
+
+def _matches(pattern: str) -> list[str]:
+    magic = glob.has_magic(pattern)
+    if storage.is_uri(pattern):
+        return storage.glob(pattern) if magic else [p for p in [pattern] if storage.is_file(p)]
+    matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
+    return [m for m in matches if Path(m).is_file()]
 
 
 class _DigestingReader(io.RawIOBase):
@@ -183,9 +195,11 @@ class InputFile:
         """
         path, limit = self.path, self.max_line_bytes
         try:
-            handle = open(path, "rb")  # noqa: SIM115 - closed in finally, generator-scoped
+            handle = storage.open_input(path)
+        except storage.StorageError as exc:
+            raise InputError(str(exc)) from exc
         except OSError as exc:
-            raise InputError(f"{path}: cannot open: {exc.strerror}") from exc
+            raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
         digest = _DigestingReader(handle)
         reported = 0
         number = 0

@@ -1,0 +1,156 @@
+"""Where inputs are read and outputs written: local paths or object-store URIs.
+
+A URI (``s3://bucket/key``, ``gs://…``, ``hdfs://…``, ``file:///…``) goes through
+``pyarrow.fs``, which takes its credentials and endpoint the usual way (``AWS_*`` variables or
+``~/.aws``, ``AWS_ENDPOINT_URL`` for S3-compatible stores, Google application credentials).
+Anything without a ``scheme://`` is a local path, read with the standard library.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO, NamedTuple, TypeVar
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+_BUCKET_SCHEMES = ("s3", "gs", "gcs")
+T = TypeVar("T")
+
+
+class StorageError(OSError):
+    """An object store that cannot be reached or a URI it does not know."""
+
+
+class Stat(NamedTuple):
+    """What identifies a file's version without reading it. Object stores have no inode or
+    ctime: objects are replaced whole, so their size and mtime stand for both."""
+
+    st_dev: int
+    st_ino: int
+    st_size: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+
+
+def is_uri(path: str | os.PathLike[str]) -> bool:
+    return bool(_URI.match(str(path)))
+
+
+@functools.cache
+def _filesystem(root: str) -> pafs.FileSystem:
+    return _call(root, "open this storage", lambda: pafs.FileSystem.from_uri(root)[0])
+
+
+def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem of ``uri`` and the path in it. Bucket stores keep one filesystem per
+    bucket (opening one may cost a request, e.g. to find an S3 bucket's region)."""
+    scheme, _, rest = uri.partition("://")
+    if scheme in _BUCKET_SCHEMES:
+        return _filesystem(f"{scheme}://{rest.split('/', 1)[0]}"), rest
+    return _call(uri, "open this storage", lambda: pafs.FileSystem.from_uri(uri))
+
+
+def _call(uri: str, what: str, action: Callable[[], T]) -> T:
+    """``action()``, with a failure of the store turned into an error that names the URI."""
+    try:
+        return action()
+    except (FileNotFoundError, StorageError):
+        raise
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise StorageError(f"{uri}: cannot {what}: {exc}") from exc
+
+
+def open_input(path: str) -> BinaryIO:
+    if not is_uri(path):
+        return open(path, "rb")
+    fs, inner = resolve(path)
+    return _call(path, "open", lambda: fs.open_input_stream(inner))  # type: ignore[return-value]
+
+
+def stat(path: str) -> Stat:
+    if not is_uri(path):
+        st = os.stat(path)
+        return Stat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    fs, inner = resolve(path)
+    info = _call(path, "stat", lambda: fs.get_file_info(inner))
+    if info.type != pafs.FileType.File:
+        raise FileNotFoundError(f"{path}: no such object")
+    mtime = info.mtime_ns or 0
+    return Stat(0, 0, info.size or 0, mtime, mtime)
+
+
+def is_file(path: str) -> bool:
+    try:
+        stat(path)
+    except FileNotFoundError:
+        return False
+    return True if is_uri(path) else Path(path).is_file()
+
+
+def glob(pattern: str) -> list[str]:
+    """Sorted URIs matching ``pattern``: ``*`` and ``?`` within one path segment, ``**/``
+    across any number of them (as ``glob.glob(..., recursive=True)``)."""
+    scheme, _, rest = pattern.partition("://")
+    segments = rest.split("/")
+    fixed = next(i for i, s in enumerate(segments) if re.search(r"[*?\[]", s))
+    base = "/".join(segments[:fixed])
+    fs, inner_base = resolve(f"{scheme}://{base}")
+    selector = pafs.FileSelector(inner_base, recursive=True, allow_not_found=True)
+    infos = _call(pattern, "list", lambda: fs.get_file_info(selector))
+    regex = re.compile(_translate("/".join(segments[fixed:])))
+    prefix = inner_base.rstrip("/") + "/"
+    found = [
+        f"{scheme}://{base}/{info.path[len(prefix) :]}"
+        for info in infos
+        if info.type == pafs.FileType.File and regex.fullmatch(info.path[len(prefix) :])
+    ]
+    return sorted(found)
+
+
+def _translate(pattern: str) -> str:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def upload(folder: Path, uri: str) -> None:
+    """Copy ``folder`` to ``uri`` (``manifest.json`` last, so a reader that starts from the
+    manifest never sees it before the files it lists), then delete objects under ``uri``
+    that the new folder does not have."""
+    fs, inner = resolve(uri)
+    inner = inner.rstrip("/")
+    local = pafs.LocalFileSystem()
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    files.sort(key=lambda p: p.name == "manifest.json")
+    wanted = set()
+    for path in files:
+        rel = path.relative_to(folder).as_posix()
+        wanted.add(f"{inner}/{rel}")
+        target = f"{inner}/{rel}"
+        _call(uri, "upload", lambda p=path, t=target: pafs.copy_files(str(p), t, local, fs))
+    selector = pafs.FileSelector(inner, recursive=True, allow_not_found=True)
+    stale = [
+        info.path
+        for info in _call(uri, "list", lambda: fs.get_file_info(selector))
+        if info.type == pafs.FileType.File and info.path not in wanted
+    ]
+    for path in stale:
+        _call(uri, "delete", lambda p=path: fs.delete_file(p))

@@ -1,0 +1,175 @@
+"""Inputs read from, and builds copied to, an object store: a real S3 API (moto's server)
+reached through ``pyarrow.fs`` exactly as a bucket on AWS or any S3-compatible store."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.fs as pafs
+import pytest
+
+import builder.ingest as ingest_module
+from builder import storage
+from builder.build import UploadFailed, build
+from builder.cli import main
+from builder.config import BuildConfig
+from builder.sources import InputError, expand_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data/episodes/episodes.jsonl"
+
+
+@pytest.fixture(scope="module")
+def bucket() -> Iterator[str]:
+    """A bucket on a local S3 server; credentials and endpoint come from the standard AWS
+    variables, as they would for a real store."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    patch = pytest.MonkeyPatch()
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        patch.setenv(key, value)
+    storage._filesystem.cache_clear()
+    admin = pafs.S3FileSystem(
+        endpoint_override=f"{host}:{port}", scheme="http", allow_bucket_creation=True
+    )
+    admin.create_dir("data")
+    yield "s3://data"
+    storage._filesystem.cache_clear()
+    patch.undo()
+    server.stop()
+
+
+def put(uri: str, data: bytes) -> None:
+    fs, path = storage.resolve(uri)
+    with fs.open_output_stream(path) as out:
+        out.write(data)
+
+
+def listing(uri: str) -> dict[str, bytes]:
+    fs, path = storage.resolve(uri)
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    files = [i for i in infos if i.type == pafs.FileType.File]
+    return {i.path[len(path) + 1 :]: fs.open_input_stream(i.path).read() for i in files}
+
+
+def local_files(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+
+
+def config_for(tmp_path: Path, name: str, **options: Any) -> BuildConfig:
+    return replace(
+        BuildConfig(), out=tmp_path / name, rejects=tmp_path / f"{name}.rejects.jsonl", **options
+    )
+
+
+def test_episodes_are_read_from_an_object_store(bucket: str, tmp_path: Path) -> None:
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    half = len(lines) // 2
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_bytes(b"".join(lines[:half]))
+    (tmp_path / "in" / "b.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[half:])))
+    for name in ("a.jsonl", "b.jsonl.gz"):
+        put(f"{bucket}/in/day/{name}", (tmp_path / "in" / name).read_bytes())
+    put(f"{bucket}/in/notes.txt", b"not an input")
+
+    remote = build(config_for(tmp_path, "remote", episodes=(f"{bucket}/in/**/*.jsonl*",)))
+    local = build(config_for(tmp_path, "local", episodes=(str(tmp_path / "in" / "*.jsonl*"),)))
+
+    inputs = remote.manifest["inputs"]
+    assert [i["path"] for i in inputs] == [
+        f"{bucket}/in/day/a.jsonl",
+        f"{bucket}/in/day/b.jsonl.gz",
+    ]
+    assert [i["sha256"] for i in inputs] == [
+        hashlib.sha256((tmp_path / "in" / n).read_bytes()).hexdigest()
+        for n in ("a.jsonl", "b.jsonl.gz")
+    ]
+    assert remote.manifest["configs"] == local.manifest["configs"]
+    for name in ("sft", "dpo", "turns"):  # no column names the input file
+        assert local_files(remote.out / name) == local_files(local.out / name), (
+            f"{name} differs between the object store and local inputs"
+        )
+    episodes = pl.read_parquet(remote.out / "episodes" / "*.parquet")
+    assert set(episodes["source_file"]) == {i["path"] for i in inputs}
+
+
+def test_object_store_inputs_are_cached_by_size_and_mtime(
+    bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put(f"{bucket}/cached/a.jsonl", SAMPLE.read_bytes())
+    batches = []
+    normalize = ingest_module.normalize_batch
+
+    def counted(*args: Any) -> Any:
+        batches.append(1)
+        return normalize(*args)
+
+    monkeypatch.setattr(ingest_module, "normalize_batch", counted)
+    options = {"episodes": (f"{bucket}/cached/a.jsonl",), "cache_dir": tmp_path / "cache"}
+    first = build(config_for(tmp_path, "first", **options))
+    assert batches
+    batches.clear()
+    second = build(config_for(tmp_path, "second", **options))
+    assert not batches  # replayed from the cache, not normalized again
+    assert local_files(first.out) == local_files(second.out)
+
+
+def test_a_finished_build_is_uploaded_and_stale_objects_removed(
+    bucket: str, tmp_path: Path
+) -> None:
+    target = f"{bucket}/releases/ds"
+    put(f"{target}/old/train-00000-of-00001.parquet", b"from an earlier build")
+    report = build(config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to=target))
+    uploaded = listing(target)
+    assert uploaded == local_files(report.out)
+    manifest = json.loads(uploaded["manifest.json"])
+    assert set(manifest["files"]) <= set(uploaded)
+
+
+def test_an_unreachable_store_fails_the_upload_after_a_good_local_build(tmp_path: Path) -> None:
+    config = config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to="nosuch://x/ds")
+    with pytest.raises(UploadFailed, match="nosuch://x"):
+        build(config)
+    assert (tmp_path / "out" / "manifest.json").is_file()
+
+
+def test_an_unknown_scheme_is_an_input_error_naming_the_uri(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=re.escape("nosuch://bucket/a.jsonl")):
+        expand_inputs(["nosuch://bucket/a.jsonl"])
+    code = main(["build", "--episodes", "nosuch://bucket/*.jsonl", "--out", str(tmp_path / "o")])
+    assert code == 1
+
+
+def test_file_uris_glob_like_local_paths(tmp_path: Path) -> None:
+    for rel in ("a.jsonl", "x/b.jsonl", "x/y/c.jsonl", "x/d.txt"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}\n")
+    uri = f"file://{tmp_path}"
+    assert expand_inputs([f"{uri}/**/*.jsonl"]) == [
+        f"{uri}/a.jsonl",
+        f"{uri}/x/b.jsonl",
+        f"{uri}/x/y/c.jsonl",
+    ]
+    assert expand_inputs([f"{uri}/x/*.jsonl"]) == [f"{uri}/x/b.jsonl"]
+    assert expand_inputs([f"{uri}/x/?.txt"]) == [f"{uri}/x/d.txt"]
+    with pytest.raises(InputError, match="no input file matches"):
+        expand_inputs([f"{uri}/missing.jsonl"])
