@@ -23,14 +23,13 @@ from tqdm import tqdm
 
 from builder import export, storage
 from builder.config import BuildConfig
-from builder.export.buckets import bucket_bounds, partition
+from builder.export.buckets import bucket_count, partition
 from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
 from builder.redact import TableRedactor
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
-from builder.splits import SplitConfig, assign_splits
 from schemas.sessions import SESSION_TABLES
-from schemas.tables import SPLIT_ASSIGNMENT, TABLES
+from schemas.tables import TABLES
 
 
 class BuildFailed(RuntimeError):
@@ -62,12 +61,6 @@ def expanded(config: BuildConfig) -> BuildConfig:
         episodes=tuple(expand_inputs(config.episodes)),
         synthetic_questions=tuple(expand_inputs(config.synthetic_questions)),
         llm_questions=tuple(expand_inputs(config.llm_questions)),
-    )
-
-
-def split_config(config: BuildConfig) -> SplitConfig:
-    return SplitConfig(
-        config.split_train, config.split_validation, config.split_test, config.split_salt
     )
 
 
@@ -136,17 +129,6 @@ def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) ->
     return result
 
 
-def split_keys(tables: dict[str, pl.LazyFrame]) -> pl.DataFrame:
-    """Questions by their normalized text; sessions by their normalized initial instruction."""
-    keys = [tables["questions"].select("question_id", "normalized_text")]
-    if "sessions" in tables:
-        sessions = tables["sessions"].select(
-            "question_id", normalized_text=pl.col("normalized_instruction")
-        )
-        keys.append(sessions)
-    return pl.concat(keys).collect()
-
-
 def _build(config: BuildConfig, progress: bool) -> BuildReport:
     started = time.perf_counter()
     config = expanded(config)
@@ -166,20 +148,16 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         redactor = TableRedactor(work / "tables", config.redaction_options())
         names = [*TABLES, *(SESSION_TABLES if sessions else ())]
         tables = {name: pl.scan_parquet(work / "tables" / f"{name}.parquet") for name in names}
-        bounds = bucket_bounds(result.rows.get("episodes", 0))
-        parts = partition(work / "tables", bounds, work / "buckets", redactor.frame)
+        buckets = bucket_count(result.rows.get("episodes", 0))
+        parts = partition(work / "tables", buckets, work / "buckets", redactor.frame)
         redactions = Counter(redactor.counts())
         if sessions:
             redactions.update(sessions.redactions)
-        questions = pl.concat([part["questions"] for part in parts])
-        splits = assign_splits(split_keys({**tables, "questions": questions}), split_config(config))
         staged = work / "dataset"
         manifest = export.export_dataset(
             staged,
             parts,
             tables,
-            splits,
-            SPLIT_ASSIGNMENT,
             config,
             result,
             normalizer,

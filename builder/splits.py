@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from builder.config import BuildConfig
+
 SPLITS = ("train", "validation", "test")
 
 
@@ -32,6 +34,12 @@ class SplitConfig:
         # Written so that NaN fails too (every comparison with NaN is false).
         if not all(r >= 0 for r in ratios) or not abs(sum(ratios) - 1.0) <= 1e-9:
             raise ValueError(f"split ratios must be >= 0 and sum to 1, got {ratios}")
+
+    @classmethod
+    def of(cls, config: BuildConfig) -> SplitConfig:
+        return cls(
+            config.split_train, config.split_validation, config.split_test, config.split_salt
+        )
 
 
 def unit_interval(normalized_text: str, salt: str) -> float:

@@ -6,47 +6,48 @@ card, whose YAML declares the configs) and ``manifest.json``. No loading script.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.export.buckets import batches, load
+from builder.export.buckets import Bucket, batches, bucket_index, load
 from builder.export.card import ExportedConfig, card_markdown
 from builder.export.manifest import (
+    SplitTally,
     builder_version,
     file_digests,
     split_section,
     write_manifest,
 )
-from builder.export.writer import ConfigWriter, SplitKeys, write_config
+from builder.export.writer import ConfigWriter, SplitKeys
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
 from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS
 from builder.rejects import RejectsWriter
+from builder.splits import SplitConfig, assign_splits
 from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
-from schemas.tables import TABLES
+from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 
 TABLE_SLICE_ROWS = 5_000
-Plan = tuple[str, Callable[[], Iterator[pl.LazyFrame]], pa.Schema]
 
 
 def write_buckets(
     out: Path,
-    parts: Iterable[Mapping[str, pl.LazyFrame]],
+    parts: list[Bucket],
     config: BuildConfig,
-    with_split: Callable[[pl.LazyFrame], pl.LazyFrame],
-    sessions: Any = None,
-) -> list[ExportedConfig]:
-    """Every objective and every episode table, a bucket of question ids at a time, then the
-    session rows of ``sft`` and ``self_correction``. A bucket's tables are read into memory
-    once; all its configs come from one ``collect_all`` (shared sub-plans run once), and
-    are written on a second thread while the next bucket is derived."""
+    session_keys: pl.DataFrame,
+    tally: SplitTally,
+) -> dict[str, ConfigWriter]:
+    """Every objective, every episode table and the split assignment, a bucket of question
+    ids at a time. A bucket's tables are read into memory once; its questions (and the
+    session ids in its range) get their splits; all its configs come from one
+    ``collect_all`` (shared sub-plans run once) and are written on a second thread while the
+    next bucket is derived. Returns the writers, still open (session rows come next)."""
     from builder.derive import OBJECTIVE_MODULES, DeriveOptions
 
     options = DeriveOptions(
@@ -62,6 +63,10 @@ def write_buckets(
         name: ConfigWriter(out, name, schema, max_rows, TABLE_GROUP_ROWS)
         for name, schema in TABLES.items()
     }
+    writers["splits"] = ConfigWriter(out, "splits", SPLIT_ASSIGNMENT, max_rows, TABLE_GROUP_ROWS)
+    by_bucket = session_keys.with_columns(_bucket=bucket_index(len(parts))).partition_by(
+        "_bucket", as_dict=True, include_key=False, maintain_order=True
+    )
 
     def write_all(pieces: dict[str, pl.DataFrame]) -> None:
         for name, piece in pieces.items():
@@ -69,37 +74,31 @@ def write_buckets(
 
     with ThreadPoolExecutor(1, thread_name_prefix="export-write") as writing:
         pending: Future[None] | None = None
-        for part in parts:
+        for k, part in enumerate(parts):
             loaded = load(part)
+            questions = loaded["questions"].select("question_id", "normalized_text").collect()
+            splits = assign_splits(
+                pl.concat([questions, by_bucket.get((k,), session_keys.clear())]),
+                SplitConfig.of(config),
+            )
+            tally.add(splits)
+            keys = SplitKeys.of(splits, loaded["episodes"])
             frames = [m.derive(loaded, options) for m in OBJECTIVE_MODULES.values()]
             frames += [loaded[name] for name in TABLES]
-            collected = pl.collect_all([with_split(frame) for frame in frames])
+            collected = pl.collect_all([*map(keys.attach, frames), splits.lazy()])
             pieces = dict(zip(writers, collected, strict=True))
             if pending is not None:
                 pending.result()
             pending = writing.submit(write_all, pieces)
         if pending is not None:
             pending.result()
-    if sessions is not None:
-        for name in ("sft", "self_correction"):
-            writers[name].write(with_split(getattr(sessions, name).lazy()).collect())
-    return [
-        ExportedConfig(
-            name,
-            writer.schema,
-            writer.close(),
-            "objective" if name in OBJECTIVE_MODULES else "table",
-        )
-        for name, writer in writers.items()
-    ]
+    return writers
 
 
 def export_dataset(
     out: Path,
-    parts: Iterable[Mapping[str, pl.LazyFrame]],
+    parts: list[Bucket],
     tables: Mapping[str, pl.LazyFrame],
-    splits: pl.DataFrame,
-    splits_schema: pa.Schema,
     config: BuildConfig,
     result: IngestResult,
     normalizer: Normalizer,
@@ -109,36 +108,46 @@ def export_dataset(
     tables_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Write the dataset folder from the buckets ``parts`` (``builder.export.buckets``);
-    ``tables`` are the staging tables (ids and flags only are read from them), in
-    ``tables_dir`` (default: ``tables`` beside ``out``, as the build lays them out)."""
+    ``tables`` are the staging tables (ids and flags only are read from them, and the
+    session tables), in ``tables_dir`` (default: ``tables`` beside ``out``)."""
     tables_dir = tables_dir or out.parent / "tables"
+    from builder.derive import OBJECTIVE_MODULES
     from builder.derive.eligibility import exclusion_counts
 
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
-    keys = SplitKeys.of(splits, tables["episodes"])
-
-    def streamed(name: str) -> Callable[[], Iterator[pl.LazyFrame]]:
-        """A table in input order, ``TABLE_SLICE_ROWS`` rows at a time, with its split."""
-
-        def frames() -> Iterator[pl.LazyFrame]:
-            for frame in batches(tables_dir / f"{name}.parquet", TABLE_SLICE_ROWS):
-                yield keys.attach(frame.lazy())
-
-        return frames
-
-    episode_count = result.rows.get("episodes", 0)
-    plan: list[Plan] = []
+    session_keys = pl.DataFrame(schema={"question_id": pl.String, "normalized_text": pl.String})
     if sessions is not None:
-        plan += [(n, streamed(n), schema) for n, schema in SESSION_TABLES.items()]
-    plan.append(("splits", lambda: iter([splits.lazy()]), splits_schema))
-
-    def write(item: Plan) -> ExportedConfig:
-        name, frames, schema = item
-        rows = write_config(out, name, frames(), schema, config.parquet_max_rows_per_file)
-        return ExportedConfig(name, schema, rows, "table")
-
-    exported = write_buckets(out, parts, config, keys.attach, sessions)
-    exported += [write(item) for item in plan]
+        instructions = pl.col("normalized_instruction").alias("normalized_text")
+        session_keys = tables["sessions"].select("question_id", instructions).collect()
+    tally = SplitTally()
+    writers = write_buckets(out, parts, config, session_keys, tally)
+    # Session rows come after every bucket; their ids' splits, the same pure function.
+    keys = SplitKeys.of_questions(assign_splits(session_keys, SplitConfig.of(config)))
+    if sessions is not None:
+        for name in ("sft", "self_correction"):
+            writers[name].write(keys.attach(getattr(sessions, name).lazy()).collect())
+        for name in SESSION_TABLES:
+            for frame in batches(tables_dir / f"{name}.parquet", TABLE_SLICE_ROWS):
+                writers.setdefault(
+                    name,
+                    ConfigWriter(
+                        out,
+                        name,
+                        SESSION_TABLES[name],
+                        config.parquet_max_rows_per_file,
+                        TABLE_GROUP_ROWS,
+                    ),
+                ).write(keys.attach(frame.lazy()).collect())
+    order = [*OBJECTIVE_MODULES, *TABLES, *(SESSION_TABLES if sessions else ()), "splits"]
+    exported = [
+        ExportedConfig(
+            name,
+            writers[name].schema,
+            writers[name].close(),
+            "objective" if name in OBJECTIVE_MODULES else "table",
+        )
+        for name in order
+    ]
     excluded = exclusion_counts(tables)
     stats = normalizer.stats
     manifest: dict[str, Any] = {
@@ -172,7 +181,7 @@ def export_dataset(
             "enabled": config.redaction_enabled,
             "by_kind": dict(redactions or {}),
         },
-        "splits": split_section(config, splits),
+        "splits": split_section(config, tally),
         "options": {
             "strict": config.strict,
             "max_reject_ratio": config.max_reject_ratio,
@@ -182,6 +191,7 @@ def export_dataset(
         },
     }
     write_manifest(out, manifest)
+    episode_count = result.rows.get("episodes", 0)
     card = card_markdown(exported, config.card, manifest, episode_count)
     (out / "README.md").write_text(card, encoding="utf-8")
     return manifest

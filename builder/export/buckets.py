@@ -4,16 +4,20 @@ Every config's rows are sorted by ``question_id`` first (objectives by their key
 stably, input order within a question) and each bucket is a contiguous range of ids, so the
 buckets' rows, written one after the other, are exactly the rows of one whole export. With
 fixed-size row groups (``builder.parquet``) the files are the same bytes whatever the number
-of buckets, which may therefore follow the input's size.
+of buckets, which therefore follows the input's size: about ``EPISODES_PER_BUCKET`` episodes
+a bucket, at any scale (up to 65,536 buckets).
 
-The staging tables are split into buckets once, in one streaming pass per table that also
+The staging tables are cut into buckets once, in one streaming pass per table that also
 redacts them, so each bucket reads only its own rows: the work stays linear in the input.
+Each staging batch becomes one scratch file (Arrow IPC) holding one record batch per bucket
+it has rows for, so one file is open at a time however many buckets there are.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -23,27 +27,24 @@ import pyarrow.parquet as pq
 EPISODES_PER_BUCKET = 500
 PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
+BUCKETED = ("questions", "episodes", *CHILD_TABLES)
+PREFIX_RANGE = 16**4  # buckets are ranges of the ids' first four hex digits
 
 SCRATCH = pa.ipc.IpcWriteOptions(compression="lz4")
 
-Bounds = tuple[str | None, str | None]
 Redact = Callable[[str, pl.DataFrame], pl.DataFrame]
 
 
-def bucket_bounds(episodes: int) -> list[Bounds]:
-    """Ranges ``[lo, hi)`` of question ids (hex), split on their first two digits."""
-    k = max(1, min(256, math.ceil(episodes / EPISODES_PER_BUCKET)))
-    cuts: list[str | None] = [f"{round(i * 256 / k):02x}" for i in range(1, k)]
-    return list(zip([None, *cuts], [*cuts, None], strict=True))
+def bucket_count(episodes: int) -> int:
+    return max(1, min(PREFIX_RANGE, math.ceil(episodes / EPISODES_PER_BUCKET)))
 
 
-def bucket_index(bounds: list[Bounds]) -> pl.Expr:
-    """The index of the bucket a ``question_id`` falls in."""
-    cuts = [lo for lo, _ in bounds[1:] if lo is not None]
-    index = pl.lit(0, pl.Int32)
-    for cut in cuts:
-        index = index + (pl.col("question_id") >= cut).cast(pl.Int32)
-    return index
+def bucket_index(buckets: int) -> pl.Expr:
+    """The bucket of a ``question_id``: ``prefix × buckets // 65536``, where ``prefix`` is
+    its first four hex digits, so bucket ``j`` holds one contiguous range of ids. (Ids are
+    hex by the schema; anything else would land in bucket 0.)"""
+    prefix = pl.col("question_id").str.slice(0, 4).str.to_integer(base=16, strict=False)
+    return (prefix.fill_null(0).cast(pl.Int64) * buckets // PREFIX_RANGE).cast(pl.Int32)
 
 
 def batches(path: Path, rows: int) -> Iterator[pl.DataFrame]:
@@ -58,62 +59,70 @@ def batches(path: Path, rows: int) -> Iterator[pl.DataFrame]:
         source.close()
 
 
+@dataclass
+class Bucket:
+    """Where one bucket's rows are: for each table, (scratch file, record batch) pairs."""
+
+    schemas: Mapping[str, pa.Schema]
+    pieces: dict[str, list[tuple[Path, int]]] = field(default_factory=dict)
+
+    def read(self, name: str) -> pl.DataFrame:
+        """Table ``name``'s rows of this bucket, in input order."""
+        batches = []
+        for path, index in self.pieces.get(name, []):
+            with pa.memory_map(str(path)) as source:
+                batches.append(pa.ipc.open_file(source).get_batch(index))
+        table = pa.Table.from_batches(batches, self.schemas[name])
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+
 def partition(
-    tables_dir: Path, bounds: list[Bounds], directory: Path, redact: Redact | None = None
-) -> list[dict[str, pl.LazyFrame]]:
-    """The tables of each bucket, as lazy scans of ``directory/{table}/{k}.arrow``, made in
-    one streaming pass over each staging table (rows keep their order within a bucket), each
-    batch redacted on the way (``redact``), so the staging tables are read once and never
-    rewritten. Scratch files are Arrow IPC: a writer holds no buffers between batches, so the
-    open writers (one per bucket) cost nothing however many buckets there are."""
+    tables_dir: Path, buckets: int, directory: Path, redact: Redact | None = None
+) -> list[Bucket]:
+    """Cut the staging tables into ``buckets`` buckets, in one streaming pass over each
+    (rows keep their order within a bucket), each batch redacted on the way (``redact``):
+    the staging tables are read once and never rewritten."""
     scan = pl.scan_parquet(tables_dir / "episodes.parquet")
-    episode_bucket = scan.select("episode_id", _bucket=bucket_index(bounds)).collect()
-    for name in ("questions", "episodes", *CHILD_TABLES):
-        path = tables_dir / f"{name}.parquet"
-        schema = pq.read_schema(path)
-        writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
-        try:
-            for frame in batches(path, PARTITION_BATCH_ROWS):
-                if redact is not None:
-                    frame = redact(name, frame)
-                if "question_id" in frame.columns:
-                    keyed = frame.with_columns(_bucket=bucket_index(bounds))
-                else:
-                    keyed = frame.join(
-                        episode_bucket, on="episode_id", how="left", maintain_order="left"
-                    )
-                for (k,), part in keyed.partition_by(
-                    "_bucket", as_dict=True, include_key=False, maintain_order=True
-                ).items():
-                    if k not in writers:
-                        (directory / name).mkdir(parents=True, exist_ok=True)
-                        target = directory / name / f"{k}.arrow"
-                        writers[k] = pa.ipc.new_file(target, schema, options=SCRATCH)
-                    writers[k].write_table(part.to_arrow().cast(schema))
-        finally:
-            for writer in writers.values():
-                writer.close()
-    parts = []
-    for k in range(len(bounds)):
-        part = {}
-        for name in ("questions", "episodes", *CHILD_TABLES):
-            path = directory / name / f"{k}.arrow"
-            empty = pl.LazyFrame(schema=pl.Schema(pq.read_schema(tables_dir / f"{name}.parquet")))
-            part[name] = pl.scan_ipc(path) if path.exists() else empty
-        parts.append(part)
-    return parts
+    episode_bucket = scan.select("episode_id", _bucket=bucket_index(buckets)).collect()
+    schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
+    out = [Bucket(schemas) for _ in range(buckets)]
+    for name in BUCKETED:
+        (directory / name).mkdir(parents=True, exist_ok=True)
+        source = tables_dir / f"{name}.parquet"
+        for n, frame in enumerate(batches(source, PARTITION_BATCH_ROWS)):
+            if redact is not None:
+                frame = redact(name, frame)
+            if "question_id" in frame.columns:
+                keyed = frame.with_columns(_bucket=bucket_index(buckets))
+            else:
+                keyed = frame.join(
+                    episode_bucket, on="episode_id", how="left", maintain_order="left"
+                )
+            parts = keyed.partition_by(
+                "_bucket", as_dict=True, include_key=False, maintain_order=True
+            )
+            target = directory / name / f"{n:06d}.arrow"
+            with pa.ipc.new_file(target, schemas[name], options=SCRATCH) as writer:
+                for index, ((k,), part) in enumerate(sorted(parts.items())):
+                    table = part.to_arrow().cast(schemas[name]).combine_chunks()
+                    (batch,) = table.to_batches()  # one chunk: a part has rows
+                    writer.write_batch(batch)
+                    out[k].pieces.setdefault(name, []).append((target, index))
+    return out
 
 
-def load(part: Mapping[str, pl.LazyFrame]) -> dict[str, pl.LazyFrame]:
+def load(bucket: Bucket) -> dict[str, pl.LazyFrame]:
     """A bucket's tables, read into memory and sorted by question id (stable: input order
     within a question; child rows follow their episode's question). The buckets' rows, one
     after the other, are then the whole tables in that order, whatever the bucket count."""
-    episodes = part["episodes"].collect().sort("question_id", maintain_order=True)
-    questions = part["questions"].collect().sort("question_id", maintain_order=True)
+    episodes = bucket.read("episodes").sort("question_id", maintain_order=True)
+    questions = bucket.read("questions").sort("question_id", maintain_order=True)
     keys = episodes.select("episode_id", "question_id")
     loaded = {"questions": questions.lazy(), "episodes": episodes.lazy()}
     for name in CHILD_TABLES:
-        child = part[name].collect()
+        child = bucket.read(name)
         order = child.join(keys, on="episode_id", how="left", maintain_order="left")
         loaded[name] = order.sort("question_id", maintain_order=True).drop("question_id").lazy()
     return loaded

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,17 +26,36 @@ def builder_version() -> str:
     return __version__
 
 
-def assignment_digest(splits: pl.DataFrame) -> str:
-    """sha256 over ``question_id<TAB>split`` lines in id order: one value to compare."""
-    lines = splits.sort("question_id").select(
-        pl.concat_str(["question_id", "split"], separator="\t")
-    )
-    text = "\n".join(lines.to_series().to_list())
-    return hashlib.sha256(text.encode()).hexdigest()
+class SplitTally:
+    """The manifest's facts about the split assignment, gathered a bucket at a time: rows
+    per split, and a sha256 over ``question_id<TAB>split`` lines in id order (one value to
+    compare two builds by). Buckets arrive in id order, each sorted by id."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self._digest = hashlib.sha256()
+        self._lines = 0
+        self._last = ""
+
+    def add(self, splits: pl.DataFrame) -> None:
+        if not splits.height:
+            return
+        ids = splits.get_column("question_id")
+        if not (ids.is_sorted() and ids[0] > self._last):
+            raise ValueError("split assignment tallied out of question_id order")
+        self._last = ids[-1]
+        self.counts.update(dict(splits.group_by("split").len().iter_rows()))
+        lines = splits.select(pl.concat_str(["question_id", "split"], separator="\t"))
+        text = "\n".join(lines.to_series().to_list())
+        self._digest.update((("\n" if self._lines else "") + text).encode())
+        self._lines += splits.height
+
+    @property
+    def sha256(self) -> str:
+        return self._digest.hexdigest()
 
 
-def split_section(config: BuildConfig, splits: pl.DataFrame) -> dict[str, Any]:
-    counts = splits.group_by("split").len().sort("split")
+def split_section(config: BuildConfig, tally: SplitTally) -> dict[str, Any]:
     return {
         "method": "sha256(salt \\x00 normalized question text) as a fraction of 2**64",
         "salt": config.split_salt,
@@ -44,8 +64,8 @@ def split_section(config: BuildConfig, splits: pl.DataFrame) -> dict[str, Any]:
             "validation": config.split_validation,
             "test": config.split_test,
         },
-        "questions_per_split": dict(zip(counts["split"], counts["len"], strict=True)),
-        "assignment_sha256": assignment_digest(splits),
+        "questions_per_split": dict(sorted(tally.counts.items())),
+        "assignment_sha256": tally.sha256,
     }
 
 

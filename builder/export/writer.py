@@ -38,6 +38,12 @@ class SplitKeys:
         )
         return cls(by_question, by_episode)
 
+    @classmethod
+    def of_questions(cls, splits: pl.DataFrame) -> SplitKeys:
+        """Keys for rows that carry their ``question_id`` (session rows)."""
+        no_episodes = pl.DataFrame(schema={"episode_id": pl.String, "split": pl.String})
+        return cls(splits.select("question_id", "split"), no_episodes)
+
     def attach(self, frame: pl.LazyFrame) -> pl.LazyFrame:
         """Add ``split``; child tables reach their question through ``episode_id``."""
         if "question_id" in frame.collect_schema().names():

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-import itertools
+import random
+from dataclasses import replace
 from pathlib import Path
 
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
 from builder import export
 from builder.build import build
-from builder.config import BuildConfig
+from builder.config import load_config
 from builder.export import buckets
 
 ROOT = Path(__file__).resolve().parents[3]
-SAMPLE = ROOT / "data/episodes/episodes.jsonl"
 
 
 def digest(folder: Path) -> dict[str, str]:
@@ -26,20 +27,32 @@ def digest(folder: Path) -> dict[str, str]:
     }
 
 
-def test_bounds_cover_every_id_once() -> None:
-    assert buckets.bucket_bounds(10) == [(None, None)]
-    bounds = buckets.bucket_bounds(4 * buckets.EPISODES_PER_BUCKET)
-    assert len(bounds) == 4 and bounds[0][0] is None and bounds[-1][1] is None
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+def test_bucket_count_follows_the_input_up_to_the_prefix_range() -> None:
+    assert buckets.bucket_count(0) == buckets.bucket_count(10) == 1
+    assert buckets.bucket_count(4 * buckets.EPISODES_PER_BUCKET) == 4
+    assert buckets.bucket_count(4 * buckets.EPISODES_PER_BUCKET + 1) == 5
+    assert buckets.bucket_count(10**12) == buckets.PREFIX_RANGE
+
+
+@pytest.mark.parametrize("count", [1, 3, 22, 256, 5000, buckets.PREFIX_RANGE])
+def test_buckets_are_contiguous_ranges_of_ids(count: int) -> None:
+    rng = random.Random(count)
+    ids = sorted(f"{rng.getrandbits(64):016x}" for _ in range(5000))
+    ids += ["0000000000000000", "ffffffffffffffff"]
+    ids.sort()
+    index = pl.DataFrame({"question_id": ids}).select(buckets.bucket_index(count)).to_series()
+    assert index.min() >= 0 and index.max() < count
+    assert index.is_sorted()  # sorted ids, sorted buckets: each bucket one range
+    assert index[0] == 0 and index[-1] == count - 1
 
 
 def test_the_number_of_buckets_does_not_change_the_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    sample = load_config(ROOT / "dataset.toml")  # episodes, question banks and sessions
+
     def run(name: str) -> dict[str, str]:
-        config = BuildConfig(
-            episodes=(str(SAMPLE),), out=tmp_path / name, rejects=tmp_path / f"{name}.jsonl"
-        )
+        config = replace(sample, out=tmp_path / name, rejects=tmp_path / f"{name}.jsonl")
         return digest(build(config).out)
 
     # Small row groups, so groups span bucket boundaries in both builds.
