@@ -6,6 +6,7 @@ card, whose YAML declares the configs) and ``manifest.json``. No loading script.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from builder.config import BuildConfig
+from builder.derive.eligibility import REASONS, exclusion_counts
 from builder.export.buckets import Bucket, batches, bucket_index, load
 from builder.export.card import ExportedConfig, card_markdown
 from builder.export.manifest import (
@@ -42,12 +44,14 @@ def write_buckets(
     config: BuildConfig,
     session_keys: pl.DataFrame,
     tally: SplitTally,
+    excluded: Counter[str],
 ) -> dict[str, ConfigWriter]:
     """Every objective, every episode table and the split assignment, a bucket of question
     ids at a time. A bucket's tables are read into memory once; its questions (and the
     session ids in its range) get their splits; all its configs come from one
     ``collect_all`` (shared sub-plans run once) and are written on a second thread while the
-    next bucket is derived. Returns the writers, still open (session rows come next)."""
+    next bucket is derived. Returns the writers, still open (session rows come next);
+    ``tally`` and ``excluded`` (training exclusions by reason) are counted on the way."""
     from builder.derive import OBJECTIVE_MODULES, DeriveOptions
 
     options = DeriveOptions(
@@ -82,6 +86,7 @@ def write_buckets(
                 SplitConfig.of(config),
             )
             tally.add(splits)
+            excluded.update(exclusion_counts(loaded))
             keys = SplitKeys.of(splits, loaded["episodes"])
             frames = [m.derive(loaded, options) for m in OBJECTIVE_MODULES.values()]
             frames += [loaded[name] for name in TABLES]
@@ -112,15 +117,14 @@ def export_dataset(
     session tables), in ``tables_dir`` (default: ``tables`` beside ``out``)."""
     tables_dir = tables_dir or out.parent / "tables"
     from builder.derive import OBJECTIVE_MODULES
-    from builder.derive.eligibility import exclusion_counts
 
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
     session_keys = pl.DataFrame(schema={"question_id": pl.String, "normalized_text": pl.String})
     if sessions is not None:
         instructions = pl.col("normalized_instruction").alias("normalized_text")
         session_keys = tables["sessions"].select("question_id", instructions).collect()
-    tally = SplitTally()
-    writers = write_buckets(out, parts, config, session_keys, tally)
+    tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
+    writers = write_buckets(out, parts, config, session_keys, tally, excluded)
     # Session rows come after every bucket; their ids' splits, the same pure function.
     keys = SplitKeys.of_questions(assign_splits(session_keys, SplitConfig.of(config)))
     if sessions is not None:
@@ -148,7 +152,6 @@ def export_dataset(
         )
         for name in order
     ]
-    excluded = exclusion_counts(tables)
     stats = normalizer.stats
     manifest: dict[str, Any] = {
         "builder_version": builder_version(),
