@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import datasets
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -109,3 +110,16 @@ def test_too_many_rejects_refuses_and_keeps_previous_build(tmp_path: Path) -> No
     assert [(r["line"], r["kind"]) for r in rejects] == [(21, "invalid_json"), (22, "schema")]
     leftovers = [p.name for p in tmp_path.glob(".ds.*") if p.name != ".ds.lock"]
     assert not leftovers, "work folders are cleaned up"
+
+
+def test_manifest_exclusions_equal_those_of_the_published_tables(
+    sample_build: BuildReport,
+) -> None:
+    """Counted a bucket at a time during the export; recounted here over the whole tables."""
+    from builder.derive.eligibility import exclusion_counts
+
+    folder = sample_build.out
+    tables = {name: pl.scan_parquet(folder / name / "*.parquet") for name in ("episodes", "turns")}
+    counted = sample_build.manifest["training_exclusions"]
+    assert counted == exclusion_counts(tables)
+    assert counted["not_verified"] > 0
