@@ -9,6 +9,7 @@ Anything without a ``scheme://`` is a local path, read with the standard library
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 from collections.abc import Callable
@@ -125,6 +126,12 @@ def _translate(pattern: str) -> str:
         elif pattern[i] == "?":
             out.append("[^/]")
             i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)  # a leading "]" is part of the class, as in glob
+            body = pattern[i + 1 : end]
+            negate = body.startswith("!")
+            out.append("[" + ("^" if negate else "") + re.escape(body[negate:]) + "]")
+            i = end + 1
         else:
             out.append(re.escape(pattern[i]))
             i += 1
@@ -132,25 +139,29 @@ def _translate(pattern: str) -> str:
 
 
 def upload(folder: Path, uri: str) -> None:
-    """Copy ``folder`` to ``uri`` (``manifest.json`` last, so a reader that starts from the
-    manifest never sees it before the files it lists), then delete objects under ``uri``
-    that the new folder does not have."""
+    """Copy ``folder`` to ``uri``, ``manifest.json`` last (a reader that starts from the
+    manifest never sees it before the files it lists), then delete the data files the
+    previous build there listed and this one does not have. Nothing else under ``uri`` is
+    touched, so a mistaken prefix loses no one else's objects."""
     fs, inner = resolve(uri)
     inner = inner.rstrip("/")
+    previous = _call(uri, "read", lambda: _listed_files(fs, f"{inner}/manifest.json"))
     local = pafs.LocalFileSystem()
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     files.sort(key=lambda p: p.name == "manifest.json")
-    wanted = set()
     for path in files:
-        rel = path.relative_to(folder).as_posix()
-        wanted.add(f"{inner}/{rel}")
-        target = f"{inner}/{rel}"
+        target = f"{inner}/{path.relative_to(folder).as_posix()}"
         _call(uri, "upload", lambda p=path, t=target: pafs.copy_files(str(p), t, local, fs))
-    selector = pafs.FileSelector(inner, recursive=True, allow_not_found=True)
-    stale = [
-        info.path
-        for info in _call(uri, "list", lambda: fs.get_file_info(selector))
-        if info.type == pafs.FileType.File and info.path not in wanted
-    ]
-    for path in stale:
-        _call(uri, "delete", lambda p=path: fs.delete_file(p))
+    current = {p.relative_to(folder).as_posix() for p in files}
+    for rel in sorted(previous - current):
+        _call(uri, "delete", lambda r=rel: fs.delete_file(f"{inner}/{r}"))
+
+
+def _listed_files(fs: pafs.FileSystem, manifest: str) -> set[str]:
+    """The data files a manifest already in the store lists (none when there is none)."""
+    try:
+        with fs.open_input_stream(manifest) as stream:
+            listed = json.loads(stream.read()).get("files", {})
+    except (FileNotFoundError, ValueError):
+        return set()
+    return {name for name in listed if ".." not in name.split("/")}

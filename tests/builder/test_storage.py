@@ -133,14 +133,20 @@ def test_object_store_inputs_are_cached_by_size_and_mtime(
     assert local_files(first.out) == local_files(second.out)
 
 
-def test_a_finished_build_is_uploaded_and_stale_objects_removed(
+def test_a_finished_build_is_uploaded_and_only_its_own_stale_files_removed(
     bucket: str, tmp_path: Path
 ) -> None:
     target = f"{bucket}/releases/ds"
-    put(f"{target}/old/train-00000-of-00001.parquet", b"from an earlier build")
-    report = build(config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to=target))
+    put(f"{target}/NOTES.txt", b"someone else's object under the same prefix")
+    sharded = {"episodes": (str(SAMPLE),), "upload_to": target, "parquet_max_rows_per_file": 40}
+    first = build(config_for(tmp_path, "first", **sharded))
+    many = {name for name in local_files(first.out) if name.startswith("turns/")}
+    assert len(many) > 3 and set(listing(target)) >= set(local_files(first.out))
+
+    second = build(config_for(tmp_path, "second", episodes=(str(SAMPLE),), upload_to=target))
     uploaded = listing(target)
-    assert uploaded == local_files(report.out)
+    assert uploaded.pop("NOTES.txt") == b"someone else's object under the same prefix"
+    assert uploaded == local_files(second.out)  # the first build's extra shards are gone
     manifest = json.loads(uploaded["manifest.json"])
     assert set(manifest["files"]) <= set(uploaded)
 
@@ -171,5 +177,9 @@ def test_file_uris_glob_like_local_paths(tmp_path: Path) -> None:
     ]
     assert expand_inputs([f"{uri}/x/*.jsonl"]) == [f"{uri}/x/b.jsonl"]
     assert expand_inputs([f"{uri}/x/?.txt"]) == [f"{uri}/x/d.txt"]
+    assert expand_inputs([f"{uri}/[ab].jsonl", f"{uri}/x/[!a].jsonl"]) == [
+        f"{uri}/a.jsonl",
+        f"{uri}/x/b.jsonl",
+    ]
     with pytest.raises(InputError, match="no input file matches"):
         expand_inputs([f"{uri}/missing.jsonl"])
