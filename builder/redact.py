@@ -37,16 +37,16 @@ lookaround, no backreferences), ``str.replace_many`` for the accepted values and
 allowlist, and only on the rows that a single combined pass finds to contain anything.
 Allowlisted strings (exact strings) are swapped for private-use placeholders before the
 patterns run and restored after, so they are never redacted, nor is anything overlapping
-them. Counts are of replacements, by kind. Tables are rewritten row group by row group (the
-row groups ingest wrote), so memory stays that of one ingest batch; a table with nothing to
-redact is left byte for byte as it was. ``questions.normalized_text`` (which decides the
-split) is recomputed from the redacted question text where that changed.
+them. Counts are of replacements, by kind. ``TableRedactor`` redacts the staging tables a
+batch at a time as the export's partition pass reads them (``builder.export.buckets``), so
+memory stays that of one batch and nothing is rewritten; a batch with nothing to redact comes
+back as the same frame. ``questions.normalized_text`` (which decides the split) is recomputed
+from the redacted question text where that changed.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -54,7 +54,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from builder.hashing import normalize_question_text
 
@@ -423,52 +422,6 @@ class TableRedactor:
         if self._redactor is None:
             return {}
         return {kind: self._redactor.counts.get(kind, 0) for kind in self.options.kinds}
-
-
-def redact_tables(
-    tables_dir: Path, options: RedactionOptions, compression: str = "lz4"
-) -> dict[str, int]:
-    """Redact the staging tables in place; returns the replacements by kind, as
-    ``TableRedactor.counts``."""
-    redactor = TableRedactor(tables_dir, options)
-    if options.enabled:
-        for name in REDACTED_COLUMNS:
-            _rewrite_table(tables_dir / f"{name}.parquet", name, redactor, compression)
-    return redactor.counts()
-
-
-def _rewrite_table(path: Path, name: str, redactor: TableRedactor, compression: str) -> None:
-    """Row group by row group into a temporary file, opened at the first row group that
-    changes (the ones before are copied) and swapped in at the end; a table with nothing to
-    redact is not written at all. The file's schema (plain ``string``/``list``, metadata) is
-    kept."""
-    source = pq.ParquetFile(path)
-    schema = source.schema_arrow
-    partial = path.with_name(path.name + ".redacting")
-    writer: pq.ParquetWriter | None = None
-    try:
-        for i in range(source.num_row_groups):
-            table = source.read_row_group(i)
-            frame = pl.from_arrow(table)
-            assert isinstance(frame, pl.DataFrame)
-            redacted = redactor.frame(name, frame)
-            if redacted is not frame:
-                table = redacted.to_arrow().cast(schema)
-                if writer is None:
-                    writer = pq.ParquetWriter(partial, schema, compression=compression)
-                    for j in range(i):
-                        writer.write_table(source.read_row_group(j))
-            if writer is not None:
-                writer.write_table(table)
-        if writer is not None:
-            writer.close()
-            writer = None
-            os.replace(partial, path)
-    finally:
-        if writer is not None:
-            writer.close()
-        source.close()
-        partial.unlink(missing_ok=True)
 
 
 def redact_strings(
