@@ -112,9 +112,9 @@ def export_dataset(
     redactions: Mapping[str, int] | None = None,
     tables_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Write the dataset folder from the buckets ``parts`` (``builder.export.buckets``);
-    ``tables`` are the staging tables (ids and flags only are read from them, and the
-    session tables), in ``tables_dir`` (default: ``tables`` beside ``out``)."""
+    """Write the dataset folder from the buckets ``parts`` (``builder.export.buckets``) and,
+    when there are sessions, the session tables among ``tables`` (staging Parquet in
+    ``tables_dir``, default ``tables`` beside ``out``)."""
     tables_dir = tables_dir or out.parent / "tables"
     from builder.derive import OBJECTIVE_MODULES
 
@@ -130,18 +130,11 @@ def export_dataset(
     if sessions is not None:
         for name in ("sft", "self_correction"):
             writers[name].write(keys.attach(getattr(sessions, name).lazy()).collect())
-        for name in SESSION_TABLES:
+        for name, schema in SESSION_TABLES.items():
+            max_rows = config.parquet_max_rows_per_file
+            writers[name] = ConfigWriter(out, name, schema, max_rows, TABLE_GROUP_ROWS)
             for frame in batches(tables_dir / f"{name}.parquet", TABLE_SLICE_ROWS):
-                writers.setdefault(
-                    name,
-                    ConfigWriter(
-                        out,
-                        name,
-                        SESSION_TABLES[name],
-                        config.parquet_max_rows_per_file,
-                        TABLE_GROUP_ROWS,
-                    ),
-                ).write(keys.attach(frame.lazy()).collect())
+                writers[name].write(keys.attach(frame.lazy()).collect())
     order = [*OBJECTIVE_MODULES, *TABLES, *(SESSION_TABLES if sessions else ()), "splits"]
     exported = [
         ExportedConfig(

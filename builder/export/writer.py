@@ -8,14 +8,13 @@ inputs write the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pyarrow as pa
 
-from builder.parquet import TABLE_GROUP_ROWS, ShardedWriter
+from builder.parquet import ShardedWriter
 from builder.splits import SPLITS
 
 
@@ -88,19 +87,3 @@ class ConfigWriter:
         for writer in self._writers.values():
             writer.close()
         return {s: self._writers[s].rows if s in self._writers else 0 for s in SPLITS}
-
-
-def write_config(
-    out: Path,
-    name: str,
-    frames: Iterable[pl.LazyFrame],
-    schema: pa.Schema,
-    max_rows_per_file: int,
-    group_rows: int = TABLE_GROUP_ROWS,
-) -> dict[str, int]:
-    """Write one config from consecutive pieces (one at a time in memory); returns rows per
-    split. The files are the same whatever the pieces."""
-    writer = ConfigWriter(out, name, schema, max_rows_per_file, group_rows)
-    for frame in frames:
-        writer.write(frame.collect())
-    return writer.close()

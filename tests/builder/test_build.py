@@ -123,3 +123,27 @@ def test_manifest_exclusions_equal_those_of_the_published_tables(
     counted = sample_build.manifest["training_exclusions"]
     assert counted == exclusion_counts(tables)
     assert counted["not_verified"] > 0
+
+
+def test_an_empty_sessions_database_still_declares_its_configs(tmp_path: Path) -> None:
+    from builder.cli import main
+
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    assert main(["sessions", "init", url]) == 0
+    config = BuildConfig(
+        episodes=(str(ROOT / "data/episodes/episodes.jsonl"),),
+        sessions=url,
+        out=tmp_path / "out",
+        rejects=tmp_path / "rejects.jsonl",
+    )
+    rows = build(config).manifest["configs"]
+    assert (
+        rows["sessions"]["rows"]
+        == rows["actions"]["rows"]
+        == {
+            "train": 0,
+            "validation": 0,
+            "test": 0,
+        }
+    )
+    assert sum(rows["sft"]["rows"].values()) > 0
