@@ -9,8 +9,9 @@ a bucket, at any scale (up to 65,536 buckets).
 
 The staging tables are cut into buckets once, in one streaming pass per table that also
 redacts them, so each bucket reads only its own rows: the work stays linear in the input.
-Each staging batch becomes one scratch file (Arrow IPC) holding one record batch per bucket
-it has rows for, so one file is open at a time however many buckets there are.
+Rows are gathered by bucket and written every ``SCRATCH_FILE_BYTES`` as one scratch file
+(Arrow IPC) holding one record batch per bucket, so one file is open at a time however many
+buckets there are, and a bucket is read back from a few large pieces.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 BUCKETED = ("questions", "episodes", *CHILD_TABLES)
 PREFIX_RANGE = 16**4  # buckets are ranges of the ids' first four hex digits
+SCRATCH_FILE_BYTES = 128 << 20  # rows gathered (in memory) before a scratch file is written
 
 SCRATCH = pa.ipc.IpcWriteOptions(compression="lz4")
 
@@ -90,8 +92,8 @@ def partition(
     out = [Bucket(schemas) for _ in range(buckets)]
     for name in BUCKETED:
         (directory / name).mkdir(parents=True, exist_ok=True)
-        source = tables_dir / f"{name}.parquet"
-        for n, frame in enumerate(batches(source, PARTITION_BATCH_ROWS)):
+        scratch = _Scratch(directory / name, name, schemas[name], out)
+        for frame in batches(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS):
             if redact is not None:
                 frame = redact(name, frame)
             if "question_id" in frame.columns:
@@ -100,17 +102,42 @@ def partition(
                 keyed = frame.join(
                     episode_bucket, on="episode_id", how="left", maintain_order="left"
                 )
-            parts = keyed.partition_by(
+            for (k,), part in keyed.partition_by(
                 "_bucket", as_dict=True, include_key=False, maintain_order=True
-            )
-            target = directory / name / f"{n:06d}.arrow"
-            with pa.ipc.new_file(target, schemas[name], options=SCRATCH) as writer:
-                for index, ((k,), part) in enumerate(sorted(parts.items())):
-                    table = part.to_arrow().cast(schemas[name]).combine_chunks()
-                    (batch,) = table.to_batches()  # one chunk: a part has rows
-                    writer.write_batch(batch)
-                    out[k].pieces.setdefault(name, []).append((target, index))
+            ).items():
+                scratch.add(k, part.to_arrow().cast(schemas[name]))
+        scratch.flush()
     return out
+
+
+class _Scratch:
+    """Rows of one table gathered by bucket, flushed every ``SCRATCH_FILE_BYTES`` into one
+    file with one record batch per bucket: few files, so a bucket is read from a few large
+    pieces rather than one small piece per staging batch."""
+
+    def __init__(self, directory: Path, name: str, schema: pa.Schema, out: list[Bucket]):
+        self.directory, self.name, self.schema, self.out = directory, name, schema, out
+        self.parts: dict[int, list[pa.Table]] = {}
+        self.bytes = 0
+        self.files = 0
+
+    def add(self, bucket: int, table: pa.Table) -> None:
+        self.parts.setdefault(bucket, []).append(table)
+        self.bytes += table.nbytes
+        if self.bytes >= SCRATCH_FILE_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        target = self.directory / f"{self.files:06d}.arrow"
+        with pa.ipc.new_file(target, self.schema, options=SCRATCH) as writer:
+            for index, k in enumerate(sorted(self.parts)):
+                table = pa.concat_tables(self.parts[k]).combine_chunks()
+                (batch,) = table.to_batches()  # one chunk: a part has rows
+                writer.write_batch(batch)
+                self.out[k].pieces.setdefault(self.name, []).append((target, index))
+        self.parts, self.bytes, self.files = {}, 0, self.files + 1
 
 
 def load(bucket: Bucket) -> dict[str, pl.LazyFrame]:

@@ -59,6 +59,7 @@ def test_the_number_of_buckets_does_not_change_the_files(
     monkeypatch.setattr(export, "CONVERSATION_GROUP_ROWS", 16)
     whole = run("whole")
     monkeypatch.setattr(buckets, "EPISODES_PER_BUCKET", 7)  # 22 buckets for 150 episodes
+    monkeypatch.setattr(buckets, "SCRATCH_FILE_BYTES", 1 << 16)  # many scratch files
     assert run("bucketed") == whole
     sft = pq.ParquetFile(next((tmp_path / "bucketed" / "sft").glob("train-*.parquet")))
     assert sft.num_row_groups > 2
