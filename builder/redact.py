@@ -321,18 +321,26 @@ def _is_list(dtype: pl.DataType) -> bool:
     return isinstance(dtype, pl.List)
 
 
-def redact_series(series: pl.Series, redactor: _Redactor) -> pl.Series:
-    """The series with every value redacted; only rows with a hit are rewritten."""
+def _hit(column: str, dtype: pl.DataType, redactor: _Redactor) -> pl.Expr:
+    """Whether each value of ``column`` has anything to redact (never null)."""
+    if _is_list(dtype):
+        return pl.col(column).list.eval(redactor.hits(pl.element())).list.any().fill_null(False)
+    return redactor.hits(pl.col(column)).fill_null(False)
+
+
+def redact_series(
+    series: pl.Series, redactor: _Redactor, mask: pl.Series | None = None
+) -> pl.Series:
+    """The series with every value redacted; only rows with a hit (``mask``, computed here
+    unless given) are rewritten."""
     is_list = _is_list(series.dtype)
     frame = series.to_frame("v")
 
     def on(f: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
         return pl.col("v").list.eval(f(pl.element())) if is_list else f(pl.col("v"))
 
-    hit = on(redactor.hits)
-    if is_list:
-        hit = hit.list.any()
-    mask = frame.select(hit.fill_null(False)).to_series()
+    if mask is None:
+        mask = frame.select(_hit("v", series.dtype, redactor)).to_series()
     if not mask.any():
         return series
     done = redactor.rewrite(frame.filter(mask), on).to_series()
@@ -348,10 +356,13 @@ def _merge(series: pl.Series, mask: pl.Series, replaced: pl.Series) -> pl.Series
 
 
 def _redact_frame(name: str, frame: pl.DataFrame, redactor: _Redactor) -> pl.DataFrame:
+    names = REDACTED_COLUMNS[name]
+    # One select for every column's hit scan, so Polars runs the scans in parallel.
+    masks = frame.select(_hit(c, frame.schema[c], redactor).alias(c) for c in names)
     columns = {}
-    for column in REDACTED_COLUMNS[name]:
+    for column in names:
         before = frame[column]
-        after = redact_series(before, redactor)
+        after = redact_series(before, redactor, masks[column])
         if after is not before:
             columns[column] = after
     if name == "questions" and "question_text" in columns:
