@@ -19,4 +19,5 @@ def main() -> None:
         bench_sessions.main([])
 
 
-main()
+if __name__ == "__main__":
+    main()

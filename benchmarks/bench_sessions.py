@@ -151,7 +151,7 @@ def report(info: dict[str, Any], results: list[dict[str, Any]], batch_rows: int)
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--actions", type=int, default=1_000_000)
     parser.add_argument("--actions-per-session", type=int, default=20)
@@ -159,7 +159,7 @@ def main() -> None:
     parser.add_argument("--load", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measure", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.load:
         print(json.dumps(load(args.url, args.actions, args.actions_per_session)))
         return

@@ -1,0 +1,39 @@
+"""Every benchmark ``make bench`` runs still runs: each one end to end at a toy size. They
+time nothing here (speed is measured by ``make bench``, not by tests); they check that the
+entry points, their child processes and their reports work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_build, bench_incremental, bench_sessions
+from builder.sessions.pgcluster import find_bindir
+
+
+def test_build_benchmark_reports_every_scale(tmp_path: Path) -> None:
+    rows = bench_build.main(["--base", "4", "--scales", "1,2", "--work", str(tmp_path)])
+    assert [r["episodes"] for r in rows] == [4, 8]
+    for row in rows:
+        assert row["build_s"] > 0 and row["floor_s"] > 0 and row["peak_rss_mib"] > 0
+        assert row["build_over_floor"] > 0 and row["ingest_s"] > 0
+    assert (tmp_path / "build.json").is_file()
+
+
+def test_incremental_benchmark_checks_its_output_against_a_clean_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = bench_incremental.main(["--base", "30", "--files", "3", "--work", str(tmp_path)])
+    assert len(rows) == 4 and all(r["build_s"] > 0 for r in rows.values())
+    out = capsys.readouterr().out
+    assert "dataset byte-identical to a clean build: True" in out
+    assert "rejects byte-identical: True" in out
+
+
+@pytest.mark.skipif(find_bindir() is None, reason="PostgreSQL server binaries not installed")
+def test_sessions_benchmark_reports_every_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    bench_sessions.main(["--actions", "400", "--actions-per-session", "10"])
+    out = capsys.readouterr().out
+    for mode in bench_sessions.MODES:
+        assert mode in out
