@@ -51,10 +51,16 @@ def gold_hook_lists(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) ->
 
 
 def _matched(rows: pl.Series) -> pl.Series:
-    """Per row ``{value_hash: [...], gold_hooks: [...]}``: ``process_reward``'s ``matched``."""
+    """Per row ``{episode_id, value_hash: [...], gold_hooks: [...]}``: ``process_reward``'s
+    ``matched``. An episode's traces share its gold hooks, which are turned into Python
+    objects once per episode rather than once per trace."""
+    frame = rows.struct.unnest()
+    firsts = frame.unique("episode_id", keep="first", maintain_order=True)
+    gold = dict(zip(firsts["episode_id"].to_list(), firsts["gold_hooks"].to_list(), strict=True))
+    episodes, values = frame["episode_id"].to_list(), frame["value_hash"].to_list()
     out = [
-        list(process_reward(row["value_hash"], row["gold_hooks"] or ()).matched)
-        for row in rows.to_list()
+        list(process_reward(v, gold[e] or ()).matched)
+        for e, v in zip(episodes, values, strict=True)
     ]
     return pl.Series(out, dtype=pl.List(pl.Boolean))
 
@@ -72,7 +78,7 @@ def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.L
         .select(
             "trace_id",
             "hook_index",
-            ok=pl.struct("value_hash", "gold_hooks").map_batches(
+            ok=pl.struct("episode_id", "value_hash", "gold_hooks").map_batches(
                 _matched, return_dtype=pl.List(pl.Boolean), is_elementwise=True
             ),
         )
