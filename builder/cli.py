@@ -14,6 +14,7 @@ from pathlib import Path
 from builder import exit_codes
 from builder.config import BuildConfig, ConfigError, find_config, load_config
 from builder.sources import InputError
+from builder.storage import is_uri
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -61,6 +62,8 @@ def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
 
 
 def load_build_config(args: argparse.Namespace) -> BuildConfig:
+    if args.upload_to is not None and not is_uri(args.upload_to):
+        raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
     config = load_config(find_config(args.config, Path.cwd()))
     return config.with_overrides(
         episodes=_tuple(args.episodes),

@@ -158,6 +158,16 @@ def test_an_unreachable_store_fails_the_upload_after_a_good_local_build(tmp_path
     assert (tmp_path / "out" / "manifest.json").is_file()
 
 
+def test_upload_to_a_plain_path_is_a_usage_error_before_any_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    argv = ["build", "--episodes", str(SAMPLE), "--out", str(out), "--upload-to", "backup/ds"]
+    assert main(argv) == 1
+    assert "--upload-to backup/ds" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_an_unknown_scheme_is_an_input_error_naming_the_uri(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=re.escape("nosuch://bucket/a.jsonl")):
         expand_inputs(["nosuch://bucket/a.jsonl"])
