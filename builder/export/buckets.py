@@ -102,10 +102,15 @@ def partition(
                 keyed = frame.join(
                     episode_bucket, on="episode_id", how="left", maintain_order="left"
                 )
-            for (k,), part in keyed.partition_by(
-                "_bucket", as_dict=True, include_key=False, maintain_order=True
-            ).items():
-                scratch.add(k, part.to_arrow().cast(schemas[name]))
+            # One stable sort and one conversion per batch, then a zero-copy slice per
+            # bucket: the cost per bucket stays a slice however many buckets there are.
+            ordered = keyed.sort("_bucket", maintain_order=True)
+            sizes = ordered.group_by("_bucket", maintain_order=True).len()
+            table = ordered.drop("_bucket").to_arrow().cast(schemas[name])
+            offset = 0
+            for k, n in sizes.iter_rows():
+                scratch.add(k, table.slice(offset, n))
+                offset += n
         scratch.flush()
     return out
 
