@@ -208,7 +208,9 @@ def _dataframe(frame: Any, module: str) -> dict[str, Any]:
     shown = len(described)
     while True:
         summary = _frame_summary(rows, n_columns, described[:shown])
-        if shown <= 1 or len(canonical_json(summary).encode("utf-8")) <= DATAFRAME_BUDGET:
+        # Down to no column at all: one column's name, repeated in every part of the summary,
+        # can alone exceed the budget (64 astral-plane characters are 768 bytes of JSON).
+        if shown == 0 or len(canonical_json(summary).encode("utf-8")) <= DATAFRAME_BUDGET:
             return summary
         shown //= 2
 

@@ -252,3 +252,13 @@ def test_capture_and_reward_modules_import_without_the_build_machinery() -> None
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_single_column_over_the_budget_is_omitted_not_kept() -> None:
+    # Found by the property above: 64 astral-plane characters are 768 bytes of canonical
+    # JSON, and the name repeats in columns, dtypes, every head row and the numeric summary.
+    name = "\U00010000" * 64
+    summary = summarize_value(pl.DataFrame({name: [0.0, 0.0, 0.0]}))
+    assert size(summary) <= DATAFRAME_BUDGET
+    assert summary["columns"] == [] and summary["columns_omitted"] == 1
+    assert summary["shape"] == [3, 1]
