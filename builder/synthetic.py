@@ -20,6 +20,7 @@ to a file; ``--sample DIR`` rewrites the committed sample.
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import random
 import re
@@ -1452,6 +1453,21 @@ def generate_episodes(n: int, seed: int = 0, *, question_pool: int | None = None
     questions, so several episodes share a question; streamed, never held in memory."""
     for episode in _iter_episodes(n, seed, question_pool):
         yield _detached(episode)
+
+
+def with_defects(episodes: Iterable[dict]) -> list[Any]:
+    """``episodes`` (at least 31) with the defects every ingest path must account for: a
+    duplicate episode id (line 11), a line that is not JSON (21), a blank line (22), an
+    integrity-check failure (``triangulation_mismatch``, 32) and unknown fields (last)."""
+    records: list[Any] = list(episodes)
+    records.insert(10, records[4])
+    records.insert(20, b"{not json")
+    records.insert(21, b"")
+    broken = copy.deepcopy(records[30])
+    broken["triangulation_metadata"]["majority_count"] += 1
+    records.insert(31, broken | {"episode_id": "broken"})
+    records.append(records[5] | {"episode_id": "unknown-fields", "zz_new": {"a": 1}})
+    return records
 
 
 def generate_questions(n: int, seed: int = 0, kind: str = "synthetic") -> Iterator[dict]:

@@ -8,7 +8,6 @@ earlier lines and ``--strict`` rejects come out exactly as a line-at-a-time inge
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +18,13 @@ from builder.build import build
 from builder.config import BuildConfig
 from builder.ingest import ingest_files
 from builder.rejects import RejectsWriter
-from builder.synthetic import generate_episodes, generate_questions, write_jsonl
+from builder.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
 from schemas.tables import TABLES
 
 
 def tricky_input(folder: Path) -> BuildConfig:
     """Episodes with duplicates, a bad line, a blank, a check failure and banks."""
-    records: list[Any] = list(generate_episodes(50, seed=3, question_pool=12))
-    records.insert(10, records[4])  # a duplicate episode id
-    records.insert(20, b"{not json")
-    records.insert(21, b"")
-    broken = json.loads(json.dumps(records[30]))
-    broken["triangulation_metadata"]["majority_count"] += 1  # triangulation_mismatch
-    records.insert(31, broken | {"episode_id": "broken"})
-    records.append(records[5] | {"episode_id": "unknown-fields", "zz_new": {"a": 1}})
+    records = with_defects(generate_episodes(50, seed=3, question_pool=12))
     episodes = folder / "episodes.jsonl"
     write_jsonl(episodes, records)
     second = folder / "more.jsonl"

@@ -18,7 +18,7 @@ import builder.cache as cache_module
 import builder.ingest as ingest_module
 from builder.build import build
 from builder.config import BuildConfig
-from builder.synthetic import generate_episodes, generate_questions, write_jsonl
+from builder.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
 
 
 @dataclass(frozen=True)
@@ -40,14 +40,7 @@ def folder_digest(folder: Path) -> dict[str, str]:
 def write_inputs(folder: Path) -> list[str]:
     """Three episode files with a duplicate id (within and across files), a bad line, a
     blank, an integrity-check failure and unknown fields; plus a question bank."""
-    records: list[Any] = list(generate_episodes(60, seed=3, question_pool=15))
-    records.insert(10, records[4])  # duplicate within the file
-    records.insert(20, b"{not json")
-    records.insert(21, b"")
-    broken = json.loads(json.dumps(records[30]))
-    broken["triangulation_metadata"]["majority_count"] += 1  # triangulation_mismatch
-    records.insert(31, broken | {"episode_id": "broken"})
-    records.append(records[5] | {"episode_id": "unknown-fields", "zz_new": {"a": 1}})
+    records = with_defects(generate_episodes(60, seed=3, question_pool=15))
     write_jsonl(folder / "b-first.jsonl", records[:40])
     write_jsonl(folder / "c-second.jsonl.gz", records[40:])
     write_jsonl(folder / "d-third.jsonl", generate_episodes(25, seed=4, question_pool=15))
