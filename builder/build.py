@@ -17,8 +17,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from builder import export, storage
@@ -28,8 +26,6 @@ from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
 from builder.redact import TableRedactor
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
-from schemas.sessions import SESSION_TABLES
-from schemas.tables import TABLES
 
 
 class BuildFailed(RuntimeError):
@@ -110,8 +106,8 @@ def build(config: BuildConfig, progress: bool = False) -> BuildReport:
         return report
 
 
-def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) -> Any:
-    """Sessions from the configured database: tables staged, rejects recorded."""
+def read_sessions(config: BuildConfig, rejects: RejectsWriter) -> Any:
+    """Sessions from the configured database (tables in memory), rejects recorded."""
     if not config.sessions:
         return None
     from builder.sessions.pipeline import run
@@ -124,8 +120,6 @@ def read_sessions(config: BuildConfig, staging: Path, rejects: RejectsWriter) ->
     )
     for reject in result.rejects:
         rejects.add(reject)
-    for name, table in result.tables.items():
-        pq.write_table(table, staging / f"{name}.parquet", compression=config.staging_compression)
     return result
 
 
@@ -140,14 +134,12 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     try:
         with _progress_bar(config, progress) as bar:
             result, normalizer = ingest_files(config, work / "tables", rejects, bar.update)
-        sessions = read_sessions(config, work / "tables", rejects)
+        sessions = read_sessions(config, rejects)
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
         # Before any config is derived: secrets never reach a published file. The staging
         # tables are redacted as the buckets are cut from them (one pass, nothing rewritten).
         redactor = TableRedactor(work / "tables", config.redaction_options())
-        names = [*TABLES, *(SESSION_TABLES if sessions else ())]
-        tables = {name: pl.scan_parquet(work / "tables" / f"{name}.parquet") for name in names}
         buckets = bucket_count(result.rows.get("episodes", 0))
         parts = partition(work / "tables", buckets, work / "buckets", redactor.frame)
         redactions = Counter(redactor.counts())
@@ -157,14 +149,12 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         manifest = export.export_dataset(
             staged,
             parts,
-            tables,
             config,
             result,
             normalizer,
             rejects,
             sessions,
             redactions,
-            tables_dir=work / "tables",
         )
         _swap(staged, out)
     finally:

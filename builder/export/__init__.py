@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS, exclusion_counts
-from builder.export.buckets import Bucket, batches, bucket_index, load
+from builder.export.buckets import Bucket, bucket_index, load
 from builder.export.card import ExportedConfig, card_markdown
 from builder.export.manifest import (
     SplitTally,
@@ -35,7 +36,11 @@ from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 
-TABLE_SLICE_ROWS = 5_000
+
+def frame(table: pa.Table) -> pl.DataFrame:
+    out = pl.from_arrow(table)
+    assert isinstance(out, pl.DataFrame)
+    return out
 
 
 def write_buckets(
@@ -103,26 +108,22 @@ def write_buckets(
 def export_dataset(
     out: Path,
     parts: list[Bucket],
-    tables: Mapping[str, pl.LazyFrame],
     config: BuildConfig,
     result: IngestResult,
     normalizer: Normalizer,
     rejects: RejectsWriter,
     sessions: Any = None,
     redactions: Mapping[str, int] | None = None,
-    tables_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Write the dataset folder from the buckets ``parts`` (``builder.export.buckets``) and,
-    when there are sessions, the session tables among ``tables`` (staging Parquet in
-    ``tables_dir``, default ``tables`` beside ``out``)."""
-    tables_dir = tables_dir or out.parent / "tables"
+    when there are any, the sessions (``builder.sessions.pipeline``: tables in memory)."""
     from builder.derive import OBJECTIVE_MODULES
 
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
     session_keys = pl.DataFrame(schema={"question_id": pl.String, "normalized_text": pl.String})
     if sessions is not None:
         instructions = pl.col("normalized_instruction").alias("normalized_text")
-        session_keys = tables["sessions"].select("question_id", instructions).collect()
+        session_keys = frame(sessions.tables["sessions"]).select("question_id", instructions)
     tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
     writers = write_buckets(out, parts, config, session_keys, tally, excluded)
     # Session rows come after every bucket; their ids' splits, the same pure function.
@@ -133,8 +134,7 @@ def export_dataset(
         for name, schema in SESSION_TABLES.items():
             max_rows = config.parquet_max_rows_per_file
             writers[name] = ConfigWriter(out, name, schema, max_rows, TABLE_GROUP_ROWS)
-            for frame in batches(tables_dir / f"{name}.parquet", TABLE_SLICE_ROWS):
-                writers[name].write(keys.attach(frame.lazy()).collect())
+            writers[name].write(keys.attach(frame(sessions.tables[name]).lazy()).collect())
     order = [*OBJECTIVE_MODULES, *TABLES, *(SESSION_TABLES if sessions else ()), "splits"]
     exported = [
         ExportedConfig(
