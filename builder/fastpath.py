@@ -65,6 +65,16 @@ def _pattern(pattern: str) -> str:
     return pattern
 
 
+_BOUNDS = {
+    annotated_types.Ge: "ge",
+    annotated_types.Gt: "gt",
+    annotated_types.Le: "le",
+    annotated_types.Lt: "lt",
+    annotated_types.MinLen: "min_length",
+    annotated_types.MaxLen: "max_length",
+}
+
+
 def _constraints(meta: list[Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for m in meta:
@@ -85,18 +95,8 @@ def _constraints(meta: list[Any], where: str) -> dict[str, Any]:
                 out["min_length"] = m.min_length
             if m.max_length is not None:
                 out["max_length"] = m.max_length
-        elif isinstance(m, annotated_types.Ge):
-            out["ge"] = m.ge
-        elif isinstance(m, annotated_types.Gt):
-            out["gt"] = m.gt
-        elif isinstance(m, annotated_types.Le):
-            out["le"] = m.le
-        elif isinstance(m, annotated_types.Lt):
-            out["lt"] = m.lt
-        elif isinstance(m, annotated_types.MinLen):
-            out["min_length"] = m.min_length
-        elif isinstance(m, annotated_types.MaxLen):
-            out["max_length"] = m.max_length
+        elif type(m) in _BOUNDS:  # the msgspec keyword is the attribute's name
+            out[_BOUNDS[type(m)]] = getattr(m, _BOUNDS[type(m)])
         else:
             raise DerivationError(f"{where}: unsupported constraint {m!r}")
     return out

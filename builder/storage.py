@@ -87,11 +87,13 @@ def stat(path: str) -> Stat:
 
 
 def is_file(path: str) -> bool:
+    if not is_uri(path):
+        return Path(path).is_file()
     try:
         stat(path)
     except FileNotFoundError:
         return False
-    return True if is_uri(path) else Path(path).is_file()
+    return True
 
 
 def glob(pattern: str) -> list[str]:
