@@ -10,19 +10,27 @@ import ctypes
 import fcntl
 import shutil
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from builder import export, storage
+from builder.cache import open_cache
 from builder.config import BuildConfig
-from builder.export.buckets import bucket_count, partition
-from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
+from builder.export.buckets import BUCKETED, bucket_count, partition
+from builder.export.segment import (
+    SegmentOutput,
+    export_segment,
+    export_sessions,
+    lookup_questions,
+)
+from builder.ingest import BANK_SEGMENT, CHECK_FAILED, IngestResult, ingest_files, segment_name
+from builder.normalize import Normalizer
 from builder.redact import TableRedactor
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
@@ -131,36 +139,66 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     recover_interrupted_swap(out)
     shutil.rmtree(work, ignore_errors=True)
     rejects = RejectsWriter(config.rejects)
+    cache = open_cache(config) if config.cache_dir else None
     try:
         with _progress_bar(config, progress) as bar:
-            result, normalizer = ingest_files(config, work / "tables", rejects, bar.update)
+            result, normalizer = ingest_files(
+                config, work / "tables", rejects, bar.update, cache=cache
+            )
         sessions = read_sessions(config, rejects)
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
-        # Before any config is derived: secrets never reach a published file. The staging
-        # tables are redacted as the buckets are cut from them (one pass, nothing rewritten).
-        redactor = TableRedactor(work / "tables", config.redaction_options())
-        buckets = bucket_count(result.rows.get("episodes", 0))
-        parts = partition(work / "tables", buckets, work / "buckets", redactor.frame)
-        redactions = Counter(redactor.counts())
-        if sessions:
-            redactions.update(sessions.redactions)
         staged = work / "dataset"
+        outputs = export_segments(work, staged, config, normalizer, cache)
+        if sessions:
+            outputs.append(export_sessions(staged, sessions, config))
         manifest = export.export_dataset(
-            staged,
-            parts,
-            config,
-            result,
-            normalizer,
-            rejects,
-            sessions,
-            redactions,
+            staged, outputs, config, result, normalizer, rejects, sessions
         )
+        if cache is not None:
+            cache.segments.finish()
         _swap(staged, out)
     finally:
         rejects.close()
+        if cache is not None:
+            cache.close()
         shutil.rmtree(work, ignore_errors=True)
     return BuildReport(manifest, time.perf_counter() - started, out)
+
+
+def export_segments(
+    work: Path, staged: Path, config: BuildConfig, normalizer: Normalizer, cache: Any
+) -> list[SegmentOutput]:
+    """Every episode segment's files, in order: a stored one (``builder.segments``) linked
+    in, any other exported from its staging tables. Before any config is derived, secrets
+    are redacted as a segment is cut into buckets (one pass, nothing rewritten); a secret
+    value assigned in one segment is redacted in every later one."""
+    names = [BANK_SEGMENT, *(segment_name(i) for i in range(1, len(config.episodes) + 1))]
+    outputs: list[SegmentOutput] = []
+    known: tuple[str, ...] = ()
+    for name in names:
+        stored = cache.segments.reused.get(name) if cache is not None else None
+        if stored is not None:
+            stored.link_into(staged)
+            outputs.append(stored.output)
+            known = tuple(outputs[-1].secret_values)
+            continue
+        tables = work / "tables" / name
+        redactor = TableRedactor(tables, config.redaction_options(), known)
+        lookup = lookup_questions(staged, tables, name, normalizer.seen_questions)
+        rows = max(pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKETED[:2])
+        buckets = work / "buckets" / name
+        parts = partition(tables, bucket_count(rows), buckets, redactor.frame, lookup)
+        output = export_segment(staged, name, parts, config)
+        shutil.rmtree(buckets, ignore_errors=True)
+        output.redactions = redactor.counts()
+        output.secret_values = list(redactor.values)
+        known = redactor.values
+        if cache is not None:
+            key, delta = cache.segments.pending[name]
+            cache.segments.store(key, output, delta, staged)
+        outputs.append(output)
+    return outputs
 
 
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2

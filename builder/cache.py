@@ -74,9 +74,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from builder import storage
+from builder import segments, storage
 from builder.engine.codec import BATCH_SCHEMAS, batch_from_record_batches, batch_to_record_batches
-from builder.ingest import BATCH_BYTES, BatchResult, FileCounts, Ingest
+from builder.ingest import BANK_SEGMENT, BATCH_BYTES, BatchResult, FileCounts, Ingest
 from builder.normalize import EpisodeInfo
 from builder.sources import InputError, InputFile, InputStats, SourceLine
 from builder.validate import Reject
@@ -275,6 +275,7 @@ class IngestCache:
         self.memo: dict[str, dict[str, Any]] = {}
         self.hits = 0
         self.misses = 0
+        self.segments = segments.SegmentCache(self.directory / "segments", self.verify)
         self._lock: Any = None
         self._old_memo = self._load_index()
 
@@ -445,10 +446,81 @@ class _FillRaw:
 
 @dataclass
 class CachedIngest(Ingest):
-    """``Ingest`` whose episode files come from the cache when their digest is known."""
+    """``Ingest`` whose episode files come from the cache when their digest is known, and
+    whose leading segments are not read at all while they are stored (``builder.segments``)."""
 
     cache: IngestCache | None = None
     _writer: EntryWriter | None = field(default=None, init=False, repr=False)
+    _previous: str = field(default="", init=False, repr=False)
+    _reusing: bool = field(default=True, init=False, repr=False)
+
+    def _segment(self, name: str, read: Callable[[], None]) -> None:
+        cache = self.cache
+        assert cache is not None
+        if not self._previous:
+            self._previous = segments.base_key(self.config, cache.versions)
+        if self._reusing:
+            key = self._stored_key(name)
+            stored = cache.segments.lookup(key) if key else None
+            if stored is not None:
+                self.normalizer.segment = name
+                segments.restore(self, name, stored.delta())
+                cache.segments.reused[name] = stored
+                self._previous = key  # type: ignore[assignment]
+                return
+            self._reusing = False
+        since = segments.mark(self)
+        super()._segment(name, read)
+        key = segments.chain(self._previous, name, self._material(name))
+        cache.segments.pending[name] = (key, segments.delta(self, since))
+        self._previous = key
+
+    def _material(self, name: str) -> Any:
+        """What identifies a segment's input, once read: the question banks' paths and
+        digests, or the episode file's cache key."""
+        digests = {s.path: s.sha256 for s in self.result.inputs}
+        if name == BANK_SEGMENT:
+            return {
+                "synthetic": [(p, digests[p]) for p in self.config.synthetic_questions],
+                "llm": [(p, digests[p]) for p in self.config.llm_questions],
+            }
+        path = self.config.episodes[int(name) - 1]
+        assert self.cache is not None
+        return self.cache.key(path, digests[path])
+
+    def _stored_key(self, name: str) -> str | None:
+        """The segment's key before reading it, when its input's digest can be known
+        without a parse (banks: hashed; episode files: ``known_digest``); else None."""
+        cache = self.cache
+        assert cache is not None
+        try:
+            if name == BANK_SEGMENT:
+                hashed = {
+                    kind: [(p, _file_sha256(p)) for p in paths]
+                    for kind, paths in (
+                        ("synthetic", self.config.synthetic_questions),
+                        ("llm", self.config.llm_questions),
+                    )
+                }
+                return segments.chain(self._previous, name, hashed)
+            path = self.config.episodes[int(name) - 1]
+            before = storage.stat(path)
+        except OSError:
+            return None
+        recorded_ns = time.time_ns()
+        digest, trusted = cache.known_digest(path, before)
+        if digest is None:
+            return None
+        key = segments.chain(self._previous, name, cache.key(path, digest))
+        if (self.cache.segments.directory / key).is_dir():
+            # The memo and the file's normalized batches stay for the next build.
+            if trusted:
+                cache.keep(path)
+            else:
+                cache.remember(path, before, digest, recorded_ns)
+            if (cache.entries / cache.key(path, digest)).is_dir():
+                cache.used.add(cache.key(path, digest))
+        return key
 
     def _read_episodes(self, path: str) -> None:
         cache = self.cache

@@ -4,6 +4,12 @@ Question banks are read first (their source — synthetic or llm — wins over "
 their ground truth is known before any episode is checked against it). Rows are flushed to
 unsplit staging Parquet files every ``batch_lines`` lines, so memory does not grow with the
 input. The accounting invariant, tested: for every file, valid + rejected + blank = lines.
+
+**Segments.** The staging tables are cut by input: segment ``00000`` holds the question
+banks, segment ``k`` the ``k``-th episode file (inputs sorted), each in
+``{staging}/{segment}/{table}.parquet``. The export keeps the cut (every config's files are
+per segment), so a segment's output depends only on its own file and what came before it:
+an appended file leaves every earlier segment's files as they were (``builder.segments``).
 """
 
 from __future__ import annotations
@@ -78,14 +84,30 @@ class TableSink:
 
     def __init__(self, directory: Path, compression: str = "lz4") -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self.directory = directory
+        self.directory, self.compression = directory, compression
         self.rows: Counter[str] = Counter()
-        self._writers = {
-            name: pq.ParquetWriter(directory / f"{name}.parquet", schema, compression=compression)
-            for name, schema in TABLES.items()
-        }
+        self.segments: list[str] = []
+        self._writers: dict[str, pq.ParquetWriter] = {}
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="staging-write")
         self._pending: Future[None] | None = None
+
+    def segment(self, name: str) -> None:
+        """Rows written from now on go to segment ``name`` (``{directory}/{name}/``)."""
+        self._wait()
+        self._close_writers()
+        folder = self.directory / name
+        folder.mkdir(parents=True, exist_ok=True)
+        compression = self.compression
+        self._writers = {
+            table: pq.ParquetWriter(folder / f"{table}.parquet", schema, compression=compression)
+            for table, schema in TABLES.items()
+        }
+        self.segments.append(name)
+
+    def _close_writers(self) -> None:
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}
 
     def write(self, tables: dict[str, pa.Table]) -> None:
         self._wait()
@@ -108,8 +130,23 @@ class TableSink:
             self._wait()
         finally:
             self._thread.shutdown()
-            for writer in self._writers.values():
-                writer.close()
+            self._close_writers()
+
+
+BANK_SEGMENT = "00000"
+
+
+def segment_name(index: int) -> str:
+    """The segment of the ``index``-th episode file (from 1; ``BANK_SEGMENT`` is 0)."""
+    return f"{index:05d}"
+
+
+def read_staged(staging: Path, name: str) -> pa.Table:
+    """Staging table ``name`` across every segment, in segment order."""
+    files = sorted(staging.glob(f"*/{name}.parquet"))
+    if not files:
+        return TABLES[name].empty_table()
+    return pa.concat_tables([pq.read_table(f) for f in files])
 
 
 ProgressCallback = Callable[[int], None]
@@ -168,9 +205,22 @@ class Ingest:
 
     def __post_init__(self) -> None:
         self.normalizer = Normalizer(hook_value_limit=self.config.hook_value_limit)
-        self._first_seen: dict[str, tuple[str, int]] = {}
+        self.first_seen: dict[str, tuple[str, int]] = {}
 
     def run(self) -> IngestResult:
+        self._segment(BANK_SEGMENT, self._read_banks)
+        for index, path in enumerate(self.config.episodes, 1):
+            self._segment(segment_name(index), lambda path=path: self._read_episodes(path))
+        self.result.rows = self.sink.rows
+        return self.result
+
+    def _segment(self, name: str, read: Callable[[], None]) -> None:
+        """Read one segment's inputs into its own staging folder."""
+        self.sink.segment(name)
+        self.normalizer.segment = name
+        read()
+
+    def _read_banks(self) -> None:
         for kind, patterns in (
             ("synthetic", self.config.synthetic_questions),
             ("llm", self.config.llm_questions),
@@ -178,10 +228,6 @@ class Ingest:
             for path in patterns:
                 self._read_questions(path, kind)
         self.sink.write(self.normalizer.take_tables())
-        for path in self.config.episodes:
-            self._read_episodes(path)
-        self.result.rows = self.sink.rows
-        return self.result
 
     def _start(self, path: str, kind: str) -> tuple[InputFile, FileCounts]:
         self.result.kinds[path] = kind
@@ -243,7 +289,7 @@ class Ingest:
                 counts.rejected += 1
                 self.rejects.add(outcome)
                 continue
-            first = self._first_seen.setdefault(outcome.episode_id, (line.path, line.number))
+            first = self.first_seen.setdefault(outcome.episode_id, (line.path, line.number))
             if first != (line.path, line.number):
                 where = f"{first[0]}:{first[1]}"
                 error = FieldError(
@@ -302,20 +348,25 @@ def ingest_files(
     rejects: RejectsWriter,
     on_bytes: ProgressCallback | None = None,
     workers: int | None = None,
+    cache: Any = None,
 ) -> tuple[IngestResult, Normalizer]:
     """Read every input into the staging tables. ``workers``: processes for the per-batch
-    work (default one: in this process). The output is byte-identical for any number."""
+    work (default one: in this process). The output is byte-identical for any number.
+    ``cache``: an open ``builder.cache.IngestCache``, which the caller closes; without
+    one, the ``cache_dir`` of ``config`` is opened (and closed) here."""
     engine = _engine(config, workers)
     sink = TableSink(staging, getattr(config, "staging_compression", None) or "lz4")
-    cache = None
+    owned = None
     try:
-        if getattr(config, "cache_dir", None):  # incremental rebuilds (builder.cache)
-            from builder.cache import cached_ingest, open_cache
+        if cache is None and getattr(config, "cache_dir", None):  # builder.cache
+            from builder.cache import open_cache
 
-            cache = open_cache(config)
+            cache = owned = open_cache(config)
         if cache is None:
             job = Ingest(config, sink, rejects, on_bytes, engine)
         else:
+            from builder.cache import cached_ingest
+
             job = cached_ingest(cache, config, sink, rejects, on_bytes, engine)
         result = job.run()
         if cache is not None:
@@ -324,8 +375,8 @@ def ingest_files(
     finally:
         sink.close()
         engine.close()
-        if cache is not None:
-            cache.close()
+        if owned is not None:
+            owned.close()
 
 
 def _engine(config: BuildConfig, workers: int | None) -> Engine:

@@ -386,12 +386,14 @@ class Normalizer:
     hook_value_limit: int = 100_000
     ground_truth: dict[str, str] = field(default_factory=dict)  # question id -> answer hash
     stats: NormalizeStats = field(default_factory=NormalizeStats)
-    _seen_questions: set[str] = field(default_factory=set)
+    # question id -> the segment (``builder.ingest``) whose staging holds its row
+    seen_questions: dict[str, str] = field(default_factory=dict)
+    segment: str = ""
     _rows: Rows = field(default_factory=empty_rows)
 
     def question(self, question: Question, source: str, file: str, line: int) -> None:
         """Add a question row unless its id is already present (first source wins)."""
-        if question.id in self._seen_questions:
+        if question.id in self.seen_questions:
             return
         row = question_row(question, source, file, line)
         self.learn_question(question.id, question.ground_truth_hash, row[-1])
@@ -399,9 +401,9 @@ class Normalizer:
 
     def learn_question(self, qid: str, gt_hash: str | None, failed: list[str]) -> bool:
         """Record a question id; False when it was seen before (its row is then dropped)."""
-        if qid in self._seen_questions:
+        if qid in self.seen_questions:
             return False
-        self._seen_questions.add(qid)
+        self.seen_questions[qid] = self.segment
         if gt_hash is not None:
             self.ground_truth.setdefault(qid, gt_hash)
         self.stats.question_checks.update(failed)
@@ -409,7 +411,7 @@ class Normalizer:
 
     def forget_question(self, qid: str, gt_hash: str | None) -> None:
         """Undo ``learn_question`` (a ``--strict`` reject); its counts stay, as before."""
-        self._seen_questions.discard(qid)
+        self.seen_questions.pop(qid, None)
         if gt_hash is not None and self.ground_truth.get(qid) == gt_hash:
             del self.ground_truth[qid]
 

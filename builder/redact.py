@@ -413,14 +413,21 @@ def _accepted(candidates: pl.Series, options: RedactionOptions) -> tuple[str, ..
 class TableRedactor:
     """Redaction of the staging tables ``{tables_dir}/{name}.parquet`` as they are read, a
     batch at a time (``frame``), so no pass rewrites them. The accepted ``secret_assignment``
-    values come from one read-only pre-pass over every table, made here. Each row must go
-    through ``frame`` exactly once for ``counts`` to be right."""
+    values come from one read-only pre-pass over every table, made here, plus ``known``
+    (those of the earlier segments: a value assigned in one input file is redacted in every
+    later one, and ``values`` carries them on). Each row must go through ``frame`` exactly
+    once for ``counts`` to be right."""
 
-    def __init__(self, tables_dir: Path, options: RedactionOptions) -> None:
+    def __init__(
+        self, tables_dir: Path, options: RedactionOptions, known: Iterable[str] = ()
+    ) -> None:
         self.options = options
-        self._redactor = (
-            _Redactor(options, assignment_values(tables_dir, options)) if options.enabled else None
-        )
+        self._redactor = None
+        self.values: tuple[str, ...] = ()
+        if options.enabled:
+            found = {*assignment_values(tables_dir, options), *known}
+            self.values = tuple(sorted(found, key=lambda s: (-len(s), s)))
+            self._redactor = _Redactor(options, self.values)
 
     def frame(self, name: str, frame: pl.DataFrame) -> pl.DataFrame:
         """``frame`` (rows of table ``name``) redacted; the same object when nothing is."""

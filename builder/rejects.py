@@ -22,6 +22,7 @@ class RejectsWriter:
         self.by_kind: Counter[str] = Counter()
         self._tmp = path.with_name(f".{path.name}.partial") if path else None
         self._handle: IO[bytes] | None = None
+        self._captured: list[tuple[str, bytes]] | None = None
         if self._tmp is not None:
             self._tmp.parent.mkdir(parents=True, exist_ok=True)
             self._handle = open(self._tmp, "wb")  # noqa: SIM115 - closed in close()
@@ -34,8 +35,34 @@ class RejectsWriter:
         self.by_kind[reject.kind] += 1
         if self.echo is not None:
             print(reject, file=self.echo)
+        line = orjson.dumps(reject.to_json()) + b"\n"
         if self._handle is not None:
-            self._handle.write(orjson.dumps(reject.to_json()) + b"\n")
+            self._handle.write(line)
+        if self._captured is not None:
+            self._captured.append((reject.kind, line))
+
+    def capture(self) -> None:
+        """Keep a copy of the rejects added from now on (``captured``): a reused segment
+        (``builder.segments``) writes its rejects again without reading its input."""
+        self._captured = []
+
+    def captured(self) -> list[tuple[str, bytes]]:
+        """(kind, JSON line) of every reject since ``capture``; stops capturing."""
+        out, self._captured = self._captured or [], None
+        return out
+
+    def add_lines(self, lines: list[tuple[str, bytes]]) -> None:
+        """Rejects as ``captured`` returned them, written again."""
+        for kind, line in lines:
+            self.by_kind[kind] += 1
+            if self.echo is not None:
+                record = orjson.loads(line)
+                where = record["source_file"]
+                where += "" if record["line"] is None else f":{record['line']}"
+                where += f" [{record['key']}]" if "key" in record else ""
+                print(f"{where}: {kind}: {record['message']}", file=self.echo)
+            if self._handle is not None:
+                self._handle.write(line)
 
     def close(self) -> None:
         if self._handle is None or self._tmp is None or self.path is None:

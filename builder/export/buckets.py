@@ -17,7 +17,7 @@ buckets there are, and a bucket is read back from a few large pieces.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,7 @@ EPISODES_PER_BUCKET = 500
 PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 BUCKETED = ("questions", "episodes", *CHILD_TABLES)
+LOOKUP = "lookup_questions"  # question rows of earlier segments (``partition``)
 PREFIX_RANGE = 16**4  # buckets are ranges of the ids' first four hex digits
 SCRATCH_FILE_BYTES = 128 << 20  # rows gathered (in memory) before a scratch file is written
 
@@ -81,20 +82,33 @@ class Bucket:
 
 
 def partition(
-    tables_dir: Path, buckets: int, directory: Path, redact: Redact | None = None
+    tables_dir: Path,
+    buckets: int,
+    directory: Path,
+    redact: Redact | None = None,
+    lookup: pl.DataFrame | None = None,
 ) -> list[Bucket]:
     """Cut the staging tables into ``buckets`` buckets, in one streaming pass over each
     (rows keep their order within a bucket), each batch redacted on the way (``redact``):
-    the staging tables are read once and never rewritten."""
+    the staging tables are read once and never rewritten. ``lookup``: question rows of
+    earlier segments that this one's episodes refer to, as those segments published them
+    (redacted), cut the same way (table ``LOOKUP``), so a bucket can join every question
+    its episodes need."""
     scan = pl.scan_parquet(tables_dir / "episodes.parquet")
     episode_bucket = scan.select("episode_id", _bucket=bucket_index(buckets)).collect()
     schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
+    schemas[LOOKUP] = schemas["questions"]
     out = [Bucket(schemas) for _ in range(buckets)]
-    for name in BUCKETED:
+    sources: dict[str, Iterable[pl.DataFrame]] = {
+        name: batches(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED
+    }
+    if lookup is not None and lookup.height:
+        sources[LOOKUP] = lookup.iter_slices(PARTITION_BATCH_ROWS)
+    for name, frames in sources.items():
         (directory / name).mkdir(parents=True, exist_ok=True)
         scratch = _Scratch(directory / name, name, schemas[name], out)
-        for frame in batches(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS):
-            if redact is not None:
+        for frame in frames:
+            if redact is not None and name != LOOKUP:  # lookup rows are published rows
                 frame = redact(name, frame)
             if "question_id" in frame.columns:
                 keyed = frame.with_columns(_bucket=bucket_index(buckets))
@@ -148,11 +162,13 @@ class _Scratch:
 def load(bucket: Bucket) -> dict[str, pl.LazyFrame]:
     """A bucket's tables, read into memory and sorted by question id (stable: input order
     within a question; child rows follow their episode's question). The buckets' rows, one
-    after the other, are then the whole tables in that order, whatever the bucket count."""
+    after the other, are then the whole tables in that order, whatever the bucket count.
+    ``LOOKUP`` holds the earlier segments' questions the bucket's episodes refer to."""
     episodes = bucket.read("episodes").sort("question_id", maintain_order=True)
     questions = bucket.read("questions").sort("question_id", maintain_order=True)
     keys = episodes.select("episode_id", "question_id")
     loaded = {"questions": questions.lazy(), "episodes": episodes.lazy()}
+    loaded[LOOKUP] = bucket.read(LOOKUP).sort("question_id", maintain_order=True).lazy()
     for name in CHILD_TABLES:
         child = bucket.read(name)
         order = child.join(keys, on="episode_id", how="left", maintain_order="left")

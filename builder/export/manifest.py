@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,12 @@ class SplitTally:
         return self._digest.hexdigest()
 
 
-def split_section(config: BuildConfig, tally: SplitTally) -> dict[str, Any]:
+def split_section(config: BuildConfig, segments: Sequence[Any]) -> dict[str, Any]:
+    """``segments``: each with ``questions_per_split`` and ``assignment_sha256``."""
+    counts: Counter[str] = Counter()
+    for segment in segments:
+        counts.update(segment.questions_per_split)
+    lines = "\n".join(s.assignment_sha256 for s in segments if s.questions_per_split)
     return {
         "method": "sha256(salt \\x00 normalized question text) as a fraction of 2**64",
         "salt": config.split_salt,
@@ -64,16 +69,10 @@ def split_section(config: BuildConfig, tally: SplitTally) -> dict[str, Any]:
             "validation": config.split_validation,
             "test": config.split_test,
         },
-        "questions_per_split": dict(sorted(tally.counts.items())),
-        "assignment_sha256": tally.sha256,
-    }
-
-
-def file_digests(folder: Path) -> dict[str, str]:
-    """sha256 of every data file, so an edit after the build can be detected before publish."""
-    return {
-        str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(folder.rglob("*.parquet"))
+        "questions_per_split": dict(sorted(counts.items())),
+        # sha256 of each segment's sha256 of its question_id<TAB>split lines (in id order),
+        # one per line, in segment order
+        "assignment_sha256": hashlib.sha256(lines.encode()).hexdigest(),
     }
 
 

@@ -53,14 +53,22 @@ class SplitKeys:
 
 
 class ConfigWriter:
-    """One config's files: each collected piece is checked for rows without a split, then
-    appended to its split's shards (``{out}/{name}/{split}-NNNNN-of-NNNNN.parquet``)."""
+    """One segment of one config: each collected piece is checked for rows without a split,
+    then appended to its split's shards
+    (``{out}/{name}/{split}-{segment}-NNNNN-of-NNNNN.parquet``)."""
 
     def __init__(
-        self, out: Path, name: str, schema: pa.Schema, max_rows_per_file: int, group_rows: int
+        self,
+        out: Path,
+        name: str,
+        schema: pa.Schema,
+        max_rows_per_file: int,
+        group_rows: int,
+        segment: str,
     ) -> None:
-        self.out, self.name, self.schema = out, name, schema
+        self.out, self.name, self.schema, self.segment = out, name, schema, segment
         self.max_rows_per_file, self.group_rows = max_rows_per_file, group_rows
+        self.files: list[Path] = []
         self._writers: dict[str, ShardedWriter] = {}
 
     def write(self, collected: pl.DataFrame) -> None:
@@ -74,7 +82,7 @@ class ConfigWriter:
                 if split not in self._writers:
                     self._writers[split] = ShardedWriter(
                         self.out / self.name,
-                        split,
+                        f"{split}-{self.segment}",
                         self.schema,
                         self.max_rows_per_file,
                         self.group_rows,
@@ -85,5 +93,5 @@ class ConfigWriter:
         """Rows per split. An empty split gets no file: ``datasets`` cannot load a split
         without data, so the card declares only the splits that have rows."""
         for writer in self._writers.values():
-            writer.close()
+            self.files += writer.close()
         return {s: self._writers[s].rows if s in self._writers else 0 for s in SPLITS}

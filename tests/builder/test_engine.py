@@ -45,7 +45,9 @@ def ingest(config: BuildConfig, folder: Path, workers: int) -> tuple[dict[str, b
         result, normalizer = ingest_files(config, folder / "staging", rejects, workers=workers)
     finally:
         rejects.close()
-    files = {name: (folder / "staging" / f"{name}.parquet").read_bytes() for name in TABLES}
+    staging = folder / "staging"
+    files = {str(p.relative_to(staging)): p.read_bytes() for p in staging.rglob("*.parquet")}
+    assert len(files) == len(TABLES) * 3  # the bank segment and one per episode file
     files["rejects"] = (folder / "rejects.jsonl").read_bytes()
     summary = (result.counts, result.rows, normalizer.stats, normalizer.ground_truth)
     return files, summary

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pyarrow.parquet as pq
 import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
@@ -32,7 +31,7 @@ from hypothesis import strategies as st
 
 from builder.build import BuildFailed, build
 from builder.config import BuildConfig
-from builder.ingest import ingest_files
+from builder.ingest import ingest_files, read_staged
 from builder.rejects import RejectsWriter
 from builder.synthetic import generate_episode, generate_episodes
 
@@ -299,7 +298,7 @@ def test_ingest_never_crashes_and_accounts_for_every_line(
             assert reject["source_file"] in expected and reject["line"] >= 1
             assert reject["message"]
         valid = sum(c.valid for c in result.counts.values())
-        assert pq.read_metadata(root / "tables" / "episodes.parquet").num_rows == valid
+        assert read_staged(root / "tables", "episodes").num_rows == valid
         assert result.rows["episodes"] == valid
 
 

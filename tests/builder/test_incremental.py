@@ -1,6 +1,7 @@
-"""Incremental rebuilds (``builder.cache``): a build that replays cached per-file batches is
-byte-identical to a clean build — dataset folder (manifest included) and rejects file — and
-a damaged, partial or stale cache entry is never used.
+"""Incremental rebuilds (``builder.cache``, ``builder.segments``): a build that reuses stored
+segments or replays cached per-file batches is byte-identical to a clean build — dataset
+folder (manifest included) and rejects file — and a damaged, partial or stale cache entry is
+never used.
 """
 
 from __future__ import annotations
@@ -8,10 +9,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 import builder.cache as cache_module
@@ -70,11 +73,14 @@ def outputs(config: BuildConfig) -> dict[str, Any]:
 
 
 class Spy:
-    """Counts normalized batches and cache hits/misses of every build."""
+    """Counts normalized batches, cache hits/misses, and the segments a build reused
+    (``reused``) or built (``built``)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.batches = 0
         self.hits = self.misses = 0
+        self.reused: list[str] = []
+        self.built: list[str] = []
         self.hashed: list[str] = []
         self.raw_reads: list[int] = []
         normalize = ingest_module.normalize_batch
@@ -87,6 +93,8 @@ class Spy:
 
         def finished(cache: Any) -> None:
             self.hits, self.misses = cache.hits, cache.misses
+            self.reused = sorted(cache.segments.reused)
+            self.built = sorted(cache.segments.pending)
             finish(cache)
 
         def hashed(path: str) -> str:
@@ -106,6 +114,7 @@ class Spy:
 
     def reset(self) -> None:
         self.batches = self.hits = self.misses = 0
+        self.reused, self.built = [], []
         self.hashed = []
         self.raw_reads = []
 
@@ -130,10 +139,13 @@ def test_incremental_build_is_identical_to_a_clean_build(
     spy.reset()
     warm = outputs(config_for(tmp_path, files, "warm", strict=strict, cache_dir=cache))
     assert warm == clean
-    assert (spy.hits, spy.misses, spy.batches) == (3, 0, 0)
+    # every segment stored: nothing read, normalized or replayed
+    assert (spy.hits, spy.misses, spy.batches) == (0, 0, 0)
+    assert (spy.reused, spy.built) == (["00000", "00001", "00002", "00003"], [])
 
-    # A new file that sorts first and repeats an episode id of a cached file: the cached
-    # line becomes a duplicate reject, whose raw text is read back from its input.
+    # A new file that sorts first and repeats an episode id of a cached file: every
+    # segment moves, so each is built again from its cached batches; the cached line
+    # becomes a duplicate reject, whose raw text is read back from its input.
     later: list[Any] = list(generate_episodes(8, seed=9, question_pool=15))
     first_line = json.loads((tmp_path / "d-third.jsonl").read_text().splitlines()[2])
     later.append(first_line)
@@ -144,8 +156,59 @@ def test_incremental_build_is_identical_to_a_clean_build(
     incremental = outputs(config_for(tmp_path, more, "inc", strict=strict, cache_dir=cache))
     assert incremental == clean_more
     assert (spy.hits, spy.misses) == (3, 1)
+    assert spy.reused == ["00000"]  # the question banks only
     assert b"already seen at" in clean_more["rejects"]
     assert 3 in spy.raw_reads  # the duplicated line of d-third.jsonl, read back
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_appended_file_rebuilds_only_its_own_segment(
+    tmp_path: Path, spy: Spy, strict: bool
+) -> None:
+    """The daily case: a file that sorts last. Its episodes repeat an id of an earlier file
+    (a duplicate reject that needs the stored ids), ask questions first seen in earlier
+    files and in the bank (looked up from their published rows, ground truth included),
+    and fail a check; only its segment is built, and the result is the clean build's."""
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "before", strict=strict, cache_dir=cache))
+    # the same generator run on: new episodes of the first files' questions
+    later: list[Any] = with_defects(list(generate_episodes(100, seed=3, question_pool=15))[60:])
+    later.append(json.loads((tmp_path / "d-third.jsonl").read_text().splitlines()[0]))
+    write_jsonl(tmp_path / "e-appended.jsonl", later)
+    more = [*files, str(tmp_path / "e-appended.jsonl")]
+    spy.reset()
+    incremental = outputs(config_for(tmp_path, more, "inc", strict=strict, cache_dir=cache))
+    assert spy.reused == ["00000", "00001", "00002", "00003"]
+    assert spy.built == ["00004"]
+    assert (spy.hits, spy.misses) == (0, 1)
+    clean = outputs(config_for(tmp_path, more, "clean", strict=strict))
+    assert incremental == clean
+    assert b"already seen at" in clean["rejects"]
+    # the stored segments' files are the earlier build's, not rewritten
+    before, after = tmp_path / "before" / "dataset", tmp_path / "inc" / "dataset"
+    for path in before.glob("*/*-0000[0-3]-*.parquet"):
+        assert (after / path.relative_to(before)).stat().st_ino == path.stat().st_ino
+        assert (after / path.relative_to(before)).read_bytes() == path.read_bytes()
+    # rows of questions first seen in earlier files carry those questions' fields
+    earlier = pl.read_parquet(after / "questions" / "*-0000[1-3]-*.parquet")
+    sft = pl.read_parquet(after / "sft" / "*-00004-*.parquet").join(earlier, on="question_id")
+    assert sft.height and sft.get_column("difficulty").null_count() == 0
+    prompts = sft.select(pl.col("messages").list.get(1).struct.field("content"))
+    assert all(q in p for q, p in zip(sft["question_text"], prompts.to_series(), strict=True))
+
+
+def test_a_damaged_stored_segment_is_built_again(tmp_path: Path, spy: Spy) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    clean = outputs(config_for(tmp_path, files, "clean"))
+    outputs(config_for(tmp_path, files, "cold", cache_dir=cache))
+    stored = sorted(cache.glob("segments/*/data/sft/*-00002-*.parquet"))
+    assert stored
+    stored[0].write_bytes(stored[0].read_bytes()[:-10])  # truncated
+    spy.reset()
+    assert outputs(config_for(tmp_path, files, "again", cache_dir=cache)) == clean
+    assert (spy.reused, spy.built) == (["00000", "00001"], ["00002", "00003"])
 
 
 def test_unchanged_files_are_not_read_when_the_memo_is_trusted(
@@ -157,7 +220,7 @@ def test_unchanged_files_are_not_read_when_the_memo_is_trusted(
     outputs(config_for(tmp_path, files, "one", cache_dir=cache))
     spy.reset()
     outputs(config_for(tmp_path, files, "two", cache_dir=cache))
-    assert spy.hits == 3
+    assert len(spy.reused) == 4
     assert not set(spy.hashed) & set(files)  # no input was read to find its digest
 
     # Same size, other content: the stat changes, the file is hashed, and it is a miss.
@@ -167,14 +230,14 @@ def test_unchanged_files_are_not_read_when_the_memo_is_trusted(
     path.write_bytes(data[:index] + bytes([data[index] ^ 1]) + data[index + 1 :])
     spy.reset()
     changed = outputs(config_for(tmp_path, files, "three", cache_dir=cache))
-    assert (spy.hits, spy.misses) == (2, 1)
+    assert (spy.hits, spy.misses, spy.reused) == (0, 1, ["00000", "00001", "00002"])
     assert files[2] in spy.hashed
     assert changed == outputs(config_for(tmp_path, files, "clean"))
 
     # cache_verify: every file is hashed, whatever the memo says.
     spy.reset()
     outputs(config_for(tmp_path, files, "four", cache_dir=cache, cache_verify=True))
-    assert spy.hits == 3 and set(files) <= set(spy.hashed)
+    assert len(spy.reused) == 4 and set(files) <= set(spy.hashed)
 
 
 def test_racy_or_touched_files_are_hashed_and_still_hit(tmp_path: Path, spy: Spy) -> None:
@@ -184,7 +247,7 @@ def test_racy_or_touched_files_are_hashed_and_still_hit(tmp_path: Path, spy: Spy
     os.utime(files[0])  # touched: new mtime, same bytes
     spy.reset()
     outputs(config_for(tmp_path, files, "two", cache_dir=cache))
-    assert (spy.hits, spy.misses, spy.batches) == (3, 0, 0)
+    assert (spy.hits, spy.misses, spy.batches, len(spy.reused)) == (0, 0, 0, 4)
     assert files[0] in spy.hashed
 
 
@@ -193,6 +256,7 @@ def test_damaged_or_partial_entries_are_rebuilt(tmp_path: Path, spy: Spy) -> Non
     cache = tmp_path / "cache"
     clean = outputs(config_for(tmp_path, files, "clean"))
     outputs(config_for(tmp_path, files, "cold", cache_dir=cache))
+    shutil.rmtree(cache / "segments")  # so that every file's batches are replayed
     entries = sorted(p for p in (cache / "entries").iterdir())
     assert len(entries) == 3
     # truncated IPC file, a flipped byte, a missing meta.json (killed before the rename
@@ -211,6 +275,7 @@ def test_damaged_or_partial_entries_are_rebuilt(tmp_path: Path, spy: Spy) -> Non
     assert outputs(config_for(tmp_path, files, "again", cache_dir=cache)) == clean
     assert (spy.hits, spy.misses) == (0, 3)
     assert not partial.exists()
+    shutil.rmtree(cache / "segments")
     spy.reset()
     assert outputs(config_for(tmp_path, files, "warm", cache_dir=cache)) == clean
     assert (spy.hits, spy.misses) == (3, 0)

@@ -27,7 +27,7 @@ from builder.build import build
 from builder.config import BuildConfig
 from builder.export.buckets import PARTITION_BATCH_ROWS
 from builder.hashing import canonical_json, normalize_question_text, question_id, value_hash
-from builder.ingest import ingest_files
+from builder.ingest import ingest_files, segment_name
 from builder.redact import (
     KEPT_COLUMNS,
     PATTERN_DOCS,
@@ -205,7 +205,7 @@ def write_staging(tmp: Path, batch_lines: int = 2048) -> tuple[Path, Path]:
     config = BuildConfig(episodes=(str(source),), batch_lines=batch_lines)
     result, _ = ingest_files(config, staging, RejectsWriter(None))
     assert result.rejected == 0
-    return source, staging
+    return source, staging / segment_name(1)  # the file's segment: every episode row
 
 
 def text_values(path: Path) -> list[str]:
@@ -558,4 +558,5 @@ def test_full_build_folder_has_no_planted_secret(
     assert contents.str.contains("<REDACTED:").any()
     staging = tmp_path / "staging"
     ingest_files(config, staging, RejectsWriter(tmp_path / "again.jsonl"))
-    assert manifest["redaction"]["by_kind"] == redact_tables(staging, RedactionOptions())
+    counts = redact_tables(staging / segment_name(1), RedactionOptions())
+    assert manifest["redaction"]["by_kind"] == counts

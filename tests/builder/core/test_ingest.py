@@ -11,7 +11,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +19,7 @@ from hypothesis import strategies as st
 from builder import checks
 from builder.config import BuildConfig
 from builder.hashing import value_hash
-from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
+from builder.ingest import CHECK_FAILED, IngestResult, ingest_files, read_staged
 from builder.normalize import Normalizer
 from builder.rejects import RejectsWriter
 from builder.sources import InputError
@@ -37,9 +36,7 @@ def ingest(
     finally:
         writer.close()
     rejects = [json.loads(line) for line in (folder / "rejects.jsonl").read_text().splitlines()]
-    staged = {
-        name: pq.read_table(folder / "staging" / f"{name}.parquet").to_pylist() for name in TABLES
-    }
+    staged = {name: read_staged(folder / "staging", name).to_pylist() for name in TABLES}
     return result, normalizer, rejects, staged
 
 

@@ -11,10 +11,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from builder import export
 from builder.build import build
 from builder.config import load_config
-from builder.export import buckets
+from builder.export import buckets, segment
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -56,11 +55,11 @@ def test_the_number_of_buckets_does_not_change_the_files(
         return digest(build(config).out)
 
     # Small row groups, so groups span bucket boundaries in both builds.
-    monkeypatch.setattr(export, "CONVERSATION_GROUP_ROWS", 16)
+    monkeypatch.setattr(segment, "CONVERSATION_GROUP_ROWS", 16)
     whole = run("whole")
     monkeypatch.setattr(buckets, "EPISODES_PER_BUCKET", 7)  # 22 buckets for 150 episodes
     monkeypatch.setattr(buckets, "SCRATCH_FILE_BYTES", 1 << 16)  # many scratch files
     assert run("bucketed") == whole
-    sft = pq.ParquetFile(next((tmp_path / "bucketed" / "sft").glob("train-*.parquet")))
+    sft = pq.ParquetFile(next((tmp_path / "bucketed" / "sft").glob("train-00001-*.parquet")))
     assert sft.num_row_groups > 2
     assert sft.metadata.row_group(0).num_rows == 16

@@ -13,7 +13,7 @@ from builder.build import BuildReport
 from tests.builder.publish.helpers import folder_bytes, run_publish, snapshot, writes
 from tests.hub_server import HubServer
 
-DATA = "sft/train-00000-of-00001.parquet"
+DATA = "sft/train-00001-00000-of-00001.parquet"  # the episode file's segment
 
 
 def set_manifest(folder: Path, **changes: object) -> None:

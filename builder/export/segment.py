@@ -1,0 +1,198 @@
+"""One segment of the dataset: every config's rows that come from one input.
+
+A segment is the question banks (``00000``), one episode file (``00001``, ...) or the
+sessions (``sessions``), as cut by the ingest (``builder.ingest``). Its files are
+``{config}/{split}-{segment}-NNNNN-of-NNNNN.parquet``, and they depend only on its own
+input and on what came before it (the questions its episodes refer to, as the earlier
+segments published them), so appending an input file leaves every earlier segment's files
+byte for byte as they were (``builder.segments`` reuses them instead of rebuilding).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from builder.config import BuildConfig
+from builder.derive.eligibility import REASONS, exclusion_counts
+from builder.export.buckets import LOOKUP, Bucket, load
+from builder.export.manifest import SplitTally
+from builder.export.writer import ConfigWriter, SplitKeys
+from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS
+from builder.splits import SPLITS, SplitConfig, assign_splits
+from schemas.sessions import SESSION_TABLES
+from schemas.tables import SPLIT_ASSIGNMENT, TABLES
+
+SESSION_SEGMENT = "sessions"
+
+
+@dataclass
+class SegmentOutput:
+    """What one segment wrote, and its share of the manifest's counts. Stored with a
+    reused segment (``builder.segments``), so a rebuild need not read its files."""
+
+    name: str
+    rows: dict[str, dict[str, int]] = field(default_factory=dict)  # config -> split -> rows
+    files: dict[str, str] = field(default_factory=dict)  # dataset-relative path -> sha256
+    questions_per_split: dict[str, int] = field(default_factory=dict)
+    assignment_sha256: str = ""  # of its ``question_id<TAB>split`` lines, in id order
+    excluded: dict[str, int] = field(default_factory=dict)  # training exclusions by reason
+    redactions: dict[str, int] = field(default_factory=dict)  # replacements by kind
+    secret_values: list[str] = field(default_factory=list)  # redacted from here on
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SegmentOutput:
+        return cls(**data)
+
+
+class _Writers:
+    """The segment's ``ConfigWriter`` of every config, created as configs get rows."""
+
+    def __init__(self, out: Path, segment: str, config: BuildConfig) -> None:
+        self.out, self.segment, self.max_rows = out, segment, config.parquet_max_rows_per_file
+        self.open: dict[str, ConfigWriter] = {}
+
+    def write(self, name: str, schema: pa.Schema, group_rows: int, piece: pl.DataFrame) -> None:
+        if not piece.height:
+            return
+        if name not in self.open:
+            self.open[name] = ConfigWriter(
+                self.out, name, schema, self.max_rows, group_rows, self.segment
+            )
+        self.open[name].write(piece)
+
+    def close(self, output: SegmentOutput) -> SegmentOutput:
+        for name, writer in self.open.items():
+            output.rows[name] = {s: n for s, n in writer.close().items() if n}
+            for path in writer.files:
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                output.files[str(path.relative_to(self.out))] = digest
+        return output
+
+
+def _layouts() -> dict[str, tuple[pa.Schema, int]]:
+    """Every episode config: its schema and row-group size, in the order of the card."""
+    from builder.derive import OBJECTIVE_MODULES
+
+    layouts = {name: (m.SCHEMA, CONVERSATION_GROUP_ROWS) for name, m in OBJECTIVE_MODULES.items()}
+    layouts |= {name: (schema, TABLE_GROUP_ROWS) for name, schema in TABLES.items()}
+    layouts["splits"] = (SPLIT_ASSIGNMENT, TABLE_GROUP_ROWS)
+    return layouts
+
+
+def export_segment(
+    out: Path, segment: str, parts: list[Bucket], config: BuildConfig
+) -> SegmentOutput:
+    """Every objective, every episode table and the split assignment of one segment, a
+    bucket of question ids at a time. A bucket's tables are read into memory once; its
+    questions (its own and those it looks up) get their splits; all its configs come from
+    one ``collect_all`` (shared sub-plans run once) and are written on a second thread
+    while the next bucket is derived."""
+    from builder.derive import OBJECTIVE_MODULES, DeriveOptions
+
+    options = DeriveOptions(
+        dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
+        max_output_chars=config.max_output_chars,
+    )
+    layouts = _layouts()
+    writers = _Writers(out, segment, config)
+    tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
+
+    def write_all(pieces: dict[str, pl.DataFrame]) -> None:
+        for name, piece in pieces.items():
+            writers.write(name, *layouts[name], piece)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="export-write") as writing:
+        pending: Future[None] | None = None
+        for part in parts:
+            loaded = load(part)
+            own = loaded["questions"].select("question_id", "normalized_text").collect()
+            looked_up = loaded[LOOKUP].select("question_id", "normalized_text").collect()
+            splits = assign_splits(pl.concat([own, looked_up]), SplitConfig.of(config))
+            published = splits.join(own, on="question_id", how="semi", maintain_order="left")
+            tally.add(published)
+            excluded.update(exclusion_counts(loaded))
+            keys = SplitKeys.of(splits, loaded["episodes"])
+            every_question = pl.concat([loaded["questions"], loaded[LOOKUP]])
+            sources = {**loaded, "questions": every_question.sort("question_id")}
+            frames = [m.derive(sources, options) for m in OBJECTIVE_MODULES.values()]
+            frames += [loaded[name] for name in TABLES]
+            collected = pl.collect_all([*map(keys.attach, frames), published.lazy()])
+            pieces = dict(zip(layouts, collected, strict=True))
+            if pending is not None:
+                pending.result()
+            pending = writing.submit(write_all, pieces)
+        if pending is not None:
+            pending.result()
+    output = SegmentOutput(segment, excluded=dict(excluded))
+    output.questions_per_split = dict(sorted(tally.counts.items()))
+    output.assignment_sha256 = tally.sha256
+    return writers.close(output)
+
+
+def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOutput:
+    """The sessions segment (``builder.sessions.pipeline``: tables in memory): its ``sft``
+    and ``self_correction`` rows, the session tables and the sessions' split assignment."""
+    from builder.derive import OBJECTIVE_MODULES
+
+    text = pl.col("normalized_instruction").alias("normalized_text")
+    ids = _frame(sessions.tables["sessions"]).select("question_id", text).sort("question_id")
+    splits = assign_splits(ids, SplitConfig.of(config))
+    keys = SplitKeys.of_questions(splits)
+    writers = _Writers(out, SESSION_SEGMENT, config)
+    for name in ("sft", "self_correction"):
+        piece = keys.attach(getattr(sessions, name).lazy()).collect()
+        writers.write(name, OBJECTIVE_MODULES[name].SCHEMA, CONVERSATION_GROUP_ROWS, piece)
+    for name, schema in SESSION_TABLES.items():
+        piece = keys.attach(_frame(sessions.tables[name]).lazy()).collect()
+        writers.write(name, schema, TABLE_GROUP_ROWS, piece)
+    writers.write("splits", SPLIT_ASSIGNMENT, TABLE_GROUP_ROWS, splits)
+    tally = SplitTally()
+    tally.add(splits)
+    output = SegmentOutput(SESSION_SEGMENT, redactions=dict(sessions.redactions))
+    output.questions_per_split = dict(sorted(tally.counts.items()))
+    output.assignment_sha256 = tally.sha256
+    return writers.close(output)
+
+
+def lookup_questions(
+    dataset: Path, tables: Path, segment: str, owners: Mapping[str, str]
+) -> pl.DataFrame | None:
+    """The questions of earlier segments that the episodes of ``segment`` (staging folder
+    ``tables``) refer to, read from those segments' published ``questions`` files in
+    ``dataset`` (redacted, as every config of theirs shows them). ``owners``: question id
+    -> the segment that holds its row."""
+    ids = pl.read_parquet(tables / "episodes.parquet", columns=["question_id"])
+    by_owner: dict[str, list[str]] = {}
+    for qid in ids.get_column("question_id").unique().sort().to_list():
+        owner = owners.get(qid)
+        if owner is not None and owner != segment:
+            by_owner.setdefault(owner, []).append(qid)
+    files = [
+        path
+        for owner in sorted(by_owner)
+        for split in SPLITS
+        for path in sorted((dataset / "questions").glob(f"{split}-{owner}-*.parquet"))
+    ]
+    if not files:
+        return None
+    wanted = pl.Series([q for owner in sorted(by_owner) for q in by_owner[owner]])
+    scan = pl.scan_parquet(files).filter(pl.col("question_id").is_in(wanted.implode()))
+    return scan.select(TABLES["questions"].names).collect()
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    out = pl.from_arrow(table)
+    assert isinstance(out, pl.DataFrame)
+    return out
