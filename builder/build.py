@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import functools
 import shutil
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,8 +26,8 @@ from builder.cache import open_cache
 from builder.config import BuildConfig
 from builder.export.buckets import BUCKETED, bucket_count, partition
 from builder.export.segment import (
+    SegmentExporter,
     SegmentOutput,
-    export_segment,
     export_sessions,
     lookup_questions,
 )
@@ -174,31 +176,47 @@ def export_segments(
     are redacted as a segment is cut into buckets (one pass, nothing rewritten); a secret
     value assigned in one segment is redacted in every later one."""
     names = [BANK_SEGMENT, *(segment_name(i) for i in range(1, len(config.episodes) + 1))]
-    outputs: list[SegmentOutput] = []
+    outputs: list[Future[SegmentOutput] | SegmentOutput] = []
     known: tuple[str, ...] = ()
-    for name in names:
-        stored = cache.segments.reused.get(name) if cache is not None else None
-        if stored is not None:
-            stored.link_into(staged)
-            outputs.append(stored.output)
-            known = tuple(outputs[-1].secret_values)
-            continue
-        tables = work / "tables" / name
-        redactor = TableRedactor(tables, config.redaction_options(), known)
-        lookup = lookup_questions(staged, tables, name, normalizer.seen_questions)
-        rows = max(pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKETED[:2])
-        buckets = work / "buckets" / name
-        parts = partition(tables, bucket_count(rows), buckets, redactor.frame, lookup)
-        output = export_segment(staged, name, parts, config)
-        shutil.rmtree(buckets, ignore_errors=True)
-        output.redactions = redactor.counts()
-        output.secret_values = list(redactor.values)
-        known = redactor.values
-        if cache is not None:
-            key, delta = cache.segments.pending[name]
-            cache.segments.store(key, output, delta, staged)
-        outputs.append(output)
-    return outputs
+    exporter = SegmentExporter(staged, config)
+    try:
+        for name in names:
+            stored = cache.segments.reused.get(name) if cache is not None else None
+            if stored is not None:
+                stored.link_into(staged)
+                outputs.append(stored.output)
+                known = tuple(stored.output.secret_values)
+                continue
+            tables = work / "tables" / name
+            redactor = TableRedactor(tables, config.redaction_options(), known)
+            lookup = lookup_questions(staged, tables, name, normalizer.seen_questions)
+            rows = max(pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKETED[:2])
+            buckets = work / "buckets" / name
+            parts = partition(tables, bucket_count(rows), buckets, redactor.frame, lookup)
+            written = exporter.export(name, parts)
+            counts, known = redactor.counts(), redactor.values
+            written.add_done_callback(functools.partial(_finish, counts, known, buckets))
+            outputs.append(written)
+    finally:
+        exporter.close()
+    done = [o if isinstance(o, SegmentOutput) else o.result() for o in outputs]
+    if cache is not None:
+        for output in done:
+            if output.name in cache.segments.pending:
+                key, delta = cache.segments.pending[output.name]
+                cache.segments.store(key, output, delta, staged)
+    return done
+
+
+def _finish(
+    redactions: dict[str, int], secrets: tuple[str, ...], buckets: Path, written: Future[Any]
+) -> None:
+    """A segment's files are written: its redaction counts join its output; its buckets
+    go."""
+    if written.exception() is None:
+        written.result().redactions = redactions
+        written.result().secret_values = list(secrets)
+    shutil.rmtree(buckets, ignore_errors=True)
 
 
 _AT_FDCWD, _RENAME_EXCHANGE = -100, 2

@@ -68,9 +68,16 @@ class Bucket:
 
     schemas: Mapping[str, pa.Schema]
     pieces: dict[str, list[tuple[Path, int]]] = field(default_factory=dict)
+    held: dict[str, list[pa.Table]] = field(default_factory=dict)  # a lone bucket's rows
 
     def read(self, name: str) -> pl.DataFrame:
         """Table ``name``'s rows of this bucket, in input order."""
+        if name in self.held:
+            schema = self.schemas[name]
+            held = [t.cast(schema) for t in self.held[name]]
+            frame = pl.from_arrow(pa.concat_tables(held) if held else schema.empty_table())
+            assert isinstance(frame, pl.DataFrame)
+            return frame
         batches = []
         for path, index in self.pieces.get(name, []):
             with pa.memory_map(str(path)) as source:
@@ -105,6 +112,12 @@ def partition(
     if lookup is not None and lookup.height:
         sources[LOOKUP] = lookup.iter_slices(PARTITION_BATCH_ROWS)
     for name, frames in sources.items():
+        if buckets == 1:  # a small input: its one bucket is the staging tables, as read
+            out[0].held[name] = [
+                (frame if redact is None or name == LOOKUP else redact(name, frame)).to_arrow()
+                for frame in frames
+            ]
+            continue
         (directory / name).mkdir(parents=True, exist_ok=True)
         scratch = _Scratch(directory / name, name, schemas[name], out)
         for frame in frames:

@@ -10,9 +10,10 @@ byte for byte as they were (``builder.segments`` reuses them instead of rebuildi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -72,8 +73,12 @@ class _Writers:
             )
         self.open[name].write(piece)
 
-    def close(self, output: SegmentOutput) -> SegmentOutput:
-        for name, writer in self.open.items():
+    def close(self, output: SegmentOutput, names: Iterable[str] | None = None) -> SegmentOutput:
+        """Close the writers of ``names`` (default: every one still open) into ``output``."""
+        for name in list(self.open if names is None else names):
+            writer = self.open.pop(name, None)
+            if writer is None:
+                continue
             output.rows[name] = {s: n for s, n in writer.close().items() if n}
             for path in writer.files:
                 digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -91,54 +96,71 @@ def _layouts() -> dict[str, tuple[pa.Schema, int]]:
     return layouts
 
 
-def export_segment(
-    out: Path, segment: str, parts: list[Bucket], config: BuildConfig
-) -> SegmentOutput:
-    """Every objective, every episode table and the split assignment of one segment, a
-    bucket of question ids at a time. A bucket's tables are read into memory once; its
-    questions (its own and those it looks up) get their splits; all its configs come from
-    one ``collect_all`` (shared sub-plans run once) and are written on a second thread
-    while the next bucket is derived."""
-    from builder.derive import OBJECTIVE_MODULES, DeriveOptions
+class SegmentExporter:
+    """Segments exported one after the other, a bucket of question ids at a time. A
+    bucket's tables are read into memory once; its questions (its own and those it looks
+    up) get their splits; all its configs come from one ``collect_all`` (shared sub-plans
+    run once) and are written on a second thread while the next bucket — of this segment
+    or the next — is derived. At most one bucket waits to be written. The ``questions``
+    config is written at once, so the next segment can look its questions up."""
 
-    options = DeriveOptions(
-        dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
-        max_output_chars=config.max_output_chars,
-    )
-    layouts = _layouts()
-    writers = _Writers(out, segment, config)
-    tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
+    def __init__(self, out: Path, config: BuildConfig) -> None:
+        from builder.derive import DeriveOptions
 
-    def write_all(pieces: dict[str, pl.DataFrame]) -> None:
-        for name, piece in pieces.items():
-            writers.write(name, *layouts[name], piece)
+        self.out, self.config = out, config
+        self.options = DeriveOptions(
+            dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
+            max_output_chars=config.max_output_chars,
+        )
+        self.layouts = _layouts()
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="export-write")
+        self._pending: Future[Any] | None = None
 
-    with ThreadPoolExecutor(1, thread_name_prefix="export-write") as writing:
-        pending: Future[None] | None = None
+    def _submit(self, job: Callable[[], Any]) -> Future[Any]:
+        if self._pending is not None:
+            self._pending.result()
+        self._pending = self._thread.submit(job)
+        return self._pending
+
+    def export(self, segment: str, parts: list[Bucket]) -> Future[SegmentOutput]:
+        """Segment ``segment``, cut into ``parts``; its output once its files are written."""
+        from builder.derive import OBJECTIVE_MODULES
+
+        writers = _Writers(self.out, segment, self.config)
+        tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
         for part in parts:
             loaded = load(part)
             own = loaded["questions"].select("question_id", "normalized_text").collect()
             looked_up = loaded[LOOKUP].select("question_id", "normalized_text").collect()
-            splits = assign_splits(pl.concat([own, looked_up]), SplitConfig.of(config))
+            splits = assign_splits(pl.concat([own, looked_up]), SplitConfig.of(self.config))
             published = splits.join(own, on="question_id", how="semi", maintain_order="left")
             tally.add(published)
             excluded.update(exclusion_counts(loaded))
             keys = SplitKeys.of(splits, loaded["episodes"])
             every_question = pl.concat([loaded["questions"], loaded[LOOKUP]])
             sources = {**loaded, "questions": every_question.sort("question_id")}
-            frames = [m.derive(sources, options) for m in OBJECTIVE_MODULES.values()]
+            frames = [m.derive(sources, self.options) for m in OBJECTIVE_MODULES.values()]
             frames += [loaded[name] for name in TABLES]
             collected = pl.collect_all([*map(keys.attach, frames), published.lazy()])
-            pieces = dict(zip(layouts, collected, strict=True))
-            if pending is not None:
-                pending.result()
-            pending = writing.submit(write_all, pieces)
-        if pending is not None:
-            pending.result()
-    output = SegmentOutput(segment, excluded=dict(excluded))
-    output.questions_per_split = dict(sorted(tally.counts.items()))
-    output.assignment_sha256 = tally.sha256
-    return writers.close(output)
+            pieces = dict(zip(self.layouts, collected, strict=True))
+            writers.write("questions", *self.layouts["questions"], pieces.pop("questions"))
+            self._submit(functools.partial(self._write_all, writers, pieces))
+        output = SegmentOutput(segment, excluded=dict(excluded))
+        output.questions_per_split = dict(sorted(tally.counts.items()))
+        output.assignment_sha256 = tally.sha256
+        writers.close(output, ["questions"])
+        return self._submit(functools.partial(writers.close, output))
+
+    def _write_all(self, writers: _Writers, pieces: dict[str, pl.DataFrame]) -> None:
+        for name, piece in pieces.items():
+            writers.write(name, *self.layouts[name], piece)
+
+    def close(self) -> None:
+        try:
+            if self._pending is not None:
+                self._pending.result()
+        finally:
+            self._thread.shutdown()
 
 
 def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOutput:

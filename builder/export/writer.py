@@ -76,9 +76,10 @@ class ConfigWriter:
         if unassigned:
             missing = f"{unassigned} rows have no split (missing question_id?)"
             raise RuntimeError(f"{self.name}: {missing}")
+        parts = collected.partition_by("split", as_dict=True, maintain_order=True)
         for split in SPLITS:
-            part = collected.filter(pl.col("split") == split)
-            if part.height:
+            part = parts.get((split,))
+            if part is not None:
                 if split not in self._writers:
                     self._writers[split] = ShardedWriter(
                         self.out / self.name,
