@@ -203,8 +203,7 @@ def export_segments(
     if cache is not None:
         for output in done:
             if output.name in cache.segments.pending:
-                key, delta = cache.segments.pending[output.name]
-                cache.segments.store(key, output, delta, staged)
+                cache.segments.store(output, staged)
     return done
 
 

@@ -472,7 +472,7 @@ class CachedIngest(Ingest):
         since = segments.mark(self)
         super()._segment(name, read)
         key = segments.chain(self._previous, name, self._material(name))
-        cache.segments.pending[name] = (key, segments.delta(self, since))
+        cache.segments.begin(name, key, segments.delta(self, since))
         self._previous = key
 
     def _material(self, name: str) -> Any:

@@ -16,7 +16,7 @@ dataset, their rejects written again, and their share of the build-wide state re
 from what was stored with them. From the first segment that is not stored on, the build
 runs as usual (each file's normalized batches may still come from ``builder.cache``) and
 stores the segments it builds. Appending a day's file therefore rebuilds that file only,
-and the result is byte-identical to a clean build (``tests/builder/test_segments.py``).
+and the result is byte-identical to a clean build (``tests/builder/test_incremental.py``).
 
 Layout of ``{cache_dir}/segments``::
 
@@ -291,7 +291,7 @@ class SegmentCache:
         self.verify = verify
         self.used: set[str] = set()
         self.reused: dict[str, StoredSegment] = {}  # segment name -> stored, this build
-        self.pending: dict[str, tuple[str, IngestDelta]] = {}  # name -> (key, delta)
+        self.pending: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> key, counts
 
     def lookup(self, key: str) -> StoredSegment | None:
         """The complete, intact stored segment of ``key``, or None (a damaged one is
@@ -318,17 +318,24 @@ class SegmentCache:
         self.used.add(key)
         return StoredSegment(directory, meta)
 
-    def store(self, key: str, output: SegmentOutput, ingest: IngestDelta, dataset: Path) -> None:
-        """Keep a segment the build has just written into ``dataset``."""
-        tmp = self.directory / f".tmp-{os.getpid()}-{output.name}"
+    def begin(self, name: str, key: str, ingest: IngestDelta) -> None:
+        """Set aside segment ``name``'s share of the ingest as soon as it is read (so the
+        build does not hold it), to be stored with its files by ``store``."""
+        tmp = self.directory / f".tmp-{os.getpid()}-{name}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
+        pq.write_table(_table(ingest.first_seen, _FIRST_SEEN), tmp / "first_seen.parquet")
+        pq.write_table(_table(ingest.questions, _QUESTIONS), tmp / "questions.parquet")
+        (tmp / "rejects.jsonl").write_bytes(b"".join(line for _, line in ingest.rejects))
+        self.pending[name] = (key, ingest.counts_json())
+
+    def store(self, output: SegmentOutput, dataset: Path) -> None:
+        """Keep a segment the build has just written into ``dataset`` (after ``begin``)."""
+        key, counts = self.pending[output.name]
+        tmp = self.directory / f".tmp-{os.getpid()}-{output.name}"
         try:
             for relative in output.files:
                 _link(dataset / relative, tmp / "data" / relative)
-            pq.write_table(_table(ingest.first_seen, _FIRST_SEEN), tmp / "first_seen.parquet")
-            pq.write_table(_table(ingest.questions, _QUESTIONS), tmp / "questions.parquet")
-            (tmp / "rejects.jsonl").write_bytes(b"".join(line for _, line in ingest.rejects))
             sizes = {
                 str(p.relative_to(tmp)): p.stat().st_size for p in tmp.rglob("*") if p.is_file()
             }
@@ -336,7 +343,7 @@ class SegmentCache:
                 "format": FORMAT,
                 "key": key,
                 "output": output.to_json(),
-                "ingest": ingest.counts_json(),
+                "ingest": counts,
                 "sizes": sizes,
             }
             (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True))
@@ -349,7 +356,8 @@ class SegmentCache:
         self.used.add(key)
 
     def finish(self) -> None:
-        """After a successful build: keep only the segments it used or stored."""
+        """After a successful build: keep only the segments it used or stored (temporary
+        folders of a failed build go too: one build uses the cache at a time)."""
         for child in self.directory.iterdir():
             if child.name not in self.used:
                 shutil.rmtree(child, ignore_errors=True)

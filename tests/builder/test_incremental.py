@@ -343,3 +343,19 @@ def test_code_digest_covers_the_normalizer() -> None:
         "schemas/tables.py",
     ):
         assert module in seen
+
+
+def test_segment_keys_follow_the_options_that_change_the_output(tmp_path: Path, spy: Spy) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "one", cache_dir=cache))
+    spy.reset()
+    outputs(config_for(tmp_path, files, "two", cache_dir=cache, dpo_max_pairs_per_episode=4))
+    assert len(spy.reused) == 4  # the default, spelled out: the same key
+    spy.reset()
+    outputs(config_for(tmp_path, files, "three", cache_dir=cache, workers=2))
+    assert len(spy.reused) == 4  # how the build runs does not change what it writes
+    spy.reset()
+    salted = outputs(config_for(tmp_path, files, "four", cache_dir=cache, split_salt="other"))
+    assert (spy.reused, len(spy.built)) == ([], 4)
+    assert salted == outputs(config_for(tmp_path, files, "clean", split_salt="other"))
