@@ -1,4 +1,5 @@
-"""``make bench``: every benchmark in turn (``python -m benchmarks [build|sessions]``)."""
+"""``make bench``: every benchmark in turn
+(``python -m benchmarks [build|incremental|sessions]``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,15 @@ from benchmarks import bench_build
 
 
 def main() -> None:
-    which = sys.argv[1:] or ["build", "sessions"]
+    which = sys.argv[1:] or ["build", "incremental", "sessions"]
     if "build" in which:
         print("## build (episodes → dataset folder)")
         bench_build.main([])
+    if "incremental" in which:
+        from benchmarks import bench_incremental
+
+        print("\n## incremental (5,000 episodes in 50 files, then one more file of 1 %)")
+        bench_incremental.main(["--base", "5000", "--files", "50"])
     if "sessions" in which:
         from benchmarks import bench_sessions
 

@@ -4,8 +4,9 @@
 episodes (``benchmarks.episodes_profile``) in ``files`` files, then one more file of
 ``base / 100`` episodes. In one run, each build in a fresh subprocess: a clean build of the
 base files without cache, the same with a cold cache (the cost of writing it), the rebuild
-with the new file using the warm cache, and a clean build of all files without cache (the
-reference the rebuild is compared with; its dataset folder must be byte-identical).
+with the new file using the warm cache, a clean build of all files without cache (the
+reference the rebuild is compared with; its dataset folder must be byte-identical), and a
+clean build of the same episodes from one file (what the per-file segments cost).
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ def generate(work: Path, base: int, files: int) -> tuple[list[str], str]:
     return [str(p.resolve()) for p in paths], str(new.resolve())
 
 
+def one_file(files: list[str], new: str) -> str:
+    """Every episode of ``files`` and ``new`` in one file, in the same order."""
+    target = Path(new).with_name("all-in-one.jsonl")
+    if not target.exists():
+        with open(target, "wb") as out:
+            for path in [*files, new]:
+                out.write(Path(path).read_bytes())
+    return str(target)
+
+
 def build(files: list[str], out: Path, cache: Path | None, staging: str = "") -> dict[str, float]:
     shutil.rmtree(out, ignore_errors=True)
     options = {
@@ -114,6 +125,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         "full, cold cache": build(files, out / "cold", cache, staging),
         "+1 % file, warm cache": build([*files, new], out / "inc", cache, staging),
         "+1 % file, no cache": build([*files, new], out / "ref", None, staging),
+        # the same episodes in one file: what the per-file segments cost a clean build
+        "same episodes in one file, no cache": build([one_file(files, new)], out / "one", None),
     }
     same = digest(out / "inc" / "ds") == digest(out / "ref" / "ds")
     content = same_content(out / "inc" / "ds", out / "ref" / "ds")
@@ -126,6 +139,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         print(f"| {name} | {row['build_s']} | {row['ingest_s']} | {row['peak_rss_mib']} |")
     print(f"ingest: incremental / full = {inc['ingest_s'] / full['ingest_s']:.3f}")
     print(f"build:  incremental / full = {inc['build_s'] / full['build_s']:.3f}")
+    single = rows["same episodes in one file, no cache"]
+    print(f"build:  incremental / full from one file = {inc['build_s'] / single['build_s']:.3f}")
     print(f"dataset byte-identical to a clean build: {same}; same content: {content}")
     print(f"rejects byte-identical: {rejects}")
     if staging:

@@ -25,7 +25,7 @@ def test_incremental_benchmark_checks_its_output_against_a_clean_build(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = bench_incremental.main(["--base", "30", "--files", "3", "--work", str(tmp_path)])
-    assert len(rows) == 4 and all(r["build_s"] > 0 for r in rows.values())
+    assert len(rows) == 5 and all(r["build_s"] > 0 for r in rows.values())
     out = capsys.readouterr().out
     assert "dataset byte-identical to a clean build: True" in out
     assert "rejects byte-identical: True" in out
