@@ -154,8 +154,9 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         outputs = export_segments(work, staged, config, normalizer, cache)
         if sessions:
             outputs.append(export_sessions(staged, sessions, config))
+        memo = cache.directory / "card.json" if cache is not None else None
         manifest = export.export_dataset(
-            staged, outputs, config, result, normalizer, rejects, sessions
+            staged, outputs, config, result, normalizer, rejects, sessions, memo
         )
         if cache is not None:
             cache.segments.finish()

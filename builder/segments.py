@@ -22,8 +22,8 @@ Layout of ``{cache_dir}/segments``::
 
     <key>/meta.json          written last: the segment's SegmentOutput, file sizes, counts
     <key>/data/<config>/...  its dataset files (hard links where the file system allows)
-    <key>/first_seen.parquet episode ids it added (path, line), for the duplicate check
-    <key>/questions.parquet  question ids it added, with their ground truth hash
+    <key>/first_seen.arrow   episode ids it added (path, line), for the duplicate check
+    <key>/questions.arrow    question ids it added, with their ground truth hash
     <key>/rejects.jsonl      its rejects, as the rejects file holds them
     .tmp-<pid>-<name>/       an entry being written
 
@@ -47,7 +47,6 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from builder.export.segment import SegmentOutput
 
@@ -76,6 +75,7 @@ SEGMENT_INDEPENDENT = frozenset(
         "config_path",
     }
 )
+IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _FIRST_SEEN = pa.schema([("episode_id", pa.string()), ("path", pa.string()), ("line", pa.int64())])
 _QUESTIONS = pa.schema([("question_id", pa.string()), ("ground_truth_hash", pa.string())])
 
@@ -253,8 +253,8 @@ class StoredSegment:
 
     def delta(self) -> IngestDelta:
         counts = self.meta["ingest"]
-        first_seen = pq.read_table(self.directory / "first_seen.parquet").to_pydict()
-        questions = pq.read_table(self.directory / "questions.parquet").to_pydict()
+        first_seen = _read(self.directory / "first_seen.arrow").to_pydict()
+        questions = _read(self.directory / "questions.arrow").to_pydict()
         lines = (self.directory / "rejects.jsonl").read_bytes().splitlines(keepends=True)
         return IngestDelta(
             files=counts["files"],
@@ -324,8 +324,8 @@ class SegmentCache:
         tmp = self.directory / f".tmp-{os.getpid()}-{name}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        pq.write_table(_table(ingest.first_seen, _FIRST_SEEN), tmp / "first_seen.parquet")
-        pq.write_table(_table(ingest.questions, _QUESTIONS), tmp / "questions.parquet")
+        _write(_table(ingest.first_seen, _FIRST_SEEN), tmp / "first_seen.arrow")
+        _write(_table(ingest.questions, _QUESTIONS), tmp / "questions.arrow")
         (tmp / "rejects.jsonl").write_bytes(b"".join(line for _, line in ingest.rejects))
         self.pending[name] = (key, ingest.counts_json())
 
@@ -361,6 +361,16 @@ class SegmentCache:
         for child in self.directory.iterdir():
             if child.name not in self.used:
                 shutil.rmtree(child, ignore_errors=True)
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    with pa.ipc.new_file(path, table.schema, options=IPC_OPTIONS) as writer:
+        writer.write_table(table)
+
+
+def _read(path: Path) -> pa.Table:
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_file(source).read_all()
 
 
 def _table(rows: Iterable[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:

@@ -44,10 +44,11 @@ def export_dataset(
     normalizer: Normalizer,
     rejects: RejectsWriter,
     sessions: Any = None,
+    card_memo: Path | None = None,
 ) -> dict[str, Any]:
     """The card and manifest of the dataset folder whose configs' files the ``segments``
     (``builder.export.segment``) wrote, in segment order; ``sessions``: the session
-    pipeline's result, when there is one."""
+    pipeline's result, when there is one; ``card_memo``: see ``card.card_yaml``."""
     from builder.derive import OBJECTIVE_MODULES
 
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
@@ -106,6 +107,6 @@ def export_dataset(
     }
     write_manifest(out, manifest)
     episode_count = result.rows.get("episodes", 0)
-    card = card_markdown(exported, config.card, manifest, episode_count)
+    card = card_markdown(exported, config.card, manifest, episode_count, card_memo)
     (out / "README.md").write_text(card, encoding="utf-8")
     return manifest

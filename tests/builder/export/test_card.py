@@ -1,0 +1,59 @@
+"""The card's YAML memo: a rebuild that changes nothing the YAML is made from reuses it, and
+anything it is made from (schemas, which splits have rows, card settings) makes a new one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from builder.config import CardConfig
+from builder.export import card
+from builder.export.card import ExportedConfig, card_yaml
+from schemas.tables import TABLES
+
+
+def configs(rows: dict[str, int]) -> list[ExportedConfig]:
+    return [
+        ExportedConfig("questions", TABLES["questions"], rows, "table"),
+        ExportedConfig("episodes", TABLES["episodes"], {"train": 5}, "table"),
+    ]
+
+
+def test_the_memo_gives_the_yaml_it_was_made_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memo = tmp_path / "card.json"
+    fresh = card_yaml(configs({"train": 3, "test": 1}), CardConfig(), 4)
+    assert card_yaml(configs({"train": 3, "test": 1}), CardConfig(), 4, memo) == fresh
+    assert memo.is_file()
+
+    made: list[int] = []
+    real = card._card_yaml
+
+    def counted(*args: object) -> str:
+        made.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(card, "_card_yaml", counted)
+    # other row counts, same splits with rows: the memo
+    assert card_yaml(configs({"train": 30, "test": 9}), CardConfig(), 4, memo) == fresh
+    assert made == []
+    # a split without rows leaves the YAML's data files: made again
+    emptied = card_yaml(configs({"train": 3}), CardConfig(), 4, memo)
+    assert "questions/test-*" in fresh
+    assert made == [1] and "questions/test-*" not in emptied
+    # card settings and schemas are in the key
+    card_yaml(configs({"train": 3}), replace(CardConfig(), pretty_name="Other"), 4, memo)
+    other = [ExportedConfig("questions", TABLES["turns"], {"train": 3}, "table")]
+    card_yaml(other, CardConfig(), 4, memo)
+    assert made == [1, 1, 1]
+
+
+def test_a_damaged_memo_is_ignored(tmp_path: Path) -> None:
+    memo = tmp_path / "card.json"
+    memo.write_text("{not json")
+    assert card_yaml(configs({"train": 1}), CardConfig(), 1, memo) == card_yaml(
+        configs({"train": 1}), CardConfig(), 1
+    )
