@@ -25,14 +25,9 @@ from builder import export, storage
 from builder.cache import open_cache
 from builder.config import BuildConfig
 from builder.export.buckets import BUCKETED, bucket_count, partition
-from builder.export.segment import (
-    SegmentExporter,
-    SegmentOutput,
-    export_sessions,
-    lookup_questions,
-)
+from builder.export.lookup import QuestionIndex, lookup
+from builder.export.segment import SegmentExporter, SegmentOutput, export_sessions
 from builder.ingest import BANK_SEGMENT, CHECK_FAILED, IngestResult, ingest_files, segment_name
-from builder.normalize import Normalizer
 from builder.redact import TableRedactor
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
@@ -151,7 +146,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
         staged = work / "dataset"
-        outputs = export_segments(work, staged, config, normalizer, cache)
+        outputs = export_segments(work, staged, config, cache)
         if sessions:
             outputs.append(export_sessions(staged, sessions, config))
         memo = cache.directory / "card.json" if cache is not None else None
@@ -170,7 +165,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
 
 
 def export_segments(
-    work: Path, staged: Path, config: BuildConfig, normalizer: Normalizer, cache: Any
+    work: Path, staged: Path, config: BuildConfig, cache: Any
 ) -> list[SegmentOutput]:
     """Every episode segment's files, in order: a stored one (``builder.segments``) linked
     in, any other exported from its staging tables. Before any config is derived, secrets
@@ -180,26 +175,30 @@ def export_segments(
     outputs: list[Future[SegmentOutput] | SegmentOutput] = []
     known: tuple[str, ...] = ()
     exporter = SegmentExporter(staged, config)
+    index = QuestionIndex(work / "questions.sqlite")
     try:
         for name in names:
             stored = cache.segments.reused.get(name) if cache is not None else None
             if stored is not None:
                 stored.link_into(staged)
+                index.add_published(staged, name)
                 outputs.append(stored.output)
                 known = tuple(stored.output.secret_values)
                 continue
             tables = work / "tables" / name
             redactor = TableRedactor(tables, config.redaction_options(), known)
-            lookup = lookup_questions(staged, tables, name, normalizer.seen_questions)
             rows = max(pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKETED[:2])
             buckets = work / "buckets" / name
-            parts = partition(tables, bucket_count(rows), buckets, redactor.frame, lookup)
-            written = exporter.export(name, parts)
+            looked_up = lookup(index, tables)
+            parts = partition(tables, bucket_count(rows), buckets, redactor.frame, looked_up)
+            written = exporter.export(name, parts)  # its questions are written on return
+            index.add_published(staged, name)
             counts, known = redactor.counts(), redactor.values
             written.add_done_callback(functools.partial(_finish, counts, known, buckets))
             outputs.append(written)
     finally:
         exporter.close()
+        index.close()
     done = [o if isinstance(o, SegmentOutput) else o.result() for o in outputs]
     if cache is not None:
         for output in done:

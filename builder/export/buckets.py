@@ -30,6 +30,7 @@ PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 BUCKETED = ("questions", "episodes", *CHILD_TABLES)
 LOOKUP = "lookup_questions"  # question rows of earlier segments (``partition``)
+LOOKUP_COLUMNS = ("question_id", "question_text", "normalized_text", "difficulty")
 PREFIX_RANGE = 16**4  # buckets are ranges of the ids' first four hex digits
 SCRATCH_FILE_BYTES = 128 << 20  # rows gathered (in memory) before a scratch file is written
 
@@ -104,7 +105,7 @@ def partition(
     scan = pl.scan_parquet(tables_dir / "episodes.parquet")
     episode_bucket = scan.select("episode_id", _bucket=bucket_index(buckets)).collect()
     schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
-    schemas[LOOKUP] = schemas["questions"]
+    schemas[LOOKUP] = pa.schema([(name, pa.string()) for name in LOOKUP_COLUMNS])
     out = [Bucket(schemas) for _ in range(buckets)]
     sources: dict[str, Iterable[pl.DataFrame]] = {
         name: batches(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED

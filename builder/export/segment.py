@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -24,11 +24,11 @@ import pyarrow as pa
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS, exclusion_counts
-from builder.export.buckets import LOOKUP, Bucket, load
+from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS
-from builder.splits import SPLITS, SplitConfig, assign_splits
+from builder.splits import SplitConfig, assign_splits
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 
@@ -137,7 +137,7 @@ class SegmentExporter:
             tally.add(published)
             excluded.update(exclusion_counts(loaded))
             keys = SplitKeys.of(splits, loaded["episodes"])
-            every_question = pl.concat([loaded["questions"], loaded[LOOKUP]])
+            every_question = pl.concat([loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP]])
             sources = {**loaded, "questions": every_question.sort("question_id")}
             frames = [m.derive(sources, self.options) for m in OBJECTIVE_MODULES.values()]
             frames += [loaded[name] for name in TABLES]
@@ -186,32 +186,6 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
     output.questions_per_split = dict(sorted(tally.counts.items()))
     output.assignment_sha256 = tally.sha256
     return writers.close(output)
-
-
-def lookup_questions(
-    dataset: Path, tables: Path, segment: str, owners: Mapping[str, str]
-) -> pl.DataFrame | None:
-    """The questions of earlier segments that the episodes of ``segment`` (staging folder
-    ``tables``) refer to, read from those segments' published ``questions`` files in
-    ``dataset`` (redacted, as every config of theirs shows them). ``owners``: question id
-    -> the segment that holds its row."""
-    ids = pl.read_parquet(tables / "episodes.parquet", columns=["question_id"])
-    by_owner: dict[str, list[str]] = {}
-    for qid in ids.get_column("question_id").unique().sort().to_list():
-        owner = owners.get(qid)
-        if owner is not None and owner != segment:
-            by_owner.setdefault(owner, []).append(qid)
-    files = [
-        path
-        for owner in sorted(by_owner)
-        for split in SPLITS
-        for path in sorted((dataset / "questions").glob(f"{split}-{owner}-*.parquet"))
-    ]
-    if not files:
-        return None
-    wanted = pl.Series([q for owner in sorted(by_owner) for q in by_owner[owner]])
-    scan = pl.scan_parquet(files).filter(pl.col("question_id").is_in(wanted.implode()))
-    return scan.select(TABLES["questions"].names).collect()
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:

@@ -1,0 +1,67 @@
+"""The questions of earlier segments, for the episodes of a later one.
+
+An episode's question row lives in the segment where the question was first seen. A later
+segment's episodes still need its text and difficulty (their prompts) and its normalized
+text (their split), exactly as that segment published them (redacted). Those fields of every
+published question go into a small on-disk index (SQLite, keyed by id) as each segment is
+exported, so a lookup costs what the segment needs, not what came before it, and memory
+does not grow with the number of questions.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import polars as pl
+
+from builder.splits import SPLITS
+
+COLUMNS = {
+    "question_id": pl.String,
+    "question_text": pl.String,
+    "normalized_text": pl.String,
+    "difficulty": pl.String,
+}
+
+
+class QuestionIndex:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path)
+        self._db.execute("PRAGMA journal_mode = OFF")
+        self._db.execute("PRAGMA synchronous = OFF")
+        columns = ", ".join(f"{name} TEXT" for name in list(COLUMNS)[1:])
+        self._db.execute(f"CREATE TABLE questions (question_id TEXT PRIMARY KEY, {columns})")
+
+    def add_published(self, dataset: Path, segment: str) -> None:
+        """Index the ``questions`` rows segment ``segment`` wrote into ``dataset``."""
+        files = [
+            path
+            for split in SPLITS
+            for path in sorted((dataset / "questions").glob(f"{split}-{segment}-*.parquet"))
+        ]
+        if not files:
+            return
+        rows = pl.read_parquet(files, columns=list(COLUMNS)).iter_rows()
+        with self._db:
+            self._db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?)", rows)
+
+    def get(self, ids: pl.Series) -> pl.DataFrame:
+        """The indexed rows among ``ids`` (ids not indexed are left out), in id order."""
+        query = (
+            "SELECT * FROM questions WHERE question_id IN (SELECT value FROM json_each(?)) "
+            "ORDER BY question_id"
+        )
+        rows = self._db.execute(query, (json.dumps(ids.to_list()),)).fetchall()
+        return pl.DataFrame(rows, schema=COLUMNS, orient="row")
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def lookup(index: QuestionIndex, tables: Path) -> pl.DataFrame:
+    """The earlier segments' questions that the episodes in staging folder ``tables`` ask."""
+    episodes = pl.read_parquet(tables / "episodes.parquet", columns=["question_id"])
+    return index.get(episodes.get_column("question_id").unique())
