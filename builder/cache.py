@@ -1,5 +1,9 @@
 """Incremental rebuilds: the normalized output of each episode file, cached by its digest.
 
+This is the second level of the cache. The first (``builder.segments``) skips the leading
+segments whose chained keys are stored, files and all; the batches below serve the files
+from the first changed segment on (an edited or inserted file moves every later segment).
+
 What is cached is the pure, per-file part of the ingest: the batches ``normalize_batch``
 returns (one entry of record batches per input batch, ``builder.engine.codec``), plus the
 file's blank-line count and stats. The build-wide, order-dependent commit (duplicate ids,
@@ -15,6 +19,8 @@ Layout of ``cache_dir``::
         meta.json           written last: path, sha256, bytes, lines, blank, batches, files
         outcomes.arrow ...  Arrow IPC files (lz4), one record batch per input batch
     entries/.tmp-<pid>-*    an entry being written; renamed to entries/<key> when complete
+    segments/               stored segments (``builder.segments``)
+    card.json               the card's YAML, remembered (``builder.export.card``)
     .lock                   one build uses a cache at a time (a second one builds uncached)
 
 **Key.** ``sha256`` of: the file's sha256 (of its stored bytes), its path as named in the
