@@ -54,6 +54,8 @@ class BuildReport:
     manifest: dict[str, Any]
     seconds: float
     out: Path
+    cache: dict[str, int] | None = None  # what the incremental cache served
+    upload: dict[str, int] | None = None  # files sent, unchanged, deleted (``upload_to``)
 
 
 def expanded(config: BuildConfig) -> BuildConfig:
@@ -105,7 +107,7 @@ def build(config: BuildConfig, progress: bool = False) -> BuildReport:
         report = _build(config, progress)
         if config.upload_to:
             try:
-                storage.upload(report.out, config.upload_to)
+                report.upload = storage.upload(report.out, config.upload_to)
             except storage.StorageError as exc:
                 raise UploadFailed(str(exc)) from exc
         return report
@@ -153,15 +155,22 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         manifest = export.export_dataset(
             staged, outputs, config, result, normalizer, rejects, sessions, memo
         )
+        served = None
         if cache is not None:
             cache.segments.finish()
+            served = {
+                "segments reused": len(cache.segments.reused),
+                "segments built": len(cache.segments.pending),
+                "files replayed from cached batches": cache.hits,
+                "files normalized": cache.misses,
+            }
         _swap(staged, out)
     finally:
         rejects.close()
         if cache is not None:
             cache.close()
         shutil.rmtree(work, ignore_errors=True)
-    return BuildReport(manifest, time.perf_counter() - started, out)
+    return BuildReport(manifest, time.perf_counter() - started, out, served)
 
 
 def export_segments(

@@ -36,5 +36,9 @@ def print_summary(report: BuildReport, out: TextIO = sys.stdout) -> None:
         sessions = m["sessions"]
         excluded = sessions["excluded_sessions"].items()
         _section("sessions not replayed (of " + str(sessions["sessions"]) + ")", excluded, out)
+    if report.cache is not None:
+        _section(f"incremental cache ({len(m['inputs'])} inputs)", report.cache.items(), out)
+    if report.upload is not None:
+        _section("upload (files)", report.upload.items(), out)
     lines = sum(i["lines"] for i in m["inputs"])
     print(f"\n{lines:,} input lines → {report.out} in {report.seconds:.1f} s", file=out)

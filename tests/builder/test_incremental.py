@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -359,3 +360,18 @@ def test_segment_keys_follow_the_options_that_change_the_output(tmp_path: Path, 
     salted = outputs(config_for(tmp_path, files, "four", cache_dir=cache, split_salt="other"))
     assert (spy.reused, len(spy.built)) == ([], 4)
     assert salted == outputs(config_for(tmp_path, files, "clean", split_salt="other"))
+
+
+def test_the_summary_says_what_the_cache_served(
+    tmp_path: Path, spy: Spy, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from builder.summary import print_summary
+
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "one", cache_dir=cache))
+    print_summary(build(config_for(tmp_path, files, "two", cache_dir=cache)))
+    text = capsys.readouterr().out
+    assert re.search(r"segments reused\s+4\n\s+segments built\s+0\n", text)
+    print_summary(build(config_for(tmp_path, files, "three")))
+    assert "incremental cache" not in capsys.readouterr().out

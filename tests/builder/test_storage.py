@@ -151,6 +151,27 @@ def test_a_finished_build_is_uploaded_and_only_its_own_stale_files_removed(
     assert set(manifest["files"]) <= set(uploaded)
 
 
+def test_an_upload_sends_only_the_files_that_changed(bucket: str, tmp_path: Path) -> None:
+    """A day's file appended: only its segment's files (and the card and manifest) go."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    first_day, second_day = tmp_path / "day-1.jsonl", tmp_path / "day-2.jsonl"
+    first_day.write_text("".join(lines[:75]), encoding="utf-8")
+    second_day.write_text("".join(lines[75:]), encoding="utf-8")
+    target = f"{bucket}/daily/ds"
+    first = build(config_for(tmp_path, "first", episodes=(str(first_day),), upload_to=target))
+    assert first.upload == {"sent": len(local_files(first.out)), "unchanged": 0, "deleted": 0}
+
+    again = build(config_for(tmp_path, "again", episodes=(str(first_day),), upload_to=target))
+    data = [name for name in local_files(again.out) if name.endswith(".parquet")]
+    assert again.upload == {"sent": 2, "unchanged": len(data), "deleted": 0}
+
+    days = (str(first_day), str(second_day))
+    more = build(config_for(tmp_path, "more", episodes=days, upload_to=target))
+    added = [name for name in local_files(more.out) if "-00002-" in name]
+    assert added and more.upload == {"sent": len(added) + 2, "unchanged": len(data), "deleted": 0}
+    assert listing(target) == local_files(more.out)
+
+
 def test_an_unreachable_store_fails_the_upload_after_a_good_local_build(tmp_path: Path) -> None:
     config = config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to="nosuch://x/ds")
     with pytest.raises(UploadFailed, match="nosuch://x"):
