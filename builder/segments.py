@@ -28,7 +28,8 @@ Layout of ``{cache_dir}/segments``::
     .tmp-<pid>-<name>/       an entry being written
 
 A stored file is trusted by its size (``cache_verify``: by its sha256 too); the manifest's
-digests are the stored ones, which ``episodes publish`` checks against the files.
+digests are the stored ones, which ``episodes publish`` checks against the files. Dataset
+files are hard links to the stored ones where the file system allows (both read-only).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ SEGMENT_INDEPENDENT = frozenset(
     }
 )
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+READ_ONLY = 0o444
 _FIRST_SEEN = pa.schema([("episode_id", pa.string()), ("path", pa.string()), ("line", pa.int64())])
 _QUESTIONS = pa.schema([("question_id", pa.string()), ("ground_truth_hash", pa.string())])
 
@@ -274,12 +276,15 @@ class StoredSegment:
 
 
 def _link(source: Path, target: Path) -> None:
-    """Hard link (the files are never written in place), else copy."""
+    """Hard link, else copy. Stored files are made read-only first: a dataset file is the
+    same file as its cache entry's, and no step of the project writes a file in place."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    source.chmod(READ_ONLY)
     try:
         os.link(source, target)
     except OSError:
         shutil.copyfile(source, target)
+        target.chmod(READ_ONLY)
 
 
 class SegmentCache:

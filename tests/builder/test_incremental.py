@@ -205,7 +205,8 @@ def test_a_damaged_stored_segment_is_built_again(tmp_path: Path, spy: Spy) -> No
     clean = outputs(config_for(tmp_path, files, "clean"))
     outputs(config_for(tmp_path, files, "cold", cache_dir=cache))
     stored = sorted(cache.glob("segments/*/data/sft/*-00002-*.parquet"))
-    assert stored
+    assert stored and not stored[0].stat().st_mode & 0o222  # written read-only
+    stored[0].chmod(0o644)
     stored[0].write_bytes(stored[0].read_bytes()[:-10])  # truncated
     spy.reset()
     assert outputs(config_for(tmp_path, files, "again", cache_dir=cache)) == clean
