@@ -98,10 +98,14 @@ def base_key(config: Any, versions: dict[str, str]) -> str:
     """What every segment's key starts from."""
     fields = dataclasses.fields(config) if dataclasses.is_dataclass(config) else ()
     options = {f.name: getattr(config, f.name) for f in fields if f.name not in SEGMENT_INDEPENDENT}
+    import importlib.metadata
+
+    # polars derives every config; the ingest's libraries are in ``versions`` already
+    libraries = {**versions, "polars": importlib.metadata.version("polars")}
     material = {
         "format": FORMAT,
         "code": project_digest(),
-        "versions": versions,
+        "versions": libraries,
         "options": options,
     }
     return _sha256(material)

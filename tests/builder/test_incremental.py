@@ -376,3 +376,27 @@ def test_the_summary_says_what_the_cache_served(
     assert re.search(r"segments reused\s+4\n\s+segments built\s+0\n", text)
     print_summary(build(config_for(tmp_path, files, "three")))
     assert "incremental cache" not in capsys.readouterr().out
+
+
+def test_removing_the_first_file_moves_every_segment_and_matches_a_clean_build(
+    tmp_path: Path, spy: Spy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files, "one", cache_dir=cache))
+    spy.reset()
+    fewer = outputs(config_for(tmp_path, files[1:], "two", cache_dir=cache))
+    assert (spy.reused, spy.built) == (["00000"], ["00001", "00002"])
+    assert (spy.hits, spy.misses) == (2, 0)  # both files replayed from their batches
+    assert fewer == outputs(config_for(tmp_path, files[1:], "clean"))
+
+    # another polars: every segment is built again (it derives every config)
+    import importlib.metadata
+
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "0.0" if name == "polars" else real(name)
+    )
+    spy.reset()
+    outputs(config_for(tmp_path, files[1:], "three", cache_dir=cache))
+    assert spy.reused == [] and len(spy.built) == 3
