@@ -85,19 +85,15 @@ class BuildConfig:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
+# How a build runs, never what it writes (``builder.segments`` keeps them out of its keys).
+RUN_OPTIONS = frozenset(
+    {"workers", "engine", "ray_address", "cache_dir", "cache_verify", "staging_compression"}
+)
 _SECTIONS = {
     "inputs": {"episodes", "synthetic_questions", "llm_questions", "sessions"},
     "output": {"out", "rejects", "parquet_max_rows_per_file", "upload_to"},
     "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
-    "build": {
-        "batch_lines",
-        "workers",
-        "engine",
-        "ray_address",
-        "cache_dir",
-        "cache_verify",
-        "staging_compression",
-    },
+    "build": {"batch_lines", *RUN_OPTIONS},
     "splits": {"train", "validation", "test", "salt"},
     "derive": {"dpo_max_pairs_per_episode", "null_correct_trains", "max_output_chars"},
     "redaction": {"enabled", "allowlist", "extra_patterns"},

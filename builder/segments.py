@@ -49,33 +49,26 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
+from builder.config import RUN_OPTIONS
 from builder.export.segment import SegmentOutput
 
 FORMAT = 1
 # Options that do not change any segment's files (inputs are keyed one by one).
-SEGMENT_INDEPENDENT = frozenset(
-    {
-        "episodes",
-        "synthetic_questions",
-        "llm_questions",
-        "out",
-        "upload_to",
-        "rejects",
-        "max_reject_ratio",
-        "sessions",
-        "null_correct_trains",
-        "publish_repo",
-        "publish_private",
-        "workers",
-        "engine",
-        "ray_address",
-        "cache_dir",
-        "cache_verify",
-        "staging_compression",
-        "card",
-        "config_path",
-    }
-)
+SEGMENT_INDEPENDENT = RUN_OPTIONS | {
+    "episodes",
+    "synthetic_questions",
+    "llm_questions",
+    "sessions",
+    "null_correct_trains",  # sessions only: their segment is always built
+    "out",
+    "upload_to",
+    "rejects",
+    "max_reject_ratio",
+    "publish_repo",
+    "publish_private",
+    "card",
+    "config_path",
+}
 IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 READ_ONLY = 0o444
 _FIRST_SEEN = pa.schema([("episode_id", pa.string()), ("path", pa.string()), ("line", pa.int64())])
