@@ -139,6 +139,8 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     shutil.rmtree(work, ignore_errors=True)
     rejects = RejectsWriter(config.rejects)
     cache = open_cache(config) if config.cache_dir else None
+    if cache is None:  # none configured, or another build holds it: this one runs uncached
+        config = replace(config, cache_dir=None)
     try:
         with _progress_bar(config, progress) as bar:
             result, normalizer = ingest_files(

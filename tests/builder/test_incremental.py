@@ -315,6 +315,7 @@ def test_a_cache_in_use_by_another_build_is_bypassed(tmp_path: Path, spy: Spy) -
         result = outputs(config_for(tmp_path, files, "locked", cache_dir=cache))
     assert result == outputs(config_for(tmp_path, files, "clean"))
     assert not any((cache / "entries").iterdir())  # nothing written by the bypassed build
+    assert not any((cache / "segments").iterdir())
 
 
 def test_code_digest_covers_the_normalizer() -> None:
