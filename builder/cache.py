@@ -467,10 +467,11 @@ class CachedIngest(Ingest):
             self._previous = segments.base_key(self.config, cache.versions)
         if self._reusing:
             key = self._stored_key(name)
-            stored = cache.segments.lookup(key) if key else None
-            if stored is not None:
+            found = cache.segments.restorable(key) if key else None
+            if found is not None:
+                stored, delta = found
                 self.normalizer.segment = name
-                segments.restore(self, name, stored.delta())
+                segments.restore(self, name, delta)
                 cache.segments.reused[name] = stored
                 self._previous = key  # type: ignore[assignment]
                 return

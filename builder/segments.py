@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -91,8 +92,6 @@ def base_key(config: Any, versions: dict[str, str]) -> str:
     """What every segment's key starts from."""
     fields = dataclasses.fields(config) if dataclasses.is_dataclass(config) else ()
     options = {f.name: getattr(config, f.name) for f in fields if f.name not in SEGMENT_INDEPENDENT}
-    import importlib.metadata
-
     # polars derives every config; the ingest's libraries are in ``versions`` already
     libraries = {**versions, "polars": importlib.metadata.version("polars")}
     material = {
@@ -319,6 +318,19 @@ class SegmentCache:
             return None
         self.used.add(key)
         return StoredSegment(directory, meta)
+
+    def restorable(self, key: str) -> tuple[StoredSegment, IngestDelta] | None:
+        """The stored segment of ``key`` and its share of the ingest, read; None when there
+        is none or it cannot be read (then it is deleted)."""
+        stored = self.lookup(key)
+        if stored is None:
+            return None
+        try:
+            return stored, stored.delta()
+        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+            self.used.discard(key)
+            shutil.rmtree(stored.directory, ignore_errors=True)
+            return None
 
     def begin(self, name: str, key: str, ingest: IngestDelta) -> None:
         """Set aside segment ``name``'s share of the ingest as soon as it is read (so the

@@ -212,6 +212,14 @@ def test_a_damaged_stored_segment_is_built_again(tmp_path: Path, spy: Spy) -> No
     assert outputs(config_for(tmp_path, files, "again", cache_dir=cache)) == clean
     assert (spy.reused, spy.built) == (["00000", "00001"], ["00002", "00003"])
 
+    # a stored state file of the right size but unreadable: built again too
+    entry = next(p.parents[2] for p in cache.glob("segments/*/data/sft/train-00001-*.parquet"))
+    ids = entry / "first_seen.arrow"
+    ids.write_bytes(b"\0" * ids.stat().st_size)
+    spy.reset()
+    assert outputs(config_for(tmp_path, files, "third", cache_dir=cache)) == clean
+    assert (spy.reused, spy.built) == (["00000"], ["00001", "00002", "00003"])
+
 
 def test_unchanged_files_are_not_read_when_the_memo_is_trusted(
     tmp_path: Path, spy: Spy, monkeypatch: pytest.MonkeyPatch
