@@ -24,13 +24,16 @@ from tqdm import tqdm
 from builder import export, storage
 from builder.cache import open_cache
 from builder.config import BuildConfig
-from builder.export.buckets import BUCKETED, bucket_count, partition
+from builder.export.buckets import bucket_count, partition
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput, export_sessions
-from builder.ingest import BANK_SEGMENT, CHECK_FAILED, IngestResult, ingest_files, segment_name
+from builder.ingest import CHECK_FAILED, IngestResult, ingest_files, segment_names
 from builder.redact import TableRedactor
 from builder.rejects import RejectsWriter
 from builder.sources import expand_inputs
+
+# A segment's buckets follow its episodes, or its questions (the banks' segment has only those).
+BUCKET_SIZED = ("episodes", "questions")
 
 
 class BuildFailed(RuntimeError):
@@ -182,13 +185,12 @@ def export_segments(
     in, any other exported from its staging tables. Before any config is derived, secrets
     are redacted as a segment is cut into buckets (one pass, nothing rewritten); a secret
     value assigned in one segment is redacted in every later one."""
-    names = [BANK_SEGMENT, *(segment_name(i) for i in range(1, len(config.episodes) + 1))]
     outputs: list[Future[SegmentOutput] | SegmentOutput] = []
     known: tuple[str, ...] = ()
     exporter = SegmentExporter(staged, config)
     index = QuestionIndex(work / "questions.sqlite")
     try:
-        for name in names:
+        for name in segment_names(config):
             stored = cache.segments.reused.get(name) if cache is not None else None
             if stored is not None:
                 stored.link_into(staged)
@@ -198,7 +200,8 @@ def export_segments(
                 continue
             tables = work / "tables" / name
             redactor = TableRedactor(tables, config.redaction_options(), known)
-            rows = max(pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKETED[:2])
+            sizes = (pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKET_SIZED)
+            rows = max(sizes)
             buckets = work / "buckets" / name
             looked_up = lookup(index, tables)
             parts = partition(tables, bucket_count(rows), buckets, redactor.frame, looked_up)

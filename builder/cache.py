@@ -82,7 +82,14 @@ import pyarrow as pa
 
 from builder import segments, storage
 from builder.engine.codec import BATCH_SCHEMAS, batch_from_record_batches, batch_to_record_batches
-from builder.ingest import BANK_SEGMENT, BATCH_BYTES, BatchResult, FileCounts, Ingest
+from builder.ingest import (
+    BANK_SEGMENT,
+    BATCH_BYTES,
+    BatchResult,
+    FileCounts,
+    Ingest,
+    bank_paths,
+)
 from builder.normalize import EpisodeInfo
 from builder.sources import InputError, InputFile, InputStats, SourceLine
 from builder.validate import Reject
@@ -470,7 +477,6 @@ class CachedIngest(Ingest):
             found = cache.segments.restorable(key) if key else None
             if found is not None:
                 stored, delta = found
-                self.normalizer.segment = name
                 segments.restore(self, name, delta)
                 cache.segments.reused[name] = stored
                 self._previous = key  # type: ignore[assignment]
@@ -487,10 +493,7 @@ class CachedIngest(Ingest):
         digests, or the episode file's cache key."""
         digests = {s.path: s.sha256 for s in self.result.inputs}
         if name == BANK_SEGMENT:
-            return {
-                "synthetic": [(p, digests[p]) for p in self.config.synthetic_questions],
-                "llm": [(p, digests[p]) for p in self.config.llm_questions],
-            }
+            return _bank_material(self.config, digests.__getitem__)
         path = self.config.episodes[int(name) - 1]
         assert self.cache is not None
         return self.cache.key(path, digests[path])
@@ -502,13 +505,7 @@ class CachedIngest(Ingest):
         assert cache is not None
         try:
             if name == BANK_SEGMENT:
-                hashed = {
-                    kind: [(p, _file_sha256(p)) for p in paths]
-                    for kind, paths in (
-                        ("synthetic", self.config.synthetic_questions),
-                        ("llm", self.config.llm_questions),
-                    )
-                }
+                hashed = _bank_material(self.config, _file_sha256)
                 return segments.chain(self._previous, name, hashed)
             path = self.config.episodes[int(name) - 1]
             before = storage.stat(path)
@@ -518,15 +515,16 @@ class CachedIngest(Ingest):
         digest, trusted = cache.known_digest(path, before)
         if digest is None:
             return None
-        key = segments.chain(self._previous, name, cache.key(path, digest))
-        if (self.cache.segments.directory / key).is_dir():
+        entry = cache.key(path, digest)
+        key = segments.chain(self._previous, name, entry)
+        if (cache.segments.directory / key).is_dir():
             # The memo and the file's normalized batches stay for the next build.
             if trusted:
                 cache.keep(path)
             else:
                 cache.remember(path, before, digest, recorded_ns)
-            if (cache.entries / cache.key(path, digest)).is_dir():
-                cache.used.add(cache.key(path, digest))
+            if (cache.entries / entry).is_dir():
+                cache.used.add(entry)
         return key
 
     def _read_episodes(self, path: str) -> None:
@@ -594,6 +592,11 @@ class CachedIngest(Ingest):
         if self.on_bytes is not None:
             self.on_bytes(stats.bytes)
         self.result.inputs.append(stats)
+
+
+def _bank_material(config: Any, digest: Callable[[str], str]) -> dict[str, Any]:
+    """The question banks of a build, by source: (path, sha256) in reading order."""
+    return {kind: [(p, digest(p)) for p in paths] for kind, paths in bank_paths(config)}
 
 
 def open_cache(config: Any) -> IngestCache | None:

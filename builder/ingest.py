@@ -86,7 +86,6 @@ class TableSink:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory, self.compression = directory, compression
         self.rows: Counter[str] = Counter()
-        self.segments: list[str] = []
         self._writers: dict[str, pq.ParquetWriter] = {}
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="staging-write")
         self._pending: Future[None] | None = None
@@ -102,7 +101,6 @@ class TableSink:
             table: pq.ParquetWriter(folder / f"{table}.parquet", schema, compression=compression)
             for table, schema in TABLES.items()
         }
-        self.segments.append(name)
 
     def _close_writers(self) -> None:
         for writer in self._writers.values():
@@ -139,6 +137,16 @@ BANK_SEGMENT = "00000"
 def segment_name(index: int) -> str:
     """The segment of the ``index``-th episode file (from 1; ``BANK_SEGMENT`` is 0)."""
     return f"{index:05d}"
+
+
+def segment_names(config: BuildConfig) -> list[str]:
+    """Every segment of a build but the sessions', in order."""
+    return [BANK_SEGMENT, *(segment_name(i) for i in range(1, len(config.episodes) + 1))]
+
+
+def bank_paths(config: BuildConfig) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The question banks by source, in the order they are read."""
+    return (("synthetic", config.synthetic_questions), ("llm", config.llm_questions))
 
 
 def read_staged(staging: Path, name: str) -> pa.Table:
@@ -208,24 +216,21 @@ class Ingest:
         self.first_seen: dict[str, tuple[str, int]] = {}
 
     def run(self) -> IngestResult:
-        self._segment(BANK_SEGMENT, self._read_banks)
-        for index, path in enumerate(self.config.episodes, 1):
-            self._segment(segment_name(index), lambda path=path: self._read_episodes(path))
+        banks, *files = segment_names(self.config)
+        self._segment(banks, self._read_banks)
+        for name, path in zip(files, self.config.episodes, strict=True):
+            self._segment(name, lambda path=path: self._read_episodes(path))
         self.result.rows = self.sink.rows
         return self.result
 
     def _segment(self, name: str, read: Callable[[], None]) -> None:
         """Read one segment's inputs into its own staging folder."""
         self.sink.segment(name)
-        self.normalizer.segment = name
         read()
 
     def _read_banks(self) -> None:
-        for kind, patterns in (
-            ("synthetic", self.config.synthetic_questions),
-            ("llm", self.config.llm_questions),
-        ):
-            for path in patterns:
+        for kind, paths in bank_paths(self.config):
+            for path in paths:
                 self._read_questions(path, kind)
         self.sink.write(self.normalizer.take_tables())
 

@@ -386,9 +386,8 @@ class Normalizer:
     hook_value_limit: int = 100_000
     ground_truth: dict[str, str] = field(default_factory=dict)  # question id -> answer hash
     stats: NormalizeStats = field(default_factory=NormalizeStats)
-    # question id -> the segment (``builder.ingest``) whose staging holds its row
-    seen_questions: dict[str, str] = field(default_factory=dict)
-    segment: str = ""
+    # question ids seen, in the order first seen (``builder.segments`` takes a segment's)
+    seen_questions: dict[str, None] = field(default_factory=dict)
     _rows: Rows = field(default_factory=empty_rows)
 
     def question(self, question: Question, source: str, file: str, line: int) -> None:
@@ -403,7 +402,7 @@ class Normalizer:
         """Record a question id; False when it was seen before (its row is then dropped)."""
         if qid in self.seen_questions:
             return False
-        self.seen_questions[qid] = self.segment
+        self.seen_questions[qid] = None
         if gt_hash is not None:
             self.ground_truth.setdefault(qid, gt_hash)
         self.stats.question_checks.update(failed)

@@ -152,7 +152,8 @@ class Mark:
 
 
 def mark(job: Any) -> Mark:
-    """``job``: a ``builder.ingest.Ingest`` between two segments."""
+    """``job``: a ``builder.ingest.Ingest`` between two segments. Its rejects are captured
+    from here on, for ``delta``."""
     stats = job.normalizer.stats
     job.rejects.capture()
     return Mark(
@@ -234,7 +235,7 @@ def restore(job: Any, name: str, stored: IngestDelta) -> None:
     for episode, path, line in stored.first_seen:
         job.first_seen.setdefault(episode, (path, line))
     for qid, truth in stored.questions:
-        normalizer.seen_questions[qid] = name
+        normalizer.seen_questions[qid] = None
         if truth is not None:
             normalizer.ground_truth.setdefault(qid, truth)
     job.rejects.add_lines(stored.rejects)

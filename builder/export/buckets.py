@@ -73,17 +73,16 @@ class Bucket:
 
     def read(self, name: str) -> pl.DataFrame:
         """Table ``name``'s rows of this bucket, in input order."""
+        schema = self.schemas[name]
         if name in self.held:
-            schema = self.schemas[name]
             held = [t.cast(schema) for t in self.held[name]]
-            frame = pl.from_arrow(pa.concat_tables(held) if held else schema.empty_table())
-            assert isinstance(frame, pl.DataFrame)
-            return frame
-        batches = []
-        for path, index in self.pieces.get(name, []):
-            with pa.memory_map(str(path)) as source:
-                batches.append(pa.ipc.open_file(source).get_batch(index))
-        table = pa.Table.from_batches(batches, self.schemas[name])
+            table = pa.concat_tables(held) if held else schema.empty_table()
+        else:
+            batches = []
+            for path, index in self.pieces.get(name, []):
+                with pa.memory_map(str(path)) as source:
+                    batches.append(pa.ipc.open_file(source).get_batch(index))
+            table = pa.Table.from_batches(batches, schema)
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
         return frame

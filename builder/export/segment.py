@@ -49,6 +49,12 @@ class SegmentOutput:
     redactions: dict[str, int] = field(default_factory=dict)  # replacements by kind
     secret_values: list[str] = field(default_factory=list)  # redacted from here on
 
+    def tallied(self, tally: SplitTally) -> SegmentOutput:
+        """With the split facts of ``tally`` (its questions' splits, in id order)."""
+        self.questions_per_split = dict(sorted(tally.counts.items()))
+        self.assignment_sha256 = tally.sha256
+        return self
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -145,9 +151,7 @@ class SegmentExporter:
             pieces = dict(zip(self.layouts, collected, strict=True))
             writers.write("questions", *self.layouts["questions"], pieces.pop("questions"))
             self._submit(functools.partial(self._write_all, writers, pieces))
-        output = SegmentOutput(segment, excluded=dict(excluded))
-        output.questions_per_split = dict(sorted(tally.counts.items()))
-        output.assignment_sha256 = tally.sha256
+        output = SegmentOutput(segment, excluded=dict(excluded)).tallied(tally)
         writers.close(output, ["questions"])
         return self._submit(functools.partial(writers.close, output))
 
@@ -183,9 +187,7 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
     tally = SplitTally()
     tally.add(splits)
     output = SegmentOutput(SESSION_SEGMENT, redactions=dict(sessions.redactions))
-    output.questions_per_split = dict(sorted(tally.counts.items()))
-    output.assignment_sha256 = tally.sha256
-    return writers.close(output)
+    return writers.close(output.tallied(tally))
 
 
 def _frame(table: pa.Table) -> pl.DataFrame:
