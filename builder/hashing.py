@@ -1,43 +1,62 @@
 """The one hashing module: question ids, value hashes, canonical JSON, normalized text.
 
-The builder, the integrity checks, the sample generator and reward code all import these
-functions, so a hash means the same thing everywhere.
+The builder, the integrity checks, ``prm_stepwise`` labels, value summaries and the reward
+functions all import these functions, so a hash means the same thing everywhere — and the
+same thing as on the capture side, which hashed every value in real episode files (the
+contract: ``capture-contract.md``, summarized here).
 
-``normalize_value`` maps a Python value to plain JSON data with a stated canonical form:
+``value_hash(x, precision=None)`` is ``sha256(canonical_json(x, precision))[:16]`` where
+``canonical_json`` is ``json.dumps(normalize_value(x), sort_keys=True, default=fallback)``
+with Python's defaults (``ensure_ascii``, separators ``", "``/``": "``, NaN and ±inf as the
+bare tokens ``NaN``/``Infinity``/``-Infinity``).
+
+``normalize_value`` (the capture side's canonical forms):
 
 =====================================  ===================================================
 input                                  canonical form
 =====================================  ===================================================
-None, bool, int, str                   unchanged
-finite float                           unchanged (``1.0`` stays distinct from ``1``)
-NaN (float, numpy, pandas NA/NaT)      ``None``
-+inf / -inf                            the strings ``"Infinity"`` / ``"-Infinity"``
-numpy / polars / pandas scalars        the equivalent Python scalar, then as above
-numpy array                            nested lists (``tolist()``)
-pandas / polars Series                 ``{"name": str | None, "values": [...]}``
-pandas / polars DataFrame              ``{"columns": [...], "data": [[row], ...]}``
-list, tuple                            list, items normalized
-set, frozenset                         list sorted by each item's canonical JSON
-dict (any mapping)                     dict with ``str`` keys, values normalized
-datetime, date, time                   ISO-8601 string (``isoformat()``)
-timedelta                              total seconds as float
-Decimal                                its exact string (``str(d)``); NaN/inf as floats
-bytes, bytearray                       lowercase hex string
+None                                   None
+pandas DataFrame, empty                ``{}``
+pandas DataFrame 1×1                   its single cell
+pandas DataFrame, one column           the column as a list (``RangeIndex``), else a dict
+                                       index → value
+pandas DataFrame, two columns          dict first column → second column
+pandas DataFrame, more columns         ``to_dict("records")``: a list of row dicts
+pandas Series                          size 1: its value; labelled index: dict index →
+                                       value; ``RangeIndex``: a list
+numpy scalar                           ``.item()``
+polars DataFrame / Series              as the pandas ones with a ``RangeIndex`` (a choice:
+                                       the capture side never sees polars, and ``str()`` of
+                                       a polars frame depends on display settings)
+anything else                          unchanged
 =====================================  ===================================================
 
-Anything else raises ``TypeError``: a silent ``str(x)`` would hash object addresses.
+The serialiser's fallback turns numpy integers and floats (and, in the rounded scheme,
+numpy bools) into Python ones, numpy arrays into lists, and **anything else into
+``str(x)``**: a ``datetime`` hashes as ``"2025-01-01 12:30:00"``, a ``Decimal`` as its
+string, ``bytes`` as ``"b'...'"``, a set as ``"{1, 2}"`` — exactly what the capture side
+does with them, so a value it can hash never raises here. (``str`` of a set of strings
+follows ``PYTHONHASHSEED``, on the capture side too: such hashes are not reproducible.)
+
+Two schemes exist in the wild. ``precision=None`` is the seeds' *exact* scheme.
+``precision=n`` is the capture contract package's *rounded* scheme: every Python float
+(``numpy.float64`` included) in the normalized structure is ``round(x, n)`` before
+serialising; the capture side uses 2.
+
+Texts decoded from episode lines may hold ``NaN``/``Infinity`` (Python's ``json`` writes
+them): ``canonical_json`` keeps those tokens, so the text stored in the tables hashes to the
+capture's hash, and a NaN answer is not ``null``.
+
+Nothing here imports numpy or pandas: a value of theirs arrives with its module loaded.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
-import math
 import re
+import sys
 import unicodedata
-from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any
 
 HASH_LENGTH = 16
@@ -53,13 +72,18 @@ def question_id(question_text: str, hint: str | None) -> str:
     return sha256_16(f"{question_text}|{hint or ''}")
 
 
-def canonical_json(value: Any) -> str:
-    """``json.dumps(normalize_value(value), sort_keys=True)`` with default separators.
+def canonical_json(value: Any, precision: int | None = None) -> str:
+    """The text the capture side hashes: ``json.dumps(normalize_value(value),
+    sort_keys=True, default=fallback)``, floats rounded first when ``precision`` is set.
 
-    This exact text is what gets hashed and what the tables store, so the JSON string
-    ``"1"`` and the number ``1`` keep different texts and different hashes.
+    This exact text is also what the tables store, so the JSON string ``"1"`` and the number
+    ``1`` keep different texts and different hashes.
     """
-    return json.dumps(normalize_value(value), sort_keys=True)
+    normalized = normalize_value(value)
+    if precision is not None:
+        normalized = round_floats(normalized, precision)
+    fallback = _fallback_exact if precision is None else _fallback_rounded
+    return json.dumps(normalized, sort_keys=True, default=fallback)
 
 
 def hash_canonical_json(text: str) -> str:
@@ -67,9 +91,18 @@ def hash_canonical_json(text: str) -> str:
     return sha256_16(text)
 
 
-def value_hash(value: Any) -> str:
-    """``sha256(json.dumps(normalize_value(x), sort_keys=True))[:16]``."""
-    return sha256_16(canonical_json(value))
+def value_hash(value: Any, precision: int | None = None) -> str:
+    """``sha256(canonical_json(value, precision))[:16]``: ``None`` is the exact scheme, an
+    int the rounded one."""
+    return sha256_16(canonical_json(value, precision))
+
+
+def rehash_json_text(text: str, precision: int | None) -> str:
+    """The hash of a value stored as canonical JSON text, under either scheme: the exact
+    scheme hashes the text itself; the rounded one re-reads it and rounds its floats."""
+    if precision is None:
+        return sha256_16(text)
+    return value_hash(json.loads(text), precision)
 
 
 def normalize_question_text(text: str) -> str:
@@ -77,73 +110,101 @@ def normalize_question_text(text: str) -> str:
     return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
-def _float(x: float) -> float | str | None:
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    return x
+def round_floats(value: Any, precision: int) -> Any:
+    """Every float (subclasses included) rounded, through dicts, lists and tuples."""
+    if isinstance(value, float):
+        return round(value, precision)
+    if isinstance(value, dict):
+        return {k: round_floats(v, precision) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        rounded = [round_floats(v, precision) for v in value]
+        return tuple(rounded) if isinstance(value, tuple) else rounded
+    return value
 
 
 def normalize_value(value: Any) -> Any:
-    """Canonical plain-JSON form of ``value`` (see the module docstring for the table)."""
-    if value is None or type(value) in (bool, int, str):
+    """The capture side's canonical form of ``value`` (table: module docstring)."""
+    if value is None:
+        return None
+    kind = _foreign_kind(type(value))
+    if kind is None:
         return value
-    # Subclasses (numpy.float64, numpy.str_, IntEnum, ...) become the plain Python type.
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, float):
-        return _float(float(value))
-    if isinstance(value, Mapping):
-        return {str(k): normalize_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [normalize_value(v) for v in value]
-    if isinstance(value, set | frozenset):
-        items = [normalize_value(v) for v in value]
-        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        # pandas NaT is a datetime subclass whose isoformat() is "NaT": missing, like NaN.
-        return None if type(value).__name__ == "NaTType" else value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, Decimal):
-        return str(value) if value.is_finite() else _float(float(value))
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).hex()
-    return _normalize_foreign(value)
+    if kind == "pandas.DataFrame":
+        return _frame(value, value.shape, _pandas_column, _pandas_labelled(value))
+    if kind == "pandas.Series":
+        if value.size == 1:
+            return value.iloc[0]
+        return value.to_dict() if _pandas_labelled(value) else value.tolist()
+    if kind == "numpy.generic":
+        return value.item()
+    if kind == "polars.DataFrame":
+        return _frame(value, value.shape, _polars_column, labelled=False)
+    if kind == "polars.Series":
+        return value.item() if value.len() == 1 else value.to_list()
+    return value
 
 
-def _normalize_foreign(value: Any) -> Any:
-    """numpy, pandas and polars values, recognised by module name so none is imported."""
-    module = type(value).__module__.split(".")[0]
-    name = type(value).__name__
-    if module == "numpy":
-        if hasattr(value, "tolist"):  # arrays and scalars alike
-            return normalize_value(value.tolist())
-    elif module == "pandas":
-        if name == "DataFrame":
-            return {
-                "columns": [str(c) for c in value.columns],
-                "data": normalize_value(value.to_numpy(dtype=object).tolist()),
-            }
-        if name == "Series":
-            values = value.to_numpy(dtype=object).tolist()
-            return {"name": _name(value.name), "values": normalize_value(values)}
-        if name in {"NAType", "NaTType"}:
-            return None
-        if name == "Timestamp":
-            return value.isoformat()
-        if name == "Timedelta":
-            return value.total_seconds()
-    elif module == "polars":
-        if name == "DataFrame":
-            return {"columns": list(value.columns), "data": normalize_value(value.rows())}
-        if name == "Series":
-            return {"name": _name(value.name), "values": normalize_value(value.to_list())}
-    raise TypeError(f"normalize_value: no canonical form for {module}.{name}")
+def _foreign_kind(cls: type) -> str | None:
+    """Which of the recognised pandas/numpy/polars types ``cls`` is (subclasses count),
+    found without importing any of them."""
+    if cls.__module__ in ("builtins", "datetime", "decimal"):
+        return None
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and issubclass(cls, numpy.generic):
+        return "numpy.generic"
+    for base in cls.__mro__:
+        root = base.__module__.split(".")[0]
+        if root in ("pandas", "polars") and base.__name__ in ("DataFrame", "Series"):
+            return f"{root}.{base.__name__}"
+    return None
 
 
-def _name(name: Any) -> str | None:
-    return None if name is None or name == "" else str(name)
+def _frame(frame: Any, shape: tuple[int, int], column: Any, labelled: bool) -> Any:
+    rows, width = shape
+    if rows == 0 or width == 0:
+        return {}
+    if shape == (1, 1):
+        return column(frame, 0, scalar=True)
+    if width == 1:
+        if labelled:
+            return frame.iloc[:, 0].to_dict()
+        return column(frame, 0)
+    if width == 2:
+        return dict(zip(column(frame, 0), column(frame, 1), strict=True))
+    if hasattr(frame, "to_dicts"):
+        return frame.to_dicts()
+    return frame.to_dict("records")
+
+
+def _pandas_column(frame: Any, i: int, scalar: bool = False) -> Any:
+    return frame.iloc[0, 0] if scalar else frame.iloc[:, i].tolist()
+
+
+def _polars_column(frame: Any, i: int, scalar: bool = False) -> Any:
+    return frame.item() if scalar else frame.to_series(i).to_list()
+
+
+def _pandas_labelled(value: Any) -> bool:
+    return type(value.index).__name__ != "RangeIndex"
+
+
+def _fallback_exact(value: Any) -> Any:
+    """The seeds' serialiser fallback: numpy integers and floats to Python, arrays to
+    lists, anything else (numpy bools included, as the seeds' code did) to ``str``."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(value, numpy.integer):
+            return int(value)
+        if isinstance(value, numpy.floating):
+            return float(value)
+        if isinstance(value, numpy.ndarray):
+            return value.tolist()
+    return str(value)
+
+
+def _fallback_rounded(value: Any) -> Any:
+    """The contract package's fallback: as the exact one, and numpy bools to Python."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.bool_):
+        return bool(value)
+    return _fallback_exact(value)

@@ -10,8 +10,9 @@ pandas / polars DataFrame              a structured summary, about 1-2 KB at mos
 pandas / polars Series                 a structured summary, about 500 B at most
 dict, list, tuple, set, numpy array    its canonical form when that is at most 100 KB of
                                        JSON, else ``{type, size, size_bytes}`` (~50 B)
-anything else with a canonical form    that form (``numpy.int64(3)`` → ``3``, datetime →
-                                       ISO string, ...; see ``builder.hashing``)
+anything else                          its canonical JSON read back (``numpy.int64(3)``
+                                       → ``3``, datetime → ``"2025-01-01 12:30:00"``, ...;
+                                       see ``builder.hashing``)
 =====================================  ===================================================
 
 The hash is never of the stored form: ``value_hash`` is computed on the *original* value
@@ -30,10 +31,11 @@ never imported here.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from builder.hashing import canonical_json, hash_canonical_json, normalize_value, value_hash
+from builder.hashing import canonical_json, hash_canonical_json, value_hash
 
 LARGE_VALUE_BYTES = 100_000  # containers whose canonical JSON is larger become {type, size}
 HEAD_ROWS = 3  # rows (DataFrame) or values (Series) shown in ``head``
@@ -155,7 +157,19 @@ def _summarize(x: Any, text: str | None) -> Any:
         if size > LARGE_VALUE_BYTES:
             return {"type": name, "size": len(x), "size_bytes": size}
         return json.loads(text)
-    return normalize_value(x)
+    return _plain(x)
+
+
+def _plain(x: Any) -> Any:
+    """Plain JSON data of ``x``: its canonical JSON (the capture's forms) read back."""
+    return json.loads(canonical_json(x))
+
+
+def _shown(x: Any) -> Any:
+    """A cell or statistic as a summary shows it: NaN and ±inf (missing cells, stats of
+    empty columns) as ``None``, so summaries stay strict JSON."""
+    value = _plain(x)
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _clip(value: Any) -> Any:
@@ -176,9 +190,9 @@ def _is_numeric(dtype: Any, module: str) -> bool:
 
 def _stats(series: Any) -> dict[str, Any]:
     return {
-        "mean": normalize_value(series.mean()),
-        "min": normalize_value(series.min()),
-        "max": normalize_value(series.max()),
+        "mean": _shown(series.mean()),
+        "min": _shown(series.min()),
+        "max": _shown(series.max()),
     }
 
 
@@ -188,7 +202,7 @@ def _head(series: Any, module: str) -> list[Any]:
         values = series.head(HEAD_ROWS).to_list()
     else:
         values = series.iloc[:HEAD_ROWS].to_numpy(dtype=object).tolist()
-    return [_clip(normalize_value(v)) for v in values]
+    return [_clip(_shown(v)) for v in values]
 
 
 def _columns(frame: Any, module: str) -> list[tuple[str, Any]]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import hashlib
 import json
-import math
+import subprocess
+import sys
 from decimal import Decimal
 
 import numpy as np
@@ -20,6 +20,9 @@ from builder.hashing import (
     normalize_question_text,
     normalize_value,
     question_id,
+    rehash_json_text,
+    round_floats,
+    sha256_16,
     value_hash,
 )
 
@@ -112,181 +115,175 @@ def test_one_one_point_zero_and_true_are_three_values() -> None:
     assert type(normalize_value(1.0)) is float
 
 
-# ---------------------------------------------------------------- normalize_value, row by row
+# ---------------------------------------------------------------- the capture contract
 
-NAN = float("nan")
-INF = float("inf")
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        # None, bool, int, str unchanged; finite floats unchanged
-        (None, None),
-        (False, False),
-        (-7, -7),
-        (2**70, 2**70),
-        ("text", "text"),
-        (2.5, 2.5),
-        # NaN and ±inf
-        (NAN, None),
-        (INF, "Infinity"),
-        (-INF, "-Infinity"),
-        ([1.0, NAN, -INF], [1.0, None, "-Infinity"]),
-        # list, tuple
-        ((1, (2, "3")), [1, [2, "3"]]),
-        # dicts: str keys, values normalized, nested
-        ({1: {2: (3,)}, "x": NAN}, {"1": {"2": [3]}, "x": None}),
-        ({(1, 2): "t", None: 0}, {"(1, 2)": "t", "None": 0}),
-        # datetimes
-        (dt.datetime(2024, 1, 2, 3, 4, 5), "2024-01-02T03:04:05"),
-        (
-            dt.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=dt.UTC),
-            "2024-01-02T03:04:05.000006+00:00",
-        ),
-        (dt.date(2024, 1, 2), "2024-01-02"),
-        (dt.time(13, 30), "13:30:00"),
-        (dt.timedelta(minutes=1, milliseconds=500), 60.5),
-        # Decimal: exact string; NaN/inf as floats
-        (Decimal("1.10"), "1.10"),
-        (Decimal("-0.000001"), "-0.000001"),
-        (Decimal("NaN"), None),
-        (Decimal("Infinity"), "Infinity"),
-        (Decimal("-Infinity"), "-Infinity"),
-        # bytes
-        (b"\x00\xffA", "00ff41"),
-        (bytearray(b"ab"), "6162"),
-        (b"", ""),
-    ],
-    ids=repr,
-)
-def test_normalize_value_builtin_rows(value: object, expected: object) -> None:
-    assert normalize_value(value) == expected
-    # the canonical form is plain JSON: json.dumps must take it as is
-    assert json.loads(json.dumps(normalize_value(value))) == expected
+# Every row of the capture contract's table (computed with the capture code itself):
+# value, canonical JSON text, exact hash, precision=2 hash.
+CAPTURE_VECTORS = [
+    (lambda: 42, "42", "73475cb40a568e8d", "73475cb40a568e8d"),
+    (lambda: 54.321, "54.321", "d8427dc3117e6a19", "de02ffdce268a89f"),
+    (lambda: float("nan"), "NaN", "d5b592c05dc25b50", "d5b592c05dc25b50"),
+    (lambda: float("inf"), "Infinity", "d0067cad9a63e081", "d0067cad9a63e081"),
+    (lambda: pd.DataFrame({"a": [5]}), "5", "ef2d127de37b942b", "ef2d127de37b942b"),
+    (lambda: pd.DataFrame({"a": [1, 2, 3]}), "[1, 2, 3]", "a36b1f2c3f84522d", "a36b1f2c3f84522d"),
+    (
+        lambda: pd.DataFrame({"a": [1, 2]}, index=["x", "y"]),
+        '{"x": 1, "y": 2}',
+        "8ce18b46435aba76",
+        "8ce18b46435aba76",
+    ),
+    (
+        lambda: pd.DataFrame({"k": ["x", "y"], "v": [1.5, 2.0]}),
+        '{"x": 1.5, "y": 2.0}',
+        "ac8e85402945b4a4",
+        "ac8e85402945b4a4",
+    ),
+    (
+        lambda: pd.DataFrame({"a": [1, 2], "b": [0.5, 1.5], "c": ["p", "q"]}),
+        '[{"a": 1, "b": 0.5, "c": "p"}, {"a": 2, "b": 1.5, "c": "q"}]',
+        "91f56c07ec17a98e",
+        "91f56c07ec17a98e",
+    ),
+    (lambda: pd.Series([7]), "7", "7902699be42c8a8e", "7902699be42c8a8e"),
+    (lambda: pd.Series([1.25, 2.5]), "[1.25, 2.5]", "c7c01b8e73acfa56", "c7c01b8e73acfa56"),
+    (
+        lambda: pd.Series([3, 1], index=["m", "f"]),
+        '{"f": 1, "m": 3}',
+        "03d57369f1d6a226",
+        "03d57369f1d6a226",
+    ),
+    (lambda: np.int64(7), "7", "7902699be42c8a8e", "7902699be42c8a8e"),
+    (
+        lambda: dt.datetime(2025, 1, 1, 12, 30),
+        '"2025-01-01 12:30:00"',
+        "211dff5d7bbb245a",
+        "211dff5d7bbb245a",
+    ),
+    (lambda: pd.DataFrame(), "{}", "44136fa355b3678a", "44136fa355b3678a"),
+]
 
 
-def test_decimal_keeps_its_exact_text() -> None:
-    assert canonical_json(Decimal("1.10")) != canonical_json(Decimal("1.1"))
-    assert canonical_json(Decimal("1.1")) != canonical_json(1.1)
+@pytest.mark.parametrize(("make", "text", "exact", "rounded"), CAPTURE_VECTORS)
+def test_capture_contract_vectors(make, text: str, exact: str, rounded: str) -> None:
+    value = make()
+    assert canonical_json(value) == text
+    assert value_hash(value) == exact
+    assert value_hash(value, precision=2) == rounded
+    assert sha256_16(text) == exact  # the hash is of exactly that text
 
 
-def test_sets_are_sorted_by_canonical_json_so_order_does_not_matter() -> None:
-    words = [f"w{i}" for i in range(50)]
-    forward, backward = set(), set()
-    for w in words:
-        forward.add(w)
-    for w in reversed(words):
-        backward.add(w)
-    assert normalize_value(forward) == sorted(words)
-    assert value_hash(forward) == value_hash(backward) == value_hash(frozenset(words))
-    # Mixed types sort by canonical JSON text: '"b"' < '1' < 'null'.
-    assert normalize_value({None, 1, "b"}) == ["b", 1, None]
-    # A list keeps its order; a set does not have one.
-    assert value_hash([2, 1]) != value_hash([1, 2]) == value_hash({2, 1})
-
-
-class Small(enum.IntEnum):
-    ONE = 1
-
-
-def test_numpy_scalars_become_python_scalars() -> None:
-    cases = [
-        (np.int64(3), 3, int),
-        (np.uint8(255), 255, int),
-        (np.float32(1.5), 1.5, float),
-        (np.float64(2.0), 2.0, float),
-        (np.bool_(True), True, bool),
-        (np.str_("x"), "x", str),
-        (Small.ONE, 1, int),
-    ]
-    for value, expected, kind in cases:
-        out = normalize_value(value)
-        assert out == expected and type(out) is kind, value
-    assert canonical_json(np.int64(3)) == "3"
-    assert canonical_json(np.float64(2.0)) == "2.0"
-    assert canonical_json(np.bool_(False)) == "false"
-    assert value_hash(np.int64(3)) == value_hash(3)
-
-
-def test_numpy_nan_inf_and_datetimes() -> None:
-    assert normalize_value(np.float64("nan")) is None
-    assert normalize_value(np.float32("inf")) == "Infinity"
-    assert normalize_value(np.float64("-inf")) == "-Infinity"
-    assert normalize_value(np.datetime64("2024-01-02T03:04:05")) == "2024-01-02T03:04:05"
-    assert normalize_value(np.datetime64("NaT")) is None
-    assert normalize_value(np.timedelta64(90, "s")) == 90.0
-
-
-def test_numpy_arrays_become_nested_lists() -> None:
-    assert normalize_value(np.array([[1, 2], [3, 4]])) == [[1, 2], [3, 4]]
-    assert normalize_value(np.array([1.0, np.nan, np.inf])) == [1.0, None, "Infinity"]
-    assert normalize_value(np.array([], dtype=float)) == []
-    assert normalize_value(np.array(["a", "b"])) == ["a", "b"]
-    assert canonical_json(np.arange(3)) == "[0, 1, 2]"
-
-
-def test_pandas_series() -> None:
-    named = pd.Series([1, 2, 3], name="price")
-    assert normalize_value(named) == {"name": "price", "values": [1, 2, 3]}
-    assert normalize_value(pd.Series([1.5, np.nan])) == {"name": None, "values": [1.5, None]}
-    nullable = pd.Series([1, None], dtype="Int64", name=0)
-    assert normalize_value(nullable) == {"name": "0", "values": [1, None]}
-    times = pd.Series([pd.Timestamp("2024-01-01"), pd.NaT])
-    assert normalize_value(times)["values"] == ["2024-01-01T00:00:00", None]
-
-
-def test_pandas_dataframe() -> None:
-    frame = pd.DataFrame({"a": [1, 2], "b": ["x", None], "c": [0.5, np.nan]})
-    assert normalize_value(frame) == {
-        "columns": ["a", "b", "c"],
-        "data": [[1, "x", 0.5], [2, None, None]],
-    }
-    assert normalize_value(pd.DataFrame({1: [True]})) == {"columns": ["1"], "data": [[True]]}
-    dated = pd.DataFrame({"t": pd.to_datetime(["2024-01-01", None])})
-    assert normalize_value(dated) == {"columns": ["t"], "data": [["2024-01-01T00:00:00"], [None]]}
-
-
-def test_pandas_scalars() -> None:
-    assert normalize_value(pd.NA) is None
-    assert normalize_value(pd.NaT) is None
-    assert normalize_value(pd.Timestamp("2024-01-02 03:04:05")) == "2024-01-02T03:04:05"
-    assert normalize_value(pd.Timedelta(seconds=90)) == 90.0
-    assert normalize_value([pd.NA, pd.NaT, np.nan]) == [None, None, None]
-
-
-def test_polars_series_and_dataframe() -> None:
-    assert normalize_value(pl.Series("s", [1, 2, None])) == {"name": "s", "values": [1, 2, None]}
-    assert normalize_value(pl.Series([1.0, float("nan")])) == {"name": None, "values": [1.0, None]}
-    frame = pl.DataFrame({"a": [1, 2], "b": [None, "y"]})
-    assert normalize_value(frame) == {"columns": ["a", "b"], "data": [[1, None], [2, "y"]]}
-
-
-def test_pandas_and_polars_frames_with_the_same_data_hash_alike() -> None:
-    data = {"city": ["Oslo", "Lima"], "rows": [3, 5]}
-    assert value_hash(pd.DataFrame(data)) == value_hash(pl.DataFrame(data))
-    assert value_hash(pd.Series([1, 2], name="n")) == value_hash(pl.Series("n", [1, 2]))
-
-
-class Opaque:
-    pass
+def capture_side(value: object, precision: int | None = None) -> str:
+    """The capture side's serialisation, written out independently for plain values."""
+    if precision is not None:
+        value = round_floats(value, precision)
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 @pytest.mark.parametrize(
     "value",
-    [object(), Opaque(), 1 + 2j, [1, object()], {"k": Opaque()}, pd.Categorical(["a"])],
-    ids=["object", "class", "complex", "nested-in-list", "nested-in-dict", "pandas-other"],
+    [
+        {"b": [1.234567, float("-inf")], "a": (0.125, "x")},
+        [[1.005, 2.675], {"k": float("nan")}],
+        {"when": dt.date(2024, 1, 2), "amount": Decimal("1.10"), "raw": b"ab"},
+        {1: "int keys", 2: 2.5},
+        frozenset({3, 1, 2}),
+    ],
+    ids=["nested", "rounding-edges", "str-fallback", "int-key", "set"],
 )
-def test_values_without_a_canonical_form_raise_type_error(value: object) -> None:
-    with pytest.raises(TypeError, match="no canonical form"):
-        normalize_value(value)
+def test_plain_values_follow_the_capture_serialiser(value: object) -> None:
+    assert canonical_json(value) == capture_side(value)
+    assert canonical_json(value, 2) == capture_side(value, 2)
+    assert value_hash(value, 3) == sha256_16(capture_side(value, 3))
+
+
+def test_rounded_scheme_rounds_every_float_but_not_ints_or_strings() -> None:
+    assert canonical_json({"x": [54.321, 7, "54.321"]}, 2) == '{"x": [54.32, 7, "54.321"]}'
+    assert canonical_json(np.float64(2.345), 1) == "2.3"  # numpy floats are Python floats
+    assert canonical_json(pd.DataFrame({"k": ["a"], "v": [0.123]}).set_index("k"), 2) == "0.12"
+    assert value_hash(54.321, 2) == value_hash(54.32, 2) == value_hash(54.32)
+    assert value_hash(54.321) != value_hash(54.32)
+
+
+def test_nan_and_infinity_are_tokens_not_null() -> None:
+    assert (
+        canonical_json([float("nan"), float("inf"), -float("inf")]) == "[NaN, Infinity, -Infinity]"
+    )
+    assert value_hash(float("nan")) != value_hash(None)
+    assert canonical_json(pd.Series([1.0, np.nan])) == "[1.0, NaN]"
+
+
+def test_values_nested_in_a_structure_go_through_the_str_fallback() -> None:
+    # A DataFrame inside a list is not normalized (the capture side does not recurse).
+    frame = pd.DataFrame({"a": [1]})
+    assert canonical_json([frame]) == json.dumps([str(frame)])
+    assert canonical_json({"t": pd.Timestamp("2025-01-01 12:30")}) == '{"t": "2025-01-01 12:30:00"}'
+    assert canonical_json([np.int32(3), np.float32(0.5), np.array([1, 2])]) == "[3, 0.5, [1, 2]]"
+
+
+def test_numpy_bools_nested_differ_between_the_two_schemes_as_on_the_capture_side() -> None:
+    # The seeds' serialiser had no numpy-bool case (str: "True"); the contract package's has.
+    assert canonical_json([np.bool_(True)]) == '["True"]'
+    assert canonical_json([np.bool_(True)], 2) == "[true]"
+    assert canonical_json(np.bool_(True)) == "true"  # top level: np.generic -> .item()
+
+
+def test_pandas_forms_keep_python_scalars_and_labelled_indexes() -> None:
+    assert normalize_value(pd.Series([1.5, 2.5], index=[10, 20])) == {10: 1.5, 20: 2.5}
+    assert canonical_json(pd.Series([1.5, 2.5], index=[10, 20])) == '{"10": 1.5, "20": 2.5}'
+    two = pd.DataFrame({"day": ["mon", "mon"], "n": [1, 2]})
+    assert canonical_json(two) == '{"mon": 2}'  # the same key twice: the last wins
+    stamped = pd.DataFrame({"day": pd.to_datetime(["2025-01-01"]), "n": [1]}).head(0)
+    assert canonical_json(stamped) == "{}"
+    # Timestamp keys: json.dumps refuses them on the capture side too (no hash exists)
     with pytest.raises(TypeError):
-        value_hash(value)
+        value_hash(pd.DataFrame({"day": pd.to_datetime(["2025-01-01", "2025-01-02"]), "n": [1, 2]}))
+    wide = pd.DataFrame({"a": [1], "b": [True], "c": [None]})
+    assert canonical_json(wide) == '[{"a": 1, "b": true, "c": null}]'
 
 
-def test_hash_of_nan_is_hash_of_null_as_documented() -> None:
-    assert value_hash(float("nan")) == value_hash(None)
-    assert math.isnan(float("nan"))  # the input itself is untouched
+def test_polars_takes_the_pandas_forms_of_a_range_index() -> None:
+    assert canonical_json(pl.DataFrame({"a": [5]})) == "5"
+    assert canonical_json(pl.DataFrame({"a": [1, 2]})) == "[1, 2]"
+    assert (
+        canonical_json(pl.DataFrame({"k": ["x", "y"], "v": [1.5, 2.0]})) == '{"x": 1.5, "y": 2.0}'
+    )
+    three = {"a": [1, 2], "b": [0.5, 1.5], "c": ["p", "q"]}
+    assert value_hash(pl.DataFrame(three)) == value_hash(pd.DataFrame(three))
+    assert value_hash(pl.Series([7])) == value_hash(pd.Series([7]))
+    assert value_hash(pl.Series([1.25, 2.5])) == value_hash(pd.Series([1.25, 2.5]))
+    assert canonical_json(pl.DataFrame()) == "{}"
+
+
+class Opaque:
+    def __str__(self) -> str:
+        return "opaque"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(Opaque(), '"opaque"'), (1 + 2j, '"(1+2j)"'), ([1, Opaque()], '[1, "opaque"]')],
+    ids=["class", "complex", "nested"],
+)
+def test_anything_else_hashes_as_its_str_and_never_raises(value: object, text: str) -> None:
+    assert canonical_json(value) == text
+    assert len(value_hash(value, 2)) == 16
+
+
+def test_stored_text_rehashes_under_either_scheme() -> None:
+    text = canonical_json({"mean": 54.321, "n": 3})
+    assert rehash_json_text(text, None) == value_hash({"mean": 54.321, "n": 3})
+    assert rehash_json_text(text, 2) == value_hash({"mean": 54.321, "n": 3}, 2)
+    assert rehash_json_text("NaN", 2) == value_hash(float("nan"), 2)
+
+
+def test_hashing_imports_neither_numpy_nor_pandas() -> None:
+    code = (
+        "import sys; from builder.hashing import value_hash; from builder import rewards;"
+        "value_hash({'a': [1.5]}, 2); rewards.outcome_reward(3, value_hash(3));"
+        "print(sorted(m for m in ('numpy', 'pandas', 'polars') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # ---------------------------------------------------------------- question text
