@@ -1,7 +1,9 @@
 """Validate stage: one input line becomes a model instance, a blank, or a reject.
 
-Parsing is RFC 8259 JSON (orjson: no NaN/Infinity literals, UTF-8 only), then the pydantic
-models of ``schemas``. A reject keeps the raw line unchanged plus where it came from and why,
+Parsing is RFC 8259 JSON (orjson, UTF-8 only) plus the one extension Python's ``json``
+writes by default, and so the capture code does: the bare tokens ``NaN``, ``Infinity`` and
+``-Infinity`` (read by the stdlib, only for lines orjson refuses that hold them). Then the
+pydantic models of ``schemas``. A reject keeps the raw line unchanged plus where it came from and why,
 so nothing is lost and every error can be found: ``data/x.jsonl:17 schema
 $.teacher_gold_trace.hooks[3].value_hash: String should match pattern ...``.
 """
@@ -124,7 +126,21 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
         except UnicodeDecodeError as bad:
             byte = line.raw[bad.start]
             return reject(INVALID_UTF8, f"invalid UTF-8 byte 0x{byte:02x} at byte {bad.start + 1}")
+        python_dialect = _python_dialect(line.raw)
+        if python_dialect is not None:
+            return python_dialect, None
         return reject(INVALID_JSON, f"invalid JSON: {exc}")
+
+
+def _python_dialect(raw: bytes) -> Any | None:
+    """The value of a line that is JSON but for ``NaN``/``Infinity`` tokens, else None."""
+    if b"NaN" not in raw and b"Infinity" not in raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value  # never None: a line holding these tokens is not `null`
 
 
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")

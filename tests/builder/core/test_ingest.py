@@ -67,8 +67,8 @@ def corrupt(kind: str, good: bytes) -> bytes:
         return good.replace(b"sales.csv", b"sales\xe9.csv", 1)
     elif kind == "array":
         return json.dumps([record]).encode()
-    elif kind == "nan":
-        return good.replace(b'"final_answer": 42', b'"final_answer": NaN', 1)
+    elif kind == "lowercase_nan":  # Python writes NaN; nan is no dialect's token
+        return good.replace(b'"final_answer": 42', b'"final_answer": nan', 1)
     else:
         raise AssertionError(kind)
     return json.dumps(record).encode()
@@ -82,11 +82,11 @@ BAD_KINDS = [
     "bad_hash",
     "non_utf8",
     "array",
-    "nan",
+    "lowercase_nan",
 ]
 EXPECTED_KIND = {
     "truncated": "invalid_json",
-    "nan": "invalid_json",
+    "lowercase_nan": "invalid_json",
     "non_utf8": "invalid_utf8",
 }
 BLANKS = {"empty": b"", "spaces": b"   ", "tabs": b"\t \t"}
@@ -409,3 +409,23 @@ def test_validate_files_reports_what_ingest_rejects(make: SimpleNamespace, tmp_p
         json.loads(x) for x in (tmp_path / "validate.jsonl").read_text().splitlines()
     ]
     assert validate_rejects == ingest_rejects
+
+
+@pytest.mark.parametrize("answer", [float("nan"), float("inf"), [1.5, float("-inf")]])
+def test_python_json_answers_build_and_pass_their_hash_checks(
+    make: SimpleNamespace, tmp_path: Path, answer: Any
+) -> None:
+    # json.dumps writes NaN/Infinity tokens: the capture code's lines look like this.
+    record = make.episode("py", gold=make.turns_trace(answer))
+    raw = make.line(record)
+    assert b"NaN" in raw or b"Infinity" in raw
+    path = write_lines(tmp_path / "e.jsonl", [raw])
+    _, _, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
+    assert rejects == []
+    (episode,) = staged["episodes"]
+    assert episode["checks"] == []
+    gold = next(t for t in staged["traces"] if t["role"] == "gold")
+    # the stored text keeps the tokens (a NaN answer is not null) and hashes as captured
+    assert gold["final_answer"] == json.dumps(answer, sort_keys=True)
+    assert hashlib.sha256(gold["final_answer"].encode()).hexdigest()[:16] == value_hash(answer)
+    assert value_hash(answer) != value_hash(None)
