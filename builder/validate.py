@@ -3,8 +3,8 @@
 Parsing is RFC 8259 JSON (orjson, UTF-8 only) plus the one extension Python's ``json``
 writes by default, and so the capture code does: the bare tokens ``NaN``, ``Infinity`` and
 ``-Infinity`` (read by the stdlib, only for lines orjson refuses that hold them). Then the
-pydantic models of ``schemas``. A reject keeps the raw line unchanged plus where it came from and why,
-so nothing is lost and every error can be found: ``data/x.jsonl:17 schema
+pydantic models of ``schemas``. A reject keeps the raw line unchanged plus where it came
+from and why, so nothing is lost and every error can be found: ``data/x.jsonl:17 schema
 $.teacher_gold_trace.hooks[3].value_hash: String should match pattern ...``.
 """
 
