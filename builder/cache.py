@@ -170,6 +170,7 @@ def options(config: Any) -> dict[str, Any]:
     """Every setting that changes what ``normalize_batch`` returns for a file."""
     return {
         "hook_value_limit": config.hook_value_limit,
+        "hash_precision": config.hash_precision,
         "max_line_bytes": config.max_line_bytes,
         "batch_lines": config.batch_lines,
         "batch_bytes": BATCH_BYTES,

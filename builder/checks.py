@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from builder.hashing import question_id, value_hash
+from builder.hashing import canonical_json, question_id, rehash_json_text, value_hash
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 
 QUESTION_ID_MISMATCH = "question_id_mismatch"
@@ -25,6 +25,10 @@ HOOK_LISTING_MISMATCH = "hook_listing_mismatch"
 HOOK_UNKNOWN_DEPENDENCY = "hook_unknown_dependency"
 HOOK_CYCLE = "hook_cycle"
 CORRECTION_TARGET_INVALID = "correction_target_invalid"
+# A captured hash that holds under the other hash scheme (exact vs rounded), not the
+# configured one: most likely ``[hashing] precision`` does not match the capture side.
+HASH_SCHEME_MISMATCH = "hash_scheme_mismatch"
+ROUNDED_PRECISION = 2  # the capture contract package's default
 
 ALL_CHECKS = (
     QUESTION_ID_MISMATCH,
@@ -38,21 +42,40 @@ ALL_CHECKS = (
     HOOK_UNKNOWN_DEPENDENCY,
     HOOK_CYCLE,
     CORRECTION_TARGET_INVALID,
+    HASH_SCHEME_MISMATCH,
 )
 
 
-def check_question(question: Question) -> list[str]:
+def other_scheme(precision: int | None) -> int | None:
+    """The scheme a misconfigured build should have used: rounded for exact, and back."""
+    return ROUNDED_PRECISION if precision is None else None
+
+
+def check_hash(captured: str | None, text: str, precision: int | None, kind: str) -> list[str]:
+    """``captured`` against the hash of the canonical JSON ``text`` under ``precision``;
+    a hash that holds only under the other scheme is a ``hash_scheme_mismatch``."""
+    if captured is None or captured == rehash_json_text(text, precision):
+        return []
+    if captured == rehash_json_text(text, other_scheme(precision)):
+        return [HASH_SCHEME_MISMATCH]
+    return [kind]
+
+
+def check_question(question: Question, precision: int | None = None) -> list[str]:
     failed = []
     if question.id != question_id(question.question_text, question.hint):
         failed.append(QUESTION_ID_MISMATCH)
     # Only a question that carries its ground truth can be checked against its hash: an
     # absent ground_truth is not the answer ``null``.
-    if (
-        question.ground_truth_hash is not None
-        and "ground_truth" in question.model_fields_set
-        and question.ground_truth_hash != value_hash(question.ground_truth)
-    ):
-        failed.append(GROUND_TRUTH_MISMATCH)
+    if question.ground_truth_hash is not None and "ground_truth" in question.model_fields_set:
+        truth = question.ground_truth
+        if question.ground_truth_hash != value_hash(truth, precision):
+            other = value_hash(truth, other_scheme(precision))
+            failed.append(
+                HASH_SCHEME_MISMATCH
+                if question.ground_truth_hash == other
+                else GROUND_TRUTH_MISMATCH
+            )
     return failed
 
 
@@ -115,17 +138,20 @@ def check_triangulation(episode: Episode, votes: Consensus) -> list[str]:
     return [] if holds else [TRIANGULATION_MISMATCH]
 
 
-def check_final_answer(trace: ExecutionTrace, canonical_hash: str) -> list[str]:
-    if trace.final_answer_hash is not None and trace.final_answer_hash != canonical_hash:
-        return [FINAL_ANSWER_HASH_MISMATCH]
-    return []
+def check_final_answer(trace: ExecutionTrace, text: str, precision: int | None = None) -> list[str]:
+    """The trace's answer hash against its answer (canonical JSON ``text``)."""
+    return check_hash(trace.final_answer_hash, text, precision, FINAL_ANSWER_HASH_MISMATCH)
 
 
-def check_expected_answer(episode: Episode, canonical_hash: str | None) -> list[str]:
+def check_expected_answer(
+    episode: Episode, text: str | None, precision: int | None = None
+) -> list[str]:
+    """rl_verification_data's hash against its answer (``None``: absent, hashed as null)."""
     rl = episode.rl_verification_data
-    if rl is not None and rl.expected_final_answer_hash != canonical_hash:
-        return [EXPECTED_ANSWER_HASH_MISMATCH]
-    return []
+    if rl is None:
+        return []
+    text = canonical_json(None) if text is None else text
+    return check_hash(rl.expected_final_answer_hash, text, precision, EXPECTED_ANSWER_HASH_MISMATCH)
 
 
 def check_ground_truth(episode: Episode, ground_truth_hash: str | None) -> list[str]:

@@ -9,10 +9,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from builder import exit_codes
-from builder.config import BuildConfig, ConfigError, find_config, load_config
+from builder.config import BuildConfig, ConfigError, find_config, load_config, parse_precision
 from builder.sources import InputError
 from builder.storage import is_uri
 
@@ -37,6 +38,12 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
+    b.add_argument(
+        "--hash-precision",
+        type=_precision,
+        metavar="exact|N",
+        help="hash scheme of the capture side: exact (default) or floats rounded to N places",
+    )
 
     v = sub.add_parser("validate", help="validate input files without building")
     v.add_argument("files", nargs="+", metavar="GLOB")
@@ -57,6 +64,13 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _precision(text: str) -> int | str:
+    try:
+        return "exact" if parse_precision(text) is None else int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(values) if values is not None else None
 
@@ -65,7 +79,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if args.upload_to is not None and not is_uri(args.upload_to):
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
     config = load_config(find_config(args.config, Path.cwd()))
-    return config.with_overrides(
+    config = config.with_overrides(
         episodes=_tuple(args.episodes),
         synthetic_questions=_tuple(args.synthetic_questions),
         llm_questions=_tuple(args.llm_questions),
@@ -80,6 +94,9 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         ray_address=args.ray_address,
         cache_dir=args.cache_dir,
     )
+    if args.hash_precision is not None:  # "exact" must override a config's precision
+        config = replace(config, hash_precision=parse_precision(args.hash_precision))
+    return config
 
 
 EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED

@@ -46,6 +46,7 @@ class BuildConfig:
     batch_lines: int = 2048
     max_line_bytes: int = 64 * 1024 * 1024
     hook_value_limit: int = 100_000
+    hash_precision: int | None = None  # None: the exact scheme; n: floats rounded to n places
     parquet_max_rows_per_file: int = 200_000
     sessions: str = ""  # sqlite:///... or postgresql://...; empty: no sessions
     null_correct_trains: bool = True
@@ -98,8 +99,14 @@ _SECTIONS = {
     "derive": {"dpo_max_pairs_per_episode", "null_correct_trains", "max_output_chars"},
     "redaction": {"enabled", "allowlist", "extra_patterns"},
     "publish": {"repo", "private"},
+    "hashing": {"precision"},
 }
-_PREFIXED = {"splits": "split_", "publish": "publish_", "redaction": "redaction_"}
+_PREFIXED = {
+    "splits": "split_",
+    "publish": "publish_",
+    "redaction": "redaction_",
+    "hashing": "hash_",
+}
 _NOT_PATHS = {"redaction_allowlist"}
 
 
@@ -156,8 +163,24 @@ def _card(path: Path, table: dict[str, Any]) -> CardConfig:
     return CardConfig(**values)
 
 
+def parse_precision(value: Any) -> int | None:
+    """``"exact"`` (the seeds' scheme) or a number of decimal places (the rounded scheme)."""
+    if value == "exact":
+        return None
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 15:
+        raise ValueError(f'must be "exact" or a number of decimal places 0-15, not {value!r}')
+    return value
+
+
 def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
     default = getattr(BuildConfig(), key)
+    if key == "hash_precision":
+        try:
+            return parse_precision(value)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: [hashing] precision {exc}") from exc
     if key == "sessions" and isinstance(value, str):
         return _session_url(base, value)
     if key == "redaction_extra_patterns":

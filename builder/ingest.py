@@ -176,7 +176,9 @@ class BatchResult:
     tables: dict[str, pa.Table]
 
 
-def normalize_batch(path: str, lines: list[SourceLine], hook_value_limit: int) -> BatchResult:
+def normalize_batch(
+    path: str, lines: list[SourceLine], hook_value_limit: int, precision: int | None = None
+) -> BatchResult:
     """Validate and normalize a batch of episode lines: pure, so it runs on any worker.
 
     The fast typed path (``builder.fastpath``) decodes the common line; anything it declines
@@ -193,8 +195,8 @@ def normalize_batch(path: str, lines: list[SourceLine], hook_value_limit: int) -
                 outcomes.append(outcome)
                 continue
             record = outcome.record
-        outcomes.append(emit_episode(record, path, line.number, hook_value_limit, out))
-        questions.append(question_row(record.question, "episode", path, line.number))
+        outcomes.append(emit_episode(record, path, line.number, hook_value_limit, out, precision))
+        questions.append(question_row(record.question, "episode", path, line.number, precision))
     tables = {name: to_table(out[name], TABLES[name]) for name in EPISODE_TABLES[1:]}
     tables["episodes"] = to_table(out["episodes"], EPISODES_WITHOUT_CHECKS)
     tables["questions"] = to_table(questions, TABLES["questions"])
@@ -212,7 +214,10 @@ class Ingest:
     result: IngestResult = field(default_factory=IngestResult)
 
     def __post_init__(self) -> None:
-        self.normalizer = Normalizer(hook_value_limit=self.config.hook_value_limit)
+        self.normalizer = Normalizer(
+            hook_value_limit=self.config.hook_value_limit,
+            hash_precision=self.config.hash_precision,
+        )
         self.first_seen: dict[str, tuple[str, int]] = {}
 
     def run(self) -> IngestResult:
@@ -252,10 +257,10 @@ class Ingest:
 
     def _batches(
         self, source: InputFile, counts: FileCounts
-    ) -> Iterator[tuple[str, list[SourceLine], int]]:
+    ) -> Iterator[tuple[str, list[SourceLine], int, int | None]]:
         batch: list[SourceLine] = []
         size = 0
-        limit = self.config.hook_value_limit
+        limit, precision = self.config.hook_value_limit, self.config.hash_precision
         for line in source.lines(self.on_bytes):
             if is_blank(line):
                 counts.blank += 1
@@ -263,10 +268,10 @@ class Ingest:
             batch.append(line)
             size += len(line.raw)
             if len(batch) >= self.config.batch_lines or size >= BATCH_BYTES:
-                yield source.path, batch, limit
+                yield source.path, batch, limit, precision
                 batch, size = [], 0
         if batch:
-            yield source.path, batch, limit
+            yield source.path, batch, limit, precision
 
     def _read_episodes(self, path: str) -> None:
         source, counts = self._start(path, "episodes")

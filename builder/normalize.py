@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from builder import checks
 from builder.fastpath import UNSET, FastRecord
-from builder.hashing import canonical_json, hash_canonical_json, normalize_question_text
+from builder.hashing import canonical_json, normalize_question_text
 from builder.summaries import bound_stored_value
 from builder.validate import Valid
 from schemas.episode import Episode, Hook, Question
@@ -112,7 +112,9 @@ def _json_text(model: Any, name: str, dump: Dump = canonical_json) -> str | None
     return dump(getattr(model, name)) if _present(model, name) else None
 
 
-def question_row(question: Any, source: str, file: str, line: int) -> tuple[Any, ...]:
+def question_row(
+    question: Any, source: str, file: str, line: int, precision: int | None = None
+) -> tuple[Any, ...]:
     """A ``questions`` row; its integrity checks (pure) are the last column."""
     return (
         question.id,
@@ -127,7 +129,7 @@ def question_row(question: Any, source: str, file: str, line: int) -> tuple[Any,
         question.ground_truth_hash,
         file,
         line,
-        checks.check_question(question),
+        checks.check_question(question, precision),
     )
 
 
@@ -160,21 +162,30 @@ def ground_truth_checks(gold_hash: str | None, ground_truth_hash: str | None) ->
     return checks.check_ground_truth(_GoldView(gold_hash), ground_truth_hash)  # type: ignore[arg-type]
 
 
-def emit_episode(ep: Any, file: str, number: int, hook_value_limit: int, out: Rows) -> EpisodeInfo:
+def emit_episode(
+    ep: Any,
+    file: str,
+    number: int,
+    hook_value_limit: int,
+    out: Rows,
+    precision: int | None = None,
+) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
     ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.fastpath``), whose
     any-typed values are decoded JSON, so their canonical text skips ``normalize_value``."""
     dump: Dump = _json if isinstance(ep, FastRecord) else canonical_json
     before = tuple(len(out[t]) for t in EPISODE_TABLES)
-    failed: list[str] = checks.check_question(ep.question)
+    failed: list[str] = checks.check_question(ep.question, precision)
     question_checks = list(failed)
     bounded = 0
     eid = ep.episode_id
     traces = [("gold", 0, ep.teacher_gold_trace)]
     traces += [("consistency", i, t) for i, t in enumerate(ep.consistency_traces)]
     for role, index, trace in traces:
-        trace_failed, trace_bounded = _trace(out, eid, role, index, trace, hook_value_limit, dump)
+        trace_failed, trace_bounded = _trace(
+            out, eid, role, index, trace, (hook_value_limit, precision), dump
+        )
         failed += trace_failed
         bounded += trace_bounded
     votes = checks.consensus(ep.consistency_traces)
@@ -184,9 +195,7 @@ def emit_episode(ep: Any, file: str, number: int, hook_value_limit: int, out: Ro
     failed += checks.check_triangulation(ep, votes)
     rl = ep.rl_verification_data
     expected = _json_text(rl, "expected_final_answer", dump) if rl is not None else None
-    if rl is not None:
-        answer_hash = hash_canonical_json(expected or canonical_json(None))
-        failed += checks.check_expected_answer(ep, answer_hash)
+    failed += checks.check_expected_answer(ep, expected, precision)
     extras = dict(extra_fields(ep)) if ep.model_extra is not None else {}
     _messages(out, ep)
     meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
@@ -227,11 +236,19 @@ def emit_episode(ep: Any, file: str, number: int, hook_value_limit: int, out: Ro
 
 
 def _trace(
-    out: Rows, episode_id: str, role: str, index: int, trace: Any, limit: int, dump: Dump
+    out: Rows,
+    episode_id: str,
+    role: str,
+    index: int,
+    trace: Any,
+    options: tuple[int, int | None],
+    dump: Dump,
 ) -> tuple[list[str], int]:
+    """``options``: the hook value limit and the hash precision."""
+    limit, precision = options
     trace_id = f"{episode_id}:gold" if role == "gold" else f"{episode_id}:c{index}"
     answer = dump(_value(trace, "final_answer"))
-    failed = checks.check_final_answer(trace, hash_canonical_json(answer))
+    failed = checks.check_final_answer(trace, answer, precision)
     turns = trace.turns or []
     failed += checks.check_corrections(turns)
     n_turns = _turns(out, trace_id, episode_id, trace, dump)
@@ -384,6 +401,7 @@ class Normalizer:
     ``emit_episode``; what depends on earlier lines is decided in ``commit``."""
 
     hook_value_limit: int = 100_000
+    hash_precision: int | None = None
     ground_truth: dict[str, str] = field(default_factory=dict)  # question id -> answer hash
     stats: NormalizeStats = field(default_factory=NormalizeStats)
     # question ids seen, in the order first seen (``builder.segments`` takes a segment's)
@@ -394,7 +412,7 @@ class Normalizer:
         """Add a question row unless its id is already present (first source wins)."""
         if question.id in self.seen_questions:
             return
-        row = question_row(question, source, file, line)
+        row = question_row(question, source, file, line, self.hash_precision)
         self.learn_question(question.id, question.ground_truth_hash, row[-1])
         self._rows["questions"].append(row)
 
@@ -441,12 +459,21 @@ class Normalizer:
     def episode(self, valid: Valid[Episode]) -> list[str]:
         """Add the episode's rows; returns the integrity checks that failed (sorted)."""
         line = valid.line
-        info = emit_episode(valid.record, line.path, line.number, self.hook_value_limit, self._rows)
+        info = emit_episode(
+            valid.record,
+            line.path,
+            line.number,
+            self.hook_value_limit,
+            self._rows,
+            self.hash_precision,
+        )
         episode_checks, new_question = self.commit(info)
         episodes = self._rows["episodes"]
         episodes[-1] = (*episodes[-1], episode_checks)
         if new_question:
-            row = question_row(valid.record.question, "episode", line.path, line.number)
+            row = question_row(
+                valid.record.question, "episode", line.path, line.number, self.hash_precision
+            )
             self._rows["questions"].append(row)
         return episode_checks
 

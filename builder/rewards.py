@@ -5,10 +5,17 @@ here, and training code calls it through the adapters below, so a label and a re
 never disagree. This module imports only the standard library and ``builder.hashing``:
 training code can import it without polars, pyarrow or datasets.
 
+Hash scheme
+    Every function takes ``precision``: ``None`` is the seeds' exact scheme, an int the
+    capture contract's rounded one (``builder.hashing``). Use the scheme of the build, which
+    the ``rl`` config carries per row as ``hash_precision`` (the adapters below read it).
+
 Outcome
-    ``outcome_reward(answer, expected_hash)`` is 1.0 when ``value_hash(answer)`` equals the
-    expected hash (the ``rl`` config's ``expected_final_answer_hash``), else 0.0. A value
-    with no canonical form cannot equal any expected hash and scores 0.0.
+    ``outcome_reward(answer, expected_hash, precision)`` is 1.0 when ``value_hash(answer,
+    precision)`` equals the expected hash (the ``rl`` config's
+    ``expected_final_answer_hash``), else 0.0. ``answer`` is the live value (a pandas
+    DataFrame, a numpy scalar, ...), hashed exactly as the capture side hashes it. A value
+    the capture side could not hash either scores 0.0.
 
 Process (the credit rule)
     Gold hooks ``g_0..g_{n-1}`` (the gold trace's, in its order) each have a name, a value
@@ -40,7 +47,9 @@ Process (the credit rule)
 Hooks
     A hook is a mapping (or an object with these attributes): ``value_hash``; a name from
     ``name``, else ``variable_name``, else ``code_line`` (the builder's naming); and
-    ``depends_on`` (a list of names, missing or None meaning none). The ``rl`` config's
+    ``depends_on`` (a list of names, missing or None meaning none). A student hook may carry
+    its live ``value`` instead of a ``value_hash``: it is hashed with ``precision``. The
+    ``rl`` config's
     ``gold_hooks`` rows (``{name, value_hash, depends_on}``) and the episode schema's hooks
     both qualify. A bare string is taken as a value hash. Student hooks are compared by hash
     only; their own names and ``depends_on`` are not used. A hook without a hash matches
@@ -103,9 +112,21 @@ def _field(hook: Any, key: str) -> Any:
     return getattr(hook, key, None)
 
 
-def hook_hash(hook: Any) -> str | None:
-    """The value hash of a hook (a bare string is one)."""
-    return hook if isinstance(hook, str) else _field(hook, "value_hash")
+def hook_hash(hook: Any, precision: int | None = None) -> str | None:
+    """The value hash of a hook (a bare string is one; a live ``value`` is hashed)."""
+    if isinstance(hook, str):
+        return hook
+    digest = _field(hook, "value_hash")
+    if digest is None and _has_value(hook):
+        try:
+            digest = value_hash(_field(hook, "value"), precision)
+        except (TypeError, ValueError):  # no hash on the capture side either
+            return None
+    return digest
+
+
+def _has_value(hook: Any) -> bool:
+    return "value" in hook if isinstance(hook, Mapping) else hasattr(hook, "value")
 
 
 def hook_name(hook: Any) -> str | None:
@@ -123,19 +144,21 @@ def hook_depends_on(hook: Any) -> tuple[str, ...]:
     return () if isinstance(hook, str) else tuple(_field(hook, "depends_on") or ())
 
 
-def outcome_reward(answer: Any, expected_hash: str | None) -> float:
-    """1.0 when ``value_hash(answer) == expected_hash``, else 0.0."""
+def outcome_reward(answer: Any, expected_hash: str | None, precision: int | None = None) -> float:
+    """1.0 when ``value_hash(answer, precision) == expected_hash``, else 0.0."""
     if expected_hash is None:
         return 0.0
     try:
-        return 1.0 if value_hash(answer) == expected_hash else 0.0
-    except TypeError:  # no canonical form: cannot equal a hash of one
+        return 1.0 if value_hash(answer, precision) == expected_hash else 0.0
+    except (TypeError, ValueError):  # json.dumps refuses it (the capture side too): no hash
         return 0.0
 
 
-def process_reward(student_hooks: Iterable[Any], gold_hooks: Iterable[Any]) -> ProcessReward:
+def process_reward(
+    student_hooks: Iterable[Any], gold_hooks: Iterable[Any], precision: int | None = None
+) -> ProcessReward:
     """Per-gold-hook credit in DAG order and the dense reward (rule: module docstring)."""
-    student = [hook_hash(h) for h in student_hooks]
+    student = [hook_hash(h, precision) for h in student_hooks]
     gold = list(gold_hooks)
     hashes = [hook_hash(g) for g in gold]
     names = [hook_name(g) for g in gold]
@@ -172,17 +195,29 @@ def _column(kwargs: Mapping[str, Any], name: str, n: int, adapter: str) -> Seque
     return values
 
 
+def _schemes(kwargs: Mapping[str, Any], n: int, adapter: str) -> Sequence[int | None]:
+    """The rows' ``hash_precision`` (builds before it existed hashed exactly)."""
+    if "hash_precision" not in kwargs:
+        return [None] * n
+    return _column(kwargs, "hash_precision", n, adapter)
+
+
 def make_outcome_reward(run: Run, name: str = "outcome_reward") -> RewardFunction:
     """A ``(prompts, completions, **kwargs) -> list[float]`` reward: ``outcome_reward`` of
     ``run(completion)["answer"]`` against the row's ``expected_final_answer_hash``."""
 
     def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
         expected = _column(kwargs, "expected_final_answer_hash", len(completions), name)
+        schemes = _schemes(kwargs, len(completions), name)
         out = []
-        for completion, expected_hash in zip(completions, expected, strict=True):
+        for completion, expected_hash, precision in zip(
+            completions, expected, schemes, strict=True
+        ):
             result = run(completion)
             out.append(
-                outcome_reward(result["answer"], expected_hash) if "answer" in result else 0.0
+                outcome_reward(result["answer"], expected_hash, precision)
+                if "answer" in result
+                else 0.0
             )
         return out
 
@@ -196,10 +231,11 @@ def make_process_reward(run: Run, name: str = "process_reward") -> RewardFunctio
 
     def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
         gold = _column(kwargs, "gold_hooks", len(completions), name)
+        schemes = _schemes(kwargs, len(completions), name)
         out = []
-        for completion, gold_hooks in zip(completions, gold, strict=True):
+        for completion, gold_hooks, precision in zip(completions, gold, schemes, strict=True):
             hooks = run(completion).get("hooks") or ()
-            out.append(process_reward(hooks, gold_hooks or ()).reward)
+            out.append(process_reward(hooks, gold_hooks or (), precision).reward)
         return out
 
     reward.__name__ = reward.__qualname__ = name

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 from builder.build import BuildReport
+from builder.checks import (
+    EXPECTED_ANSWER_HASH_MISMATCH,
+    FINAL_ANSWER_HASH_MISMATCH,
+    GROUND_TRUTH_MISMATCH,
+    HASH_SCHEME_MISMATCH,
+    ROUNDED_PRECISION,
+)
+
+HASH_CHECKS = (FINAL_ANSWER_HASH_MISMATCH, EXPECTED_ANSWER_HASH_MISMATCH, GROUND_TRUTH_MISMATCH)
 
 
 def _section(title: str, rows: Iterable[tuple[str, object]], out: TextIO) -> None:
@@ -25,6 +34,31 @@ def _splits(rows: Mapping[str, int]) -> str:
     return f"{total:>9,}  " + "  ".join(f"{s} {n:,}" for s, n in rows.items())
 
 
+def hash_scheme_warning(manifest: Mapping[str, Any]) -> str | None:
+    """A likely misconfigured hash scheme: most hash checks that failed hold under the other
+    scheme (``hash_scheme_mismatch``) rather than under none."""
+    by_kind = manifest["checks"]["episodes_by_kind"]
+    other = by_kind.get(HASH_SCHEME_MISMATCH, 0)
+    failed = other + sum(by_kind.get(k, 0) for k in HASH_CHECKS)
+    if other == 0 or other * 2 <= failed:
+        return None
+    hashing = manifest.get("hashing") or {"scheme": "exact", "precision": None}
+    configured = hashing["scheme"] + (
+        f" (precision {hashing['precision']})" if hashing["precision"] is not None else ""
+    )
+    suggestion = (
+        f"--hash-precision {ROUNDED_PRECISION}"
+        if hashing["precision"] is None
+        else "--hash-precision exact"
+    )
+    return (
+        f"{other} of {failed} episodes with a failed answer hash check hold under the other "
+        f"hash scheme, not the configured {configured}; they are excluded from training. "
+        f"If the capture side used it, build with {suggestion} ([hashing] precision in "
+        "dataset.toml)."
+    )
+
+
 def print_summary(report: BuildReport, out: TextIO = sys.stdout) -> None:
     m = report.manifest
     configs = m["configs"]
@@ -40,5 +74,8 @@ def print_summary(report: BuildReport, out: TextIO = sys.stdout) -> None:
         _section(f"incremental cache ({len(m['inputs'])} inputs)", report.cache.items(), out)
     if report.upload is not None:
         _section("upload (files)", report.upload.items(), out)
+    warning = hash_scheme_warning(m)
+    if warning:
+        print(f"\nwarning: {warning}", file=out)
     lines = sum(i["lines"] for i in m["inputs"])
     print(f"\n{lines:,} input lines → {report.out} in {report.seconds:.1f} s", file=out)

@@ -84,6 +84,11 @@ RL = table_schema(
         pa.list_(GOLD_HOOK),
         "Gold trace hooks in order: {name, value_hash, depends_on}",
     ),
+    column(
+        "hash_precision",
+        pa.int32(),
+        "Hash scheme of the hashes: null exact, else floats rounded to this many places",
+    ),
     *lineage(None),
 )
 

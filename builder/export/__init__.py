@@ -27,6 +27,11 @@ from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 
 
+def hashing_section(precision: int | None) -> dict[str, Any]:
+    """The hash scheme every recomputed hash of this build used (``builder.hashing``)."""
+    return {"scheme": "exact" if precision is None else "rounded", "precision": precision}
+
+
 def _total(counts: Iterable[Mapping[str, int]], keys: Iterable[str] = ()) -> dict[str, int]:
     """Counts added up, every key in ``keys`` present (zero when absent)."""
     total = dict.fromkeys(keys, 0)
@@ -97,11 +102,13 @@ def export_dataset(
             "by_kind": _total(s.redactions for s in segments),
         },
         "splits": split_section(config, segments),
+        "hashing": hashing_section(config.hash_precision),
         "options": {
             "strict": config.strict,
             "max_reject_ratio": config.max_reject_ratio,
             "dpo_max_pairs_per_episode": config.dpo_max_pairs_per_episode,
             "hook_value_limit": config.hook_value_limit,
+            "hash_precision": config.hash_precision,
             "max_output_chars": config.max_output_chars,
         },
     }

@@ -153,6 +153,32 @@ def _redaction_section(redaction: Mapping[str, Any] | None) -> list[str]:
     ]
 
 
+def _hashing_section(hashing: Mapping[str, Any] | None) -> list[str]:
+    precision = (hashing or {}).get("precision")
+    scheme = (
+        "**exact** (the episode schema's): "
+        "`sha256(json.dumps(normalize_value(x), sort_keys=True))[:16]`"
+        if precision is None
+        else f"**rounded**: every float rounded to {precision} decimal places before "
+        "`sha256(json.dumps(normalize_value(x), sort_keys=True))[:16]`"
+    )
+    return [
+        "## Values and hashes",
+        "",
+        f"Hash scheme of this build: {scheme}, with the capture side's `normalize_value` "
+        "(a pandas DataFrame or Series becomes a scalar, list, dict or records; numpy "
+        "scalars become Python ones; anything else is serialised with `str()`). The `rl` "
+        "config carries it per row as `hash_precision` (null: exact); pass it to the reward "
+        "functions (`builder.rewards`) so a student's answer is hashed the same way.",
+        "",
+        "Columns documented as canonical JSON hold Python's `json.dumps(value, "
+        "sort_keys=True)` text: a NaN or infinite value is the bare token `NaN`, `Infinity` "
+        "or `-Infinity`, as the capture code wrote it (it is not `null`: its hash differs). "
+        "Read them with Python's `json.loads`; strict JSON parsers refuse those tokens.",
+        "",
+    ]
+
+
 def _sessions_section(summary: Mapping[str, Any] | None) -> list[str]:
     if not summary:
         return []
@@ -229,6 +255,7 @@ def card_markdown(
         "gold trace and encodes verification in its label. "
         "Excluded episodes stay in the tables; the manifest counts them by reason.",
         "",
+        *_hashing_section(manifest.get("hashing")),
         *_sessions_section(manifest.get("sessions")),
         *_redaction_section(manifest.get("redaction")),
         "## Training configs",

@@ -117,6 +117,7 @@ class SegmentExporter:
         self.options = DeriveOptions(
             dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
             max_output_chars=config.max_output_chars,
+            hash_precision=config.hash_precision,
         )
         self.layouts = _layouts()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="export-write")

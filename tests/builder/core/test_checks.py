@@ -14,7 +14,7 @@ import pytest
 from builder import checks
 from builder.hashing import question_id, value_hash
 from builder.normalize import Normalizer
-from schemas.episode import Episode, Question, Turn
+from schemas.episode import Episode, ExecutionTrace, Question, Turn
 
 
 def failed(
@@ -81,8 +81,30 @@ def test_unsubmitted_trace_has_no_answer_hash_to_check(make: SimpleNamespace) ->
 
 def test_final_answer_check_direct(make: SimpleNamespace) -> None:
     trace = Episode.model_validate(make.episode()).teacher_gold_trace
-    assert checks.check_final_answer(trace, value_hash(42)) == []
-    assert checks.check_final_answer(trace, value_hash("42")) == [checks.FINAL_ANSWER_HASH_MISMATCH]
+    assert checks.check_final_answer(trace, "42") == []
+    assert checks.check_final_answer(trace, '"42"') == [checks.FINAL_ANSWER_HASH_MISMATCH]
+
+
+@pytest.mark.parametrize("configured", [None, 2])
+def test_a_hash_of_the_other_scheme_is_named_as_such(make: SimpleNamespace, configured) -> None:
+    # The capture side hashed with one scheme; the build is configured with the other.
+    captured = 1 if configured is None else None
+    gold = make.turns_trace(54.321) | {"final_answer_hash": value_hash(54.321, captured)}
+    trace = ExecutionTrace.model_validate(gold)
+    assert checks.check_final_answer(trace, "54.321", captured) == []
+    other = checks.check_final_answer(trace, "54.321", configured)
+    if configured is None:  # rounded to 1 place: neither exact nor the default rounding
+        assert other == [checks.FINAL_ANSWER_HASH_MISMATCH]
+    else:
+        assert other == [checks.HASH_SCHEME_MISMATCH]
+    record = make.episode(gold=make.turns_trace(54.321))  # hashed exactly
+    assert failed(make, record) == []
+    for rounded in (record["teacher_gold_trace"], *record["consistency_traces"]):
+        if rounded.get("final_answer_hash") == value_hash(54.321):
+            rounded["final_answer_hash"] = value_hash(54.321, 2)
+    assert checks.check_final_answer(
+        ExecutionTrace.model_validate(record["teacher_gold_trace"]), "54.321"
+    ) == [checks.HASH_SCHEME_MISMATCH]
 
 
 def test_expected_answer_hash_mismatch(make: SimpleNamespace) -> None:
@@ -332,5 +354,5 @@ def test_check_corrections_direct(make: SimpleNamespace) -> None:
 
 
 def test_all_check_kinds_are_listed() -> None:
-    assert len(set(checks.ALL_CHECKS)) == len(checks.ALL_CHECKS) == 11
+    assert len(set(checks.ALL_CHECKS)) == len(checks.ALL_CHECKS) == 12
     assert checks.DUPLICATE_EPISODE_ID in checks.ALL_CHECKS
