@@ -8,6 +8,7 @@ card declares plain ``string``/``list``.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,6 +27,15 @@ WRITE_OPTIONS = {
 # in the tens of MB however large the input.
 TABLE_GROUP_ROWS = 10_000
 CONVERSATION_GROUP_ROWS = 1_000
+NAME_DIGEST_CHARS = 16  # of the file's sha256, in its name
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -43,12 +53,16 @@ def compact(table: pa.Table) -> pa.Table:
 
 
 class ShardedWriter:
-    """Writes one split of one config as ``{split}-NNNNN-of-NNNNN.parquet`` files.
+    """Writes one split of one config as ``{split}-NNNNN-of-NNNNN-{digest}.parquet`` files.
 
     Rows may arrive in any number of pieces; they are written in row groups of exactly
     ``group_rows`` (the last one smaller), and a new file starts every ``max_rows`` rows.
-    The total is only known at the end, so files are renamed on ``close()``. Closing a
-    writer that saw no rows writes one empty file.
+    The total and the content are only known at the end, so files are renamed on
+    ``close()``. ``{digest}`` is the start of the file's sha256: a file whose content
+    changes changes its name, which is what ``datasets`` keys its cache of a local folder
+    on (the card lists every file by name), while an unchanged file keeps its name (hard
+    links, incremental rebuilds, upload dedup). ``digests`` maps each final path to its full
+    sha256. Closing a writer that saw no rows writes one empty file.
     """
 
     def __init__(
@@ -67,6 +81,7 @@ class ShardedWriter:
         self._in_file = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
+        self.digests: dict[Path, str] = {}
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -113,7 +128,10 @@ class ShardedWriter:
         total = len(self._paths)
         final = []
         for i, path in enumerate(self._paths):
-            target = self.directory / f"{self.split}-{i:05d}-of-{total:05d}.parquet"
+            digest = file_sha256(path)
+            name = f"{self.split}-{i:05d}-of-{total:05d}-{digest[:NAME_DIGEST_CHARS]}.parquet"
+            target = self.directory / name
             path.rename(target)
+            self.digests[target] = digest
             final.append(target)
         return final

@@ -27,6 +27,15 @@ from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 
 
+def _files_by_split(name: str, segments: Iterable[SegmentOutput]) -> dict[str, list[str]]:
+    """``{split: [path, ...]}`` of one config's data files, sorted (segment, then shard)."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(p for s in segments for p in s.files if p.startswith(f"{name}/")):
+        split = path[len(name) + 1 :].split("-", 1)[0]
+        out.setdefault(split, []).append(path)
+    return out
+
+
 def hashing_section(precision: int | None) -> dict[str, Any]:
     """The hash scheme every recomputed hash of this build used (``builder.hashing``)."""
     return {"scheme": "exact" if precision is None else "rounded", "precision": precision}
@@ -66,6 +75,7 @@ def export_dataset(
             schema,
             _total((s.rows.get(name, {}) for s in segments), SPLITS),
             "objective" if name in OBJECTIVE_MODULES else "table",
+            _files_by_split(name, segments),
         )
         for name, schema in schemas.items()
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ class ExportedConfig:
     schema: pa.Schema
     rows: Mapping[str, int]  # split -> rows
     kind: str  # "objective" or "table"
+    # split -> its data files (dataset-relative, in order): the card lists them by name
+    files: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 def size_category(n: int) -> str:
@@ -55,7 +57,12 @@ def card_yaml(
         "card": repr(card),
         "episodes": card.size_category or size_category(episodes),
         "configs": [
-            (c.name, c.schema.serialize().to_pybytes().hex(), [s for s in SPLITS if c.rows.get(s)])
+            (
+                c.name,
+                c.schema.serialize().to_pybytes().hex(),
+                [s for s in SPLITS if c.rows.get(s)],
+                {s: list(f) for s, f in sorted(c.files.items())},
+            )
             for c in configs
         ],
         "versions": [importlib.metadata.version(p) for p in ("datasets", "huggingface_hub")],
@@ -93,8 +100,13 @@ def _card_yaml(configs: Sequence[ExportedConfig], card: CardConfig, episodes: in
         configs=[
             {
                 "config_name": c.name,
+                # Files by name, not a glob: ``datasets`` keys its cache of a local folder
+                # on the YAML, so a file whose content changed (and so its name) is read
+                # again rather than served from a stale cache.
                 "data_files": [
-                    {"split": s, "path": f"{c.name}/{s}-*.parquet"} for s in SPLITS if c.rows.get(s)
+                    {"split": s, "path": list(c.files.get(s) or [f"{c.name}/{s}-*.parquet"])}
+                    for s in SPLITS
+                    if c.rows.get(s)
                 ],
                 **({"default": True} if c.name == card.default_config else {}),
             }

@@ -11,7 +11,6 @@ byte for byte as they were (``builder.segments`` reuses them instead of rebuildi
 from __future__ import annotations
 
 import functools
-import hashlib
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -87,8 +86,7 @@ class _Writers:
                 continue
             output.rows[name] = {s: n for s, n in writer.close().items() if n}
             for path in writer.files:
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
-                output.files[str(path.relative_to(self.out))] = digest
+                output.files[str(path.relative_to(self.out))] = writer.digests[path]
         return output
 
 

@@ -55,7 +55,7 @@ class SplitKeys:
 class ConfigWriter:
     """One segment of one config: each collected piece is checked for rows without a split,
     then appended to its split's shards
-    (``{out}/{name}/{split}-{segment}-NNNNN-of-NNNNN.parquet``)."""
+    (``{out}/{name}/{split}-{segment}-NNNNN-of-NNNNN-{digest}.parquet``)."""
 
     def __init__(
         self,
@@ -69,6 +69,7 @@ class ConfigWriter:
         self.out, self.name, self.schema, self.segment = out, name, schema, segment
         self.max_rows_per_file, self.group_rows = max_rows_per_file, group_rows
         self.files: list[Path] = []
+        self.digests: dict[Path, str] = {}  # file -> sha256
         self._writers: dict[str, ShardedWriter] = {}
 
     def write(self, collected: pl.DataFrame) -> None:
@@ -95,4 +96,5 @@ class ConfigWriter:
         without data, so the card declares only the splits that have rows."""
         for writer in self._writers.values():
             self.files += writer.close()
+            self.digests |= writer.digests
         return {s: self._writers[s].rows if s in self._writers else 0 for s in SPLITS}

@@ -37,7 +37,12 @@ def test_files_are_the_same_bytes_whatever_the_pieces(tmp_path: Path) -> None:
 
 def test_row_groups_have_the_fixed_size_and_files_the_row_limit(tmp_path: Path) -> None:
     paths = write(tmp_path, rows(1_000), piece=97, group_rows=64, max_rows=400)
-    assert [p.name for p in paths] == [f"train-{i:05d}-of-00003.parquet" for i in range(3)]
+    # the name ends in the start of the file's sha256
+    expected = [
+        f"train-{i:05d}-of-00003-{hashlib.sha256(p.read_bytes()).hexdigest()[:16]}.parquet"
+        for i, p in enumerate(paths)
+    ]
+    assert [p.name for p in paths] == expected
     groups = [
         [f.metadata.row_group(g).num_rows for g in range(f.num_row_groups)]
         for f in map(pq.ParquetFile, paths)

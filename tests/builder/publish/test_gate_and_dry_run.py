@@ -13,7 +13,13 @@ from builder.build import BuildReport
 from tests.builder.publish.helpers import folder_bytes, run_publish, snapshot, writes
 from tests.hub_server import HubServer
 
-DATA = "sft/train-00001-00000-of-00001.parquet"  # the episode file's segment
+# The episode file's segment; the name ends in a digest of the file's content.
+DATA = "sft/train-00001-00000-of-00001-"
+
+
+def data_file(folder: Path) -> Path:
+    (path,) = (folder / "sft").glob("train-00001-00000-of-00001-*.parquet")
+    return path
 
 
 def set_manifest(folder: Path, **changes: object) -> None:
@@ -24,9 +30,9 @@ def set_manifest(folder: Path, **changes: object) -> None:
 
 
 def edit_parquet(folder: Path) -> None:
-    data = bytearray((folder / DATA).read_bytes())
+    data = bytearray(data_file(folder).read_bytes())
     data[len(data) // 2] ^= 0xFF
-    (folder / DATA).write_bytes(bytes(data))
+    data_file(folder).write_bytes(bytes(data))
 
 
 def add_stray(folder: Path) -> None:
@@ -34,7 +40,7 @@ def add_stray(folder: Path) -> None:
 
 
 def remove_data(folder: Path) -> None:
-    (folder / DATA).unlink()
+    data_file(folder).unlink()
 
 
 def fail_checks(folder: Path) -> None:
@@ -50,9 +56,9 @@ def drop_digests(folder: Path) -> None:
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
-        (edit_parquet, f"{DATA}: changed since the build"),
+        (edit_parquet, ".parquet: changed since the build"),
         (add_stray, "train-00001-of-00001.parquet: not written by the build"),
-        (remove_data, f"{DATA}: listed in the manifest but missing"),
+        (remove_data, ".parquet: listed in the manifest but missing"),
         (fail_checks, "failed integrity checks (verified_mismatch 2)"),
         (drop_digests, "has no 'files' digests"),
     ],
@@ -72,6 +78,8 @@ def test_gate_refuses_before_touching_the_hub(
     code, _, err = run_publish(folder, "--repo", repo_id, "--version", "1.0.0")
     assert code == exit_codes.REFUSED, err
     assert message in err and "nothing was uploaded" in err
+    if damage in (edit_parquet, remove_data):
+        assert DATA in err
     assert hub.requests[start:] == []
 
 
