@@ -377,8 +377,39 @@ def _messages(out: Rows, ep: Any) -> None:
     for i, msg in enumerate(ep.conversation_for_sft.messages):
         text = msg.content if isinstance(msg.content, str) else None
         parts = None if text is not None or msg.content is None else canonical_json(msg.content)
-        extra = msg.model_extra
-        rows.append((eid, i, msg.role, text, parts, canonical_json(extra) if extra else None))
+        extra = dict(msg.model_extra or {})
+        calls = tool_calls(extra.pop("tool_calls", None))
+        call_id, name = _text(extra.pop("tool_call_id", None)), _text(extra.pop("name", None))
+        calls_text = None if calls is None else canonical_json(calls)
+        row = (eid, i, msg.role, text, parts, calls_text, call_id, name)
+        rows.append((*row, canonical_json(extra) if extra else None))
+
+
+def _text(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else canonical_json(value)
+
+
+def tool_calls(value: Any) -> list[dict[str, Any]] | None:
+    """OpenAI ``tool_calls`` as ``{id, type, function {name, arguments}}``; ``arguments``
+    stays the JSON text OpenAI sends (an object is written as its canonical JSON)."""
+    if not isinstance(value, list):
+        return None
+    calls = []
+    for call in value:
+        call = call if isinstance(call, dict) else {}
+        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        arguments = function.get("arguments")
+        calls.append(
+            {
+                "id": _text(call.get("id")),
+                "type": _text(call.get("type", "function")),
+                "function": {
+                    "name": _text(function.get("name")),
+                    "arguments": None if arguments is None else _text(arguments),
+                },
+            }
+        )
+    return calls
 
 
 def to_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:

@@ -70,7 +70,7 @@ REDACTED_COLUMNS: dict[str, tuple[str, ...]] = {
     "turns": ("reasoning", "code", "stdout", "stderr", "submitted_answer"),
     "hooks": ("name", "code_line", "variable_name", "value", "description", "depends_on"),
     "corrections": ("error_type", "error_message", "removed_lines", "added_lines"),
-    "messages": ("content", "content_parts", "extra_fields"),
+    "messages": ("content", "content_parts", "tool_calls", "name", "extra_fields"),
 }
 # Text columns never redacted: ids, hashes, enums, input paths, check names, and
 # ``questions.normalized_text``, which is recomputed from the redacted question text.
@@ -96,7 +96,7 @@ KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
     "turns": ("trace_id", "episode_id"),
     "hooks": ("trace_id", "episode_id", "value_hash", "listed_in"),
     "corrections": ("trace_id", "episode_id"),
-    "messages": ("episode_id", "role"),
+    "messages": ("episode_id", "role", "tool_call_id"),
 }
 
 # ----------------------------------------------------------------------------- patterns

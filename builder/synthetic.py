@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import copy
 import gzip
+import json
 import random
 import re
 import sys
@@ -1370,12 +1371,34 @@ def _triangulate(gold: dict[str, Any], runs: list[dict[str, Any]]) -> tuple[bool
     return verified, meta
 
 
-def _conversation(problem: Problem, turns: list[_Turn]) -> dict[str, Any]:
+TOOL_SHARE = 5  # one conversation in five is captured as OpenAI tool calls
+
+
+def _conversation(problem: Problem, turns: list[_Turn], tools: bool = False) -> dict[str, Any]:
+    """The SFT conversation; with ``tools``, each code cell is an OpenAI ``run_python`` tool
+    call (arguments as JSON text) answered by a ``tool`` message, as tool-calling agents
+    capture it."""
     ask = f"Dataset: {problem.dataset.file}\n\n{problem.text}"
     if problem.hint:
         ask += f"\n\nHint: {problem.hint}"
-    messages = [{"role": "user", "content": ask}]
-    for t in turns:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": ask}]
+    for i, t in enumerate(turns):
+        if tools:
+            call = {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": "run_python", "arguments": json.dumps({"code": t.code})},
+            }
+            messages.append({"role": "assistant", "content": t.reasoning, "tool_calls": [call]})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call["id"],
+                    "name": "run_python",
+                    "content": t.stdout,
+                }
+            )
+            continue
         messages.append(
             {"role": "assistant", "content": f"{t.reasoning}\n```python\n{t.code}\n```"}
         )
@@ -1414,7 +1437,10 @@ def _episode(
         "consistency_traces": runs,
     }
     if rng.random() < 0.85:
-        episode["conversation_for_sft"] = _conversation(problem, gold_turns)
+        # Chosen by the episode id, not the generator's random stream, so every other
+        # generated value stays as it was.
+        tools = int(episode["episode_id"][:8], 16) % TOOL_SHARE == 0
+        episode["conversation_for_sft"] = _conversation(problem, gold_turns, tools)
     if gold["final_answer_hash"] is not None:
         episode["rl_verification_data"] = {
             "expected_final_answer_hash": gold["final_answer_hash"],

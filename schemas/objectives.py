@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from schemas.tables import STRINGS, column, table_schema
+from schemas.tables import STRINGS, TOOL_CALLS, column, table_schema
 
 MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
 WEIGHTED_MESSAGE = pa.struct(
@@ -26,6 +26,19 @@ WEIGHTED_MESSAGE = pa.struct(
 )
 MESSAGES = pa.list_(MESSAGE)
 WEIGHTED_MESSAGES = pa.list_(WEIGHTED_MESSAGE)
+# ``sft`` keeps what the captured OpenAI messages carry: tool calls, tool results, names.
+SFT_MESSAGE = pa.struct(
+    [
+        pa.field("role", pa.string()),
+        pa.field("content", pa.string()),
+        pa.field("weight", pa.int64()),
+        pa.field("tool_calls", TOOL_CALLS),
+        pa.field("tool_call_id", pa.string()),
+        pa.field("name", pa.string()),
+    ]
+)
+SFT_MESSAGES = pa.list_(SFT_MESSAGE)
+TOOLS_DOC = "tool_calls, tool_call_id and name as captured (null where absent)"
 GOLD_HOOK = pa.struct(
     [
         pa.field("name", pa.string()),
@@ -65,7 +78,7 @@ SFT = table_schema(
     "Supervised fine-tuning conversations: the system prompt, then the episode's "
     "conversation_for_sft (weight 1 on every assistant message) or, where it is missing, the "
     "gold trace rendered turn by turn (weight 0 on failed turns that a later turn corrects)",
-    column("messages", WEIGHTED_MESSAGES, f"The conversation; {WEIGHTS_DOC}"),
+    column("messages", SFT_MESSAGES, f"The conversation; {WEIGHTS_DOC}; {TOOLS_DOC}"),
     *lineage("Gold trace the messages were rendered from (null for conversation_for_sft)", True),
     column("n_human_actions", pa.int32(), "Session actions by humans (null for episodes)"),
     column("n_ai_actions", pa.int32(), "Session actions by models (null for episodes)"),
@@ -172,8 +185,21 @@ SELF_CORRECTION = table_schema(
     *lineage(TRACE_DOC + " (null for session rows)", True),
 )
 
+SFT_TURNS = table_schema(
+    "TRL conversational prompt-completion rows: one per trained (weight 1) assistant message "
+    "of an sft conversation; the prompt is every message before it",
+    column("prompt", SFT_MESSAGES, f"Every earlier message of the conversation; {WEIGHTS_DOC}"),
+    column("completion", SFT_MESSAGES, "The trained assistant message"),
+    column("message_index", pa.int32(), "The completion's position in the sft conversation"),
+    *lineage("Gold trace the messages were rendered from (null for conversation_for_sft)", True),
+    column("n_human_actions", pa.int32(), "Session actions by humans (null for episodes)"),
+    column("n_ai_actions", pa.int32(), "Session actions by models (null for episodes)"),
+    column("n_dataset_actions", pa.int32(), "Session actions from datasets (null for episodes)"),
+)
+
 OBJECTIVES: dict[str, pa.Schema] = {
     "sft": SFT,
+    "sft_turns": SFT_TURNS,
     "rl": RL,
     "prm": PRM,
     "prm_stepwise": PRM_STEPWISE,

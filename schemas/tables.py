@@ -13,6 +13,18 @@ import pyarrow as pa
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 STRINGS = pa.list_(pa.string())
+# An OpenAI chat tool call; ``arguments`` is the JSON text OpenAI sends, kept as text.
+TOOL_CALL = pa.struct(
+    [
+        pa.field("id", pa.string()),
+        pa.field("type", pa.string()),
+        pa.field(
+            "function",
+            pa.struct([pa.field("name", pa.string()), pa.field("arguments", pa.string())]),
+        ),
+    ]
+)
+TOOL_CALLS = pa.list_(TOOL_CALL)
 
 
 def column(name: str, type_: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
@@ -146,7 +158,15 @@ MESSAGES = table_schema(
     column("role", pa.string(), "system, user, assistant, tool, ..."),
     column("content", pa.string(), "Text content (null when the content is a list of parts)"),
     column("content_parts", pa.string(), "List-of-parts content (canonical JSON)"),
-    column("extra_fields", pa.string(), "Other message fields (canonical JSON), e.g. tool_calls"),
+    column(
+        "tool_calls",
+        pa.string(),
+        "OpenAI tool calls [{id, type, function {name, arguments}}] (canonical JSON; "
+        "arguments as JSON text); text, so secrets in arguments are redacted",
+    ),
+    column("tool_call_id", pa.string(), "The tool call a tool message answers"),
+    column("name", pa.string(), "Name of the tool or participant"),
+    column("extra_fields", pa.string(), "Other message fields (canonical JSON)"),
 )
 
 TABLES: dict[str, pa.Schema] = {

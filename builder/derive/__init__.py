@@ -14,13 +14,13 @@ from types import ModuleType
 
 import polars as pl
 
-from builder.derive import dpo, orm, prm, prm_stepwise, rl, self_correction, sft
+from builder.derive import dpo, orm, prm, prm_stepwise, rl, self_correction, sft, sft_turns
 from builder.derive.eligibility import eligible_episodes, exclusion_counts, exclusion_reasons
 from builder.derive.options import DEFAULT_SYSTEM_PROMPT, DeriveOptions
 from schemas.objectives import OBJECTIVES
 
 OBJECTIVE_MODULES: dict[str, ModuleType] = {
-    m.NAME: m for m in (sft, rl, prm, prm_stepwise, orm, dpo, self_correction)
+    m.NAME: m for m in (sft, sft_turns, rl, prm, prm_stepwise, orm, dpo, self_correction)
 }
 assert list(OBJECTIVE_MODULES) == list(OBJECTIVES), "objective modules out of schema order"
 

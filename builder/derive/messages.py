@@ -26,6 +26,15 @@ from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 WEIGHTED_MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "weight": pl.Int64})
 NO_WEIGHT = pl.lit(None, dtype=pl.Int64)
+TOOL_CALLS = pl.List(
+    pl.Struct(
+        {
+            "id": pl.String,
+            "type": pl.String,
+            "function": pl.Struct({"name": pl.String, "arguments": pl.String}),
+        }
+    )
+)
 
 
 def fenced(code: pl.Expr) -> pl.Expr:

@@ -2,7 +2,8 @@
 
 The system prompt comes first. Then the episode's ``conversation_for_sft`` messages as
 captured, weight 1 on every assistant message (list-of-parts content is reduced to its text
-parts joined by newlines; tool calls and other message fields are not carried). An episode
+parts joined by newlines); OpenAI ``tool_calls``, ``tool_call_id`` and ``name`` are kept, null
+where a message has none (``arguments`` stay the JSON text OpenAI sends). An episode
 without conversation messages is rendered from its gold trace instead (the question, then each
 turn as ``builder.derive.messages`` renders it); there, an assistant turn that failed and that
 a later turn corrects (``corrections``: from the corrected turn up to the fix) gets weight 0,
@@ -19,15 +20,16 @@ import polars as pl
 from builder.derive.common import episode_context
 from builder.derive.messages import (
     NO_WEIGHT,
+    TOOL_CALLS,
     corrected_failures,
     gather,
-    message,
     parts_text,
     turn_messages,
 )
 from builder.derive.options import DeriveOptions
 from schemas.objectives import OBJECTIVES
 
+SFT_MESSAGE_FIELDS = ("role", "content", "weight", "tool_calls", "tool_call_id", "name")
 NAME = "sft"
 SCHEMA = OBJECTIVES[NAME]
 
@@ -69,13 +71,15 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
                 "role",
                 content=content,
                 weight=pl.when(assistant).then(pl.lit(1, pl.Int64)),
+                tool_calls=pl.col("tool_calls").str.json_decode(TOOL_CALLS),
+                tool_call_id="tool_call_id",
+                name="name",
             ),
             turns.select("episode_id", "pos", "role", "content", weight=weight),
-        ]
+        ],
+        how="diagonal_relaxed",  # only captured messages carry the tool fields
     )
-    lists = gather(
-        rows, "episode_id", messages=message(pl.col("role"), pl.col("content"), pl.col("weight"))
-    )
+    lists = gather(rows, "episode_id", messages=pl.struct(*SFT_MESSAGE_FIELDS))
     return (
         context.join(lists, on="episode_id", how="inner")
         .join(gold, on="episode_id", how="left")

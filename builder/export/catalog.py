@@ -37,6 +37,13 @@ OBJECTIVE_DOCS: dict[str, ConfigDoc] = {
         "`message_field_training` read it.",
         "TRL `SFTTrainer` (conversational `messages`)",
     ),
+    "sft_turns": ConfigDoc(
+        "The `sft` conversations as TRL prompt-completion rows: one row per trained (weight "
+        "1) assistant message, `prompt` = every message before it. With TRL's default "
+        "`completion_only_loss`, no token of a weight-0 message, a tool or execution output, "
+        "or the prompt gets a label.",
+        "TRL `SFTTrainer` (conversational prompt-completion)",
+    ),
     "rl": ConfigDoc(
         "Prompt-only rows for online RL (GRPO-style); the expected answer hash and gold hooks "
         "reach reward functions as keyword columns.",

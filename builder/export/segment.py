@@ -176,8 +176,13 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
     splits = assign_splits(ids, SplitConfig.of(config))
     keys = SplitKeys.of_questions(splits)
     writers = _Writers(out, SESSION_SEGMENT, config)
-    for name in ("sft", "self_correction"):
-        piece = keys.attach(getattr(sessions, name).lazy()).collect()
+    pieces = {
+        "sft": sessions.sft.lazy(),
+        "sft_turns": OBJECTIVE_MODULES["sft_turns"].from_sft(sessions.sft.lazy()),
+        "self_correction": sessions.self_correction.lazy(),
+    }
+    for name, frame in pieces.items():
+        piece = keys.attach(frame).collect()
         writers.write(name, OBJECTIVE_MODULES[name].SCHEMA, CONVERSATION_GROUP_ROWS, piece)
     for name, schema in SESSION_TABLES.items():
         piece = keys.attach(_frame(sessions.tables[name]).lazy()).collect()

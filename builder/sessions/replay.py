@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-from builder.derive.messages import bounded, fenced
+from builder.derive.messages import TOOL_CALLS, bounded, fenced
 from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
@@ -218,7 +218,14 @@ def replay(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> Replay:
     sessions, excluded = trainable_sessions(v)
     rows = conversation_rows(v, sessions, options)
     conversations = rows.group_by("session_id", maintain_order=True).agg(
-        pl.struct("role", "content", "weight").alias("messages"),
+        pl.struct(
+            "role",
+            "content",
+            "weight",
+            pl.lit(None, dtype=TOOL_CALLS).alias("tool_calls"),
+            pl.lit(None, dtype=pl.String).alias("tool_call_id"),
+            pl.lit(None, dtype=pl.String).alias("name"),
+        ).alias("messages"),
         (pl.col("weight") == 1).any().alias("_trains"),
     )
     excluded[NO_TRAINABLE_TURNS] = conversations.filter(~pl.col("_trains")).height

@@ -311,14 +311,33 @@ def test_message_extra_fields_and_content_parts(make: SimpleNamespace) -> None:
     record = make.episode()
     record["conversation_for_sft"]["messages"] = [
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}},
+                {"id": "c2", "function": {"name": "sum", "arguments": {"xs": [1, 2]}}},
+            ],
+            "refusal": None,
+        },
+        {"role": "tool", "content": "3", "tool_call_id": "c2", "name": "sum"},
     ]
     tables, _ = run(make, record)
-    first, second = rows(tables, "messages")
+    first, second, third = rows(tables, "messages")
     assert first["content"] is None and json.loads(first["content_parts"]) == [
         {"type": "text", "text": "hi"}
     ]
-    assert json.loads(second["extra_fields"]) == {"tool_calls": [{"id": "c1"}]}
+    assert json.loads(second["tool_calls"]) == [
+        {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{}"}},
+        # arguments are JSON text, as OpenAI sends them; a missing type is "function"
+        {
+            "id": "c2",
+            "type": "function",
+            "function": {"name": "sum", "arguments": '{"xs": [1, 2]}'},
+        },
+    ]
+    assert json.loads(second["extra_fields"]) == {"refusal": None}  # the rest is kept too
+    assert (third["tool_call_id"], third["name"], third["extra_fields"]) == ("c2", "sum", None)
 
 
 # ---------------------------------------------------------------- questions

@@ -249,8 +249,31 @@ def expected_counts(tables: Mapping[str, pl.LazyFrame], cap: int) -> dict[str, i
     def rows(frame: pl.LazyFrame) -> int:
         return int(frame.select(pl.len()).collect().item())
 
+    # sft_turns: one row per weight-1 assistant message. Captured conversations train every
+    # assistant message; rendered gold traces every turn but the failed ones a later turn fixes.
+    captured = tables["messages"].join(eligible, on="episode_id", how="semi")
+    rendered = eligible.join(captured, on="episode_id", how="anti")
+    gold_turns = tables["turns"].join(
+        tables["traces"]
+        .filter(pl.col("role") == "gold")
+        .join(rendered, on="episode_id", how="semi"),
+        on="trace_id",
+        how="semi",
+    )
+    fixed = (
+        gold_turns.filter(~pl.col("success"))
+        .join(tables["corrections"], on="trace_id", suffix="_fix")
+        .filter(
+            (pl.col("turn_index") >= pl.col("corrects_turn"))
+            & (pl.col("turn_index") < pl.col("turn_index_fix"))
+        )
+        .select("trace_id", "turn_index")
+        .unique()
+    )
+    trained = rows(captured.filter(pl.col("role") == "assistant")) + rows(gold_turns) - rows(fixed)
     return {
         "sft": rows(eligible),
+        "sft_turns": trained,
         "rl": rows(eligible),
         "prm": rows(gold_hooks),
         "prm_stepwise": rows(traces.filter(pl.col("n_turns") > 0)),

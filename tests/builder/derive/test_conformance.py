@@ -34,6 +34,7 @@ def test_counts_are_exact_on_the_sample(tables, derived, make) -> None:
     assert counts == make.expected_counts(tables, cap=4)
     assert counts == {
         "sft": 2,
+        "sft_turns": 5,
         "rl": 2,
         "prm": 7,
         "prm_stepwise": 6,

@@ -5,13 +5,16 @@ from __future__ import annotations
 import pyarrow as pa
 
 from builder.derive import OBJECTIVE_MODULES
-from schemas.objectives import MESSAGE, OBJECTIVES, WEIGHTED_MESSAGE
+from schemas.objectives import MESSAGE, OBJECTIVES, SFT_MESSAGE, WEIGHTED_MESSAGE
 from schemas.tables import column_docs, describe
 
 LINEAGE = ["question_id", "episode_id", "trace_id", "difficulty", "source"]
 COLUMNS = {
     "sft": ["messages", "question_id", "episode_id", "trace_id", "session_id", "difficulty",
             "source", "n_human_actions", "n_ai_actions", "n_dataset_actions"],
+    "sft_turns": ["prompt", "completion", "message_index", "question_id", "episode_id",
+                  "trace_id", "session_id", "difficulty", "source", "n_human_actions",
+                  "n_ai_actions", "n_dataset_actions"],
     "rl": ["prompt", "question", "expected_final_answer_hash", "expected_final_answer",
            "gold_hooks", "hash_precision", "question_id", "episode_id", "difficulty", "source"],
     "prm": ["step", "value", "value_hash", "label", "hook_index", "turn_index", *LINEAGE],
@@ -49,7 +52,11 @@ def test_every_config_and_column_is_described_and_plain() -> None:
 
 
 def test_message_types_and_key_nullability() -> None:
-    assert OBJECTIVES["sft"].field("messages").type == pa.list_(WEIGHTED_MESSAGE)
+    assert OBJECTIVES["sft"].field("messages").type == pa.list_(SFT_MESSAGE)
+    assert SFT_MESSAGE.names == ["role", "content", "weight", "tool_calls", "tool_call_id", "name"]
+    call = SFT_MESSAGE.field("tool_calls").type.value_type
+    assert call.names == ["id", "type", "function"]
+    assert call.field("function").type.names == ["name", "arguments"]
     assert WEIGHTED_MESSAGE.names == ["role", "content", "weight"]
     assert WEIGHTED_MESSAGE.field("weight").type == pa.int64()
     for name in ("prompt", "chosen", "rejected"):
@@ -57,7 +64,7 @@ def test_message_types_and_key_nullability() -> None:
     for name, schema in OBJECTIVES.items():
         assert not schema.field("question_id").nullable
         assert not schema.field("source").nullable
-        sessions = name in ("sft", "self_correction")
+        sessions = name in ("sft", "sft_turns", "self_correction")
         assert schema.field("episode_id").nullable == sessions
         assert ("session_id" in schema.names) == sessions
     assert OBJECTIVES["prm"].field("label").type == pa.float64()

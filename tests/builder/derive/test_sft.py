@@ -5,8 +5,9 @@ from __future__ import annotations
 from builder.derive import DEFAULT_SYSTEM_PROMPT, DeriveOptions, sft
 
 
-def msg(role: str, content: str, weight: int | None = None) -> dict:
-    return {"role": role, "content": content, "weight": weight}
+def msg(role: str, content: str, weight: int | None = None, **tools: object) -> dict:
+    fields = {"tool_calls": None, "tool_call_id": None, "name": None} | tools
+    return {"role": role, "content": content, "weight": weight, **fields}
 
 
 def row(derived, episode_id: str) -> dict:

@@ -63,3 +63,37 @@ def test_orm_is_the_unpaired_preference_layout(sample_build: BuildReport, tokeni
     out = trl_data_utils.apply_chat_template(example, tokenizer)
     assert out["label"] is row["label"]
     assert row["completion"][-1]["content"] in out["completion"]
+
+
+# The tool-call part of a current chat template (Qwen2.5's, in short): calls become
+# <tool_call> blocks, tool results <tool_response> blocks in a user turn.
+TOOL_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'assistant' %}<|im_start|>assistant\n{{ m['content'] or '' }}"
+    "{% for call in m['tool_calls'] or [] %}{% set f = call['function'] %}"
+    '\n<tool_call>\n{"name": "{{ f["name"] }}", "arguments": {{ f["arguments"] }}}\n</tool_call>'
+    "{% endfor %}<|im_end|>\n"
+    "{% elif m['role'] == 'tool' %}<|im_start|>user\n<tool_response>\n{{ m['content'] }}"
+    "\n</tool_response><|im_end|>\n"
+    "{% else %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}"
+    "{% endfor %}"
+)
+
+
+def test_tool_calls_render_through_a_chat_template(sample_build: BuildReport, tokenizer) -> None:
+    import json
+
+    splits = datasets.load_dataset(str(sample_build.out), "sft")
+    rows = [r for s in splits.values() for r in s if any(m["tool_calls"] for m in r["messages"])]
+    assert rows, "the sample has tool-calling conversations"
+    messages = rows[0]["messages"]
+    text = tokenizer.apply_chat_template(messages, chat_template=TOOL_TEMPLATE, tokenize=False)
+    call = next(m for m in messages if m["tool_calls"])["tool_calls"][0]
+    result = next(m for m in messages if m["role"] == "tool")
+    assert result["tool_call_id"] == call["id"] and result["name"] == call["function"]["name"]
+    code = json.loads(call["function"]["arguments"])["code"]  # arguments: OpenAI's JSON text
+    assert f'"name": "{call["function"]["name"]}"' in text and json.dumps({"code": code}) in text
+    assert f"<tool_response>\n{result['content']}\n</tool_response>" in text
+    assert not any(
+        m["role"] == "assistant" and not (m["content"] or m["tool_calls"]) for m in messages
+    )

@@ -129,6 +129,12 @@ ACTIONS = [
 
 
 def expected_messages(fix_weight: int) -> list[dict[str, object]]:
+    """Sessions carry no tool calls: those fields of the ``sft`` messages are null."""
+    tools = {"tool_calls": None, "tool_call_id": None, "name": None}
+    return [tools | m for m in _messages(fix_weight)]
+
+
+def _messages(fix_weight: int) -> list[dict[str, object]]:
     return [
         {"role": "system", "content": SYSTEM_PROMPT, "weight": None},
         {
