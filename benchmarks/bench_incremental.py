@@ -99,7 +99,7 @@ def build(files: list[str], out: Path, cache: Path | None, staging: str = "") ->
         "cache_dir": str(cache or ""),
         "staging_compression": staging,
     }
-    _, rss, stdout = run_child(TIMED_BUILD, json.dumps(options))
+    _, rss, stdout, _ = run_child(TIMED_BUILD, json.dumps(options))
     timing = json.loads(stdout.rsplit("TIMING ", 1)[1])
     return {
         "build_s": round(timing["build_s"], 2),
