@@ -4,10 +4,11 @@ Inputs are the issue's realistic profile (``benchmarks.episodes_profile``: ≈56
 3–7 consistency traces, both trace forms). Each measurement runs in a fresh subprocess; peak
 RSS is sampled over the whole process tree (the build and its worker processes, summed), so
 a parallel build cannot hide memory in its workers. The floor is ``orjson.loads`` over every
-line of the same file: the least any builder must do. The child also reports how long the
-ingest stage (read, validate, normalize, staging Parquet) took, to show where time goes.
+line of the same file (measured before and after each build; the lower is taken): the least
+any builder must do. CPU time ÷ wall of the process tree shows the cores used.
 
 ``python -m benchmarks.bench_build --base 1000 [--workers N] [--baseline-root DIR]``
+(``--no-stages``: skip the extra instrumented build that gives the stage breakdown.)
 (``--baseline-root``: a checkout of another version to measure with the same inputs.)
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -30,29 +32,80 @@ with open(sys.argv[1], "rb") as f:
 """
 
 # The child of every build measurement: a BuildConfig from JSON (options an older builder
-# lacks are dropped, so --baseline-root works), timing the ingest stage and the whole build.
+# lacks are dropped, so --baseline-root works), timing the whole build and, with
+# ``"stages": true``, the thread-seconds spent in each stage (wrappers around the stage
+# functions; stages on other threads overlap, so shares can sum past 100 %) and each
+# config's plan collected alone (an extra pass after the build's own).
 TIMED_BUILD = """
-import json, sys, time
+import json, sys, threading, time
 from pathlib import Path
+
+timing, lock = {}, threading.Lock()
+
+
+def wrap(owner, attr, stage):
+    inner = getattr(owner, attr, None)
+    if inner is None:  # an older builder without this function
+        return
+
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            with lock:
+                timing[stage] = timing.get(stage, 0.0) + time.perf_counter() - started
+
+    setattr(owner, attr, timed)
+
+
+def per_config(frames):
+    from builder.derive import OBJECTIVE_MODULES
+
+    for name, frame in zip(OBJECTIVE_MODULES, frames):
+        started = time.perf_counter()
+        frame.collect()
+        timing["derive " + name] = timing.get("derive " + name, 0.0) + time.perf_counter() - started
+
+
+def instrument():
+    import polars as pl
+    import builder.build as b
+    import builder.ingest as i
+    from builder import fastpath, redact, validate
+    from builder.export import writer
+
+    wrap(fastpath, "decode", "parse (typed decode)")
+    wrap(validate.Validator, "validate", "validate (pydantic fallback)")
+    wrap(i, "emit_episode", "normalize (rows)")
+    wrap(i, "to_table", "normalize (Arrow tables)")
+    wrap(redact.TableRedactor, "__init__", "redact (pre-pass)")
+    wrap(redact.TableRedactor, "frame", "redact (buckets)")
+    wrap(b, "partition", "partition into buckets (redact included)")
+    wrap(pl, "collect_all", "derive (collect_all, every config)")
+    wrap(writer.ConfigWriter, "write", "write Parquet")
+    wrap(writer.ConfigWriter, "close", "write Parquet")
+    wrap(b.export, "export_dataset", "card, manifest, digests")
+    timed = pl.collect_all
+
+    def collect_all_and_each(frames, *args, **kwargs):
+        out = timed(frames, *args, **kwargs)
+        if len(frames) > 1:
+            per_config(frames)
+        return out
+
+    pl.collect_all = collect_all_and_each
 
 
 def main():
     import builder.build as b
     from builder.config import BuildConfig
 
-    timing = {}
-    ingest = b.ingest_files
-
-    def timed(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return ingest(*args, **kwargs)
-        finally:
-            timing["ingest_s"] = time.perf_counter() - started
-
-    b.ingest_files = timed
     fields = BuildConfig.__dataclass_fields__
     given = json.loads(sys.argv[1])
+    wrap(b, "ingest_files", "ingest_s")  # read, validate, normalize, staging Parquet
+    if given.pop("stages", False):
+        instrument()
     options = {k: v for k, v in given.items() if k in fields and v not in (None, "")}
     for key in ("out", "rejects", "cache_dir"):
         if key in options:
@@ -85,11 +138,13 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run_child(code: str, *args: str, root: Path | None = None) -> tuple[float, float, str]:
-    """(seconds, peak RSS MiB of the process tree, stdout) of one child process."""
+def run_child(code: str, *args: str, root: Path | None = None) -> tuple[float, float, str, float]:
+    """(seconds, peak RSS MiB of the process tree, stdout, CPU seconds of the process tree)
+    of one child process (CPU time: of every descendant reaped, via ``RUSAGE_CHILDREN``)."""
     env = dict(os.environ)
     if root is not None:
         env["PYTHONPATH"] = str(root)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     child = subprocess.Popen(
         [sys.executable, "-c", code, *args],
@@ -103,28 +158,34 @@ def run_child(code: str, *args: str, root: Path | None = None) -> tuple[float, f
         peak = max(peak, _tree_rss(child.pid))
         time.sleep(0.05)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     out = child.stdout.read() if child.stdout else ""
     if child.returncode:
         raise subprocess.CalledProcessError(child.returncode, "child", out)
-    return seconds, peak / 2**20, out
+    return seconds, peak / 2**20, out, cpu
 
 
 def generate(path: Path, episodes: int, seed: int) -> None:
     if path.exists():
         return
     from benchmarks.episodes_profile import profile_episodes
-    from builder.synthetic import write_jsonl
+    from samples.synthetic import write_jsonl
 
     tmp = path.with_suffix(".tmp.jsonl")
     write_jsonl(tmp, profile_episodes(episodes, seed))
     tmp.rename(path)
 
 
+def floor(source: Path) -> float:
+    return run_child(FLOOR, str(source))[0]
+
+
 def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[str, float]:
     source = (work / f"profile-{episodes}.jsonl").resolve()
     generate(source, episodes, seed=episodes)
     mb = source.stat().st_size / 1e6
-    floor_s, _, _ = run_child(FLOOR, str(source))
+    before = floor(source)
     out = (work / f"out-{episodes}").resolve()
     options = {
         "episodes": [str(source)],
@@ -132,21 +193,56 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
         "rejects": str(out / "rejects.jsonl"),
         "workers": workers,
     }
-    build_s, rss, stdout = run_child(TIMED_BUILD, json.dumps(options), root=root)
-    timing = json.loads(stdout.rsplit("TIMING ", 1)[1]) if "TIMING " in stdout else {}
-    ingest_s = timing.get("ingest_s", float("nan"))
+    build_s, rss, stdout, cpu = run_child(TIMED_BUILD, json.dumps(options), root=root)
+    ingest_s = json.loads(stdout.rsplit("TIMING ", 1)[1]).get("ingest_s", float("nan"))
+    floor_s = min(before, floor(source))  # the floor before and after; the lower
     return {
         "episodes": episodes,
         "mb": round(mb, 1),
         "floor_s": round(floor_s, 2),
         "build_s": round(build_s, 2),
-        "ingest_s": round(ingest_s, 2),
         "episodes_per_s": round(episodes / build_s),
         "mb_per_s": round(mb / build_s, 1),
+        "ingest_s": round(ingest_s, 2),
         "build_over_floor": round(build_s / floor_s, 1),
         "ingest_over_floor": round(ingest_s / floor_s, 1),
+        "cpu_over_wall": round(cpu / build_s, 2),
         "peak_rss_mib": round(rss),
     }
+
+
+def stages(work: Path, episodes: int, workers: int, root: Path | None) -> dict[str, float]:
+    """One more build of the 1× file with every stage timed (slower: per-config plans are
+    collected a second time, alone); thread-seconds per stage ÷ that build's wall time."""
+    source = (work / f"profile-{episodes}.jsonl").resolve()
+    out = (work / f"out-{episodes}-stages").resolve()
+    options = {
+        "episodes": [str(source)],
+        "out": str(out / "ds"),
+        "rejects": str(out / "rejects.jsonl"),
+        "workers": workers,
+        "stages": True,
+    }
+    _, _, stdout, _ = run_child(TIMED_BUILD, json.dumps(options), root=root)
+    timing = json.loads(stdout.rsplit("TIMING ", 1)[1])
+    wall = timing.pop("build_s")
+    each = {k: v for k, v in timing.items() if k.startswith("derive ") and "(" not in k}
+    timing = {k: v for k, v in timing.items() if k not in each}
+    timing["ingest (all)"] = timing.pop("ingest_s", 0.0)
+    inside = ("parse (typed decode)", "validate (pydantic fallback)", "normalize (rows)")
+    inside += ("normalize (Arrow tables)",)
+    rest = timing["ingest (all)"] - sum(timing.get(k, 0.0) for k in inside)
+    timing["ingest: read lines, checks, staging"] = rest
+    print(f"\nstages at {episodes} episodes (thread-seconds ÷ wall {wall:.2f} s of this run):")
+    print("| stage | s | share of wall |\n|---|---|---|")
+    for name, seconds in timing.items():
+        print(f"| {name} | {seconds:.2f} | {seconds / wall:.0%} |")
+    total = sum(each.values()) or 1.0
+    print("\nderive per config (each plan collected alone, share of their sum):")
+    print("| config | s | share |\n|---|---|---|")
+    for name, seconds in each.items():
+        print(f"| {name} | {seconds:.2f} | {seconds / total:.0%} |")
+    return {"wall_s": wall, **timing, **each}
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float]]:
@@ -156,20 +252,28 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
     parser.add_argument("--workers", type=int, default=0, help="0: the builder's default")
     parser.add_argument("--scales", default="1,2,4")
     parser.add_argument("--baseline-root", type=Path, default=None)
+    parser.add_argument("--no-stages", action="store_true", help="skip the stage breakdown")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     scales = [int(k) for k in args.scales.split(",")]
     rows = [measure(args.work, args.base * k, args.workers, args.baseline_root) for k in scales]
     header = list(rows[0])
-    print(f"cores: {os.cpu_count()}; workers: {args.workers or 'default'}")
+    cores = len(os.sched_getaffinity(0))
+    print(f"cores available: {cores}; workers: {args.workers or 'default'}")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(str(row[h]) for h in header) + " |")
     if len(rows) > 1:
         ratio = rows[-1]["peak_rss_mib"] / rows[0]["peak_rss_mib"]
-        print(f"RSS {scales[-1]}× / {scales[0]}×: {ratio:.2f}")
-    (args.work / "build.json").write_text(json.dumps(rows, indent=2))
+        times = rows[-1]["build_s"] / rows[0]["build_s"]
+        print(f"RSS {scales[-1]}× / {scales[0]}×: {ratio:.2f}; time: {times:.2f}")
+    breakdown = (
+        {}
+        if args.no_stages
+        else stages(args.work, rows[0]["episodes"], args.workers, args.baseline_root)
+    )
+    (args.work / "build.json").write_text(json.dumps({"runs": rows, "stages": breakdown}, indent=2))
     return rows
 
 

@@ -64,7 +64,7 @@ def _without_file_digests(value: object) -> object:
 
 def generate(work: Path, base: int, files: int) -> tuple[list[str], str]:
     from benchmarks.episodes_profile import profile_episodes
-    from builder.synthetic import write_jsonl
+    from samples.synthetic import write_jsonl
 
     folder = work / f"inc-{base}-{files}"
     paths = [folder / f"part-{i:03d}.jsonl" for i in range(files)]
@@ -99,7 +99,7 @@ def build(files: list[str], out: Path, cache: Path | None, staging: str = "") ->
         "cache_dir": str(cache or ""),
         "staging_compression": staging,
     }
-    _, rss, stdout = run_child(TIMED_BUILD, json.dumps(options))
+    _, rss, stdout, _ = run_child(TIMED_BUILD, json.dumps(options))
     timing = json.loads(stdout.rsplit("TIMING ", 1)[1])
     return {
         "build_s": round(timing["build_s"], 2),

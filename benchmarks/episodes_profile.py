@@ -1,6 +1,6 @@
 """Realistic-size episodes for the build benchmark (the issue's profile).
 
-``builder.synthetic`` writes internally consistent episodes of a few KB. Real captures are
+``samples.synthetic`` writes internally consistent episodes of a few KB. Real captures are
 ≈56 KB each: long stdout (DataFrame prints), longer reasoning and code, 3–7 consistency
 traces. This module inflates generated episodes deterministically (a seed-derived RNG per
 episode, never the clock): it pads text fields only (stdout, reasoning, code cells, stderr,
@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from builder.synthetic import _triangulate, generate_episodes
+from samples.synthetic import _triangulate, generate_episodes
 
 TARGET_BYTES = 56_000
 _REGIONS = ("South", "East", "West", "Central", "North")

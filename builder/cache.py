@@ -81,11 +81,15 @@ from typing import Any
 import pyarrow as pa
 
 from builder import segments, storage
-from builder.engine.codec import BATCH_SCHEMAS, batch_from_record_batches, batch_to_record_batches
+from builder.engine.codec import (
+    BATCH_SCHEMAS,
+    BatchResult,
+    batch_from_record_batches,
+    batch_to_record_batches,
+)
 from builder.ingest import (
     BANK_SEGMENT,
     BATCH_BYTES,
-    BatchResult,
     FileCounts,
     Ingest,
     bank_paths,
@@ -310,6 +314,18 @@ class IngestCache:
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
             self._lock = None
+
+    def ingest_job(
+        self,
+        config: Any,
+        sink: Any,
+        rejects: Any,
+        on_bytes: Callable[[int], None] | None,
+        engine: Any,
+    ) -> CachedIngest:
+        """The ingest (``builder.ingest.Ingest``) with this cache around it: files it holds
+        are replayed, the others normalized and stored."""
+        return CachedIngest(config, sink, rejects, on_bytes, engine, cache=self)
 
     def finish(self) -> None:
         """After a successful ingest: keep only this build's entries; save the memo."""
@@ -608,14 +624,3 @@ def open_cache(config: Any) -> IngestCache | None:
         return None
     cache = IngestCache(Path(directory), config)
     return cache if cache.acquire() else None
-
-
-def cached_ingest(
-    cache: IngestCache,
-    config: Any,
-    sink: Any,
-    rejects: Any,
-    on_bytes: Callable[[int], None] | None,
-    engine: Any,
-) -> CachedIngest:
-    return CachedIngest(config, sink, rejects, on_bytes, engine, cache=cache)

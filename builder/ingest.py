@@ -30,6 +30,7 @@ from builder import fastpath
 from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
 from builder.engine import Engine, InlineEngine, local_engine
+from builder.engine.codec import BatchResult
 from builder.normalize import (
     EPISODE_TABLES,
     EPISODES_WITHOUT_CHECKS,
@@ -161,19 +162,6 @@ ProgressCallback = Callable[[int], None]
 
 # A batch is sent to a worker when it reaches ``batch_lines`` lines or this many bytes.
 BATCH_BYTES = 16 << 20
-
-
-@dataclass
-class BatchResult:
-    """One batch of lines, normalized without any build-wide state.
-
-    ``outcomes`` has one entry per non-blank line, in order: an ``EpisodeInfo`` or a
-    ``Reject``. ``tables`` hold the rows of every valid episode (``episodes`` without its
-    ``checks`` column; ``questions`` with one row per valid episode), which the commit then
-    filters and completes."""
-
-    outcomes: list[EpisodeInfo | Reject]
-    tables: dict[str, pa.Table]
 
 
 def normalize_batch(
@@ -362,22 +350,16 @@ def ingest_files(
 ) -> tuple[IngestResult, Normalizer]:
     """Read every input into the staging tables. ``workers``: processes for the per-batch
     work (default one: in this process). The output is byte-identical for any number.
-    ``cache``: an open ``builder.cache.IngestCache``, which the caller closes; without
-    one, the ``cache_dir`` of ``config`` is opened (and closed) here."""
+    ``cache``: an open ``builder.cache.IngestCache`` (``builder.cache.open_cache``), which
+    the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
+    does not import it."""
     engine = _engine(config, workers)
     sink = TableSink(staging, getattr(config, "staging_compression", None) or "lz4")
-    owned = None
     try:
-        if cache is None and getattr(config, "cache_dir", None):  # builder.cache
-            from builder.cache import open_cache
-
-            cache = owned = open_cache(config)
         if cache is None:
             job = Ingest(config, sink, rejects, on_bytes, engine)
         else:
-            from builder.cache import cached_ingest
-
-            job = cached_ingest(cache, config, sink, rejects, on_bytes, engine)
+            job = cache.ingest_job(config, sink, rejects, on_bytes, engine)
         result = job.run()
         if cache is not None:
             cache.finish()
@@ -385,8 +367,6 @@ def ingest_files(
     finally:
         sink.close()
         engine.close()
-        if owned is not None:
-            owned.close()
 
 
 def _engine(config: BuildConfig, workers: int | None) -> Engine:

@@ -16,12 +16,11 @@ A step is a turn (a code cell for flat traces), rendered as the assistant messag
   whose code contains the hook's code line, and to no step when none does (it still counts
   in the trace's order for the credit of later hooks).
 
-The DAG-order credit is a fixpoint over each trace's hook order, which a Polars expression
-cannot state, so it is computed per trace in Python by the one implementation, the same
-function RL reward code calls: hooks are gathered into one row per trace (hashes sorted by
-``hook_index``, the episode's gold hooks as ``{name, value_hash, depends_on}`` sorted by
-``hook_index``), and an elementwise ``map_batches`` calls ``process_reward`` once per row.
-Each row's result depends only on that row, so the labels are deterministic.
+The DAG-order credit is a fixpoint over each trace's hook order; it is computed for all the
+traces together by ``builder.derive.dag_credit`` (joins over the hooks table, one round per
+level of the gold DAG), which equals ``builder.rewards.process_reward``'s ``matched`` — the
+function RL reward code calls — trace for trace (``tests/builder/derive/test_dag_credit.py``
+holds both to it on generated hooks).
 """
 
 from __future__ import annotations
@@ -31,9 +30,9 @@ from collections.abc import Mapping
 import polars as pl
 
 from builder.derive.common import TRACE_ORDER, episode_context, episode_traces
+from builder.derive.dag_credit import MATCHED, matched_hooks
 from builder.derive.messages import assistant_content
 from builder.derive.options import DeriveOptions
-from builder.rewards import process_reward
 from schemas.objectives import OBJECTIVES
 
 NAME = "prm_stepwise"
@@ -50,39 +49,19 @@ def gold_hook_lists(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) ->
     return hooks.group_by("episode_id").agg(gold_hooks=gold_hook)
 
 
-def _matched(rows: pl.Series) -> pl.Series:
-    """Per row ``{episode_id, value_hash: [...], gold_hooks: [...]}``: ``process_reward``'s
-    ``matched``. An episode's traces share its gold hooks, which are turned into Python
-    objects once per episode rather than once per trace."""
-    frame = rows.struct.unnest()
-    firsts = frame.unique("episode_id", keep="first", maintain_order=True)
-    gold = dict(zip(firsts["episode_id"].to_list(), firsts["gold_hooks"].to_list(), strict=True))
-    episodes, values = frame["episode_id"].to_list(), frame["value_hash"].to_list()
-    out = [
-        list(process_reward(v, gold[e] or ()).matched)
-        for e, v in zip(episodes, values, strict=True)
-    ]
-    return pl.Series(out, dtype=pl.List(pl.Boolean))
-
-
 def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
     """``trace_id``, ``hook_index``, ``turn_index`` (the step), ``ok``: one row per attributed
     hook of ``traces``; ``ok`` when ``process_reward`` matches it against its episode's gold
     hooks."""
     hooks = tables["hooks"].join(traces, on="trace_id", how="semi")
-    per_trace = hooks.group_by("trace_id", "episode_id").agg(
-        pl.col("hook_index").sort(), pl.col("value_hash").sort_by("hook_index")
-    )
+    gold = traces.select("trace_id", is_gold=~pl.col("consistency"))
     matched = (
-        per_trace.join(gold_hook_lists(tables, traces), on="episode_id", how="left")
+        hooks.join(gold, on="trace_id", how="inner")
         .select(
-            "trace_id",
-            "hook_index",
-            ok=pl.struct("episode_id", "value_hash", "gold_hooks").map_batches(
-                _matched, return_dtype=pl.List(pl.Boolean), is_elementwise=True
-            ),
+            "trace_id", "episode_id", "hook_index", "value_hash", "name", "depends_on", "is_gold"
         )
-        .explode("hook_index", "ok")
+        .map_batches(matched_hooks, schema=MATCHED)
+        .with_columns(ok=pl.lit(True))
     )
     cells = tables["turns"].select("trace_id", cell="turn_index", code="code")
     located = (

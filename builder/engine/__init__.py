@@ -62,6 +62,8 @@ class LocalEngine:
 
 
 def default_workers() -> int:
+    """The cores this process may run on (its affinity mask, as ``os.process_cpu_count``
+    gives from Python 3.13 on)."""
     return max(1, min(os.cpu_count() or 1, len(os.sched_getaffinity(0))))
 
 

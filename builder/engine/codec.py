@@ -10,6 +10,8 @@ follows writes the same bytes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 
 from builder.normalize import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS, EpisodeInfo
@@ -59,6 +61,19 @@ LINES = pa.schema(
         pa.field("too_long", pa.bool_(), nullable=False),
     ]
 )
+
+
+@dataclass
+class BatchResult:
+    """One batch of lines, normalized without any build-wide state.
+
+    ``outcomes`` has one entry per non-blank line, in order: an ``EpisodeInfo`` or a
+    ``Reject``. ``tables`` hold the rows of every valid episode (``episodes`` without its
+    ``checks`` column; ``questions`` with one row per valid episode), which the commit then
+    filters and completes."""
+
+    outcomes: list[EpisodeInfo | Reject]
+    tables: dict[str, pa.Table]
 
 
 def outcomes_table(outcomes: list[EpisodeInfo | Reject]) -> pa.Table:
@@ -140,11 +155,9 @@ def batch_to_record_batches(result: object) -> dict[str, pa.RecordBatch]:
     return {name: one_batch(tables[name], schema) for name, schema in BATCH_SCHEMAS.items()}
 
 
-def batch_from_record_batches(batches: dict[str, pa.RecordBatch]) -> object:
+def batch_from_record_batches(batches: dict[str, pa.RecordBatch]) -> BatchResult:
     """The inverse of ``batch_to_record_batches``; raises ``ValueError`` on a schema or row
     count that does not fit (a damaged cache entry)."""
-    from builder.ingest import BatchResult  # builder.ingest imports the engines
-
     for name, schema in BATCH_SCHEMAS.items():
         if not batches[name].schema.equals(schema):
             raise ValueError(f"{name}: unexpected schema")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS, exclusion_counts
+from builder.engine import default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
@@ -70,13 +71,17 @@ class _Writers:
         self.open: dict[str, ConfigWriter] = {}
 
     def write(self, name: str, schema: pa.Schema, group_rows: int, piece: pl.DataFrame) -> None:
-        if not piece.height:
-            return
+        if piece.height:
+            self.writer(name, schema, group_rows).write(piece)
+
+    def writer(self, name: str, schema: pa.Schema, group_rows: int) -> ConfigWriter:
+        """``name``'s writer, created on first use. Writers are created on one thread, in
+        config order, so the manifest lists them in the same order whatever thread writes."""
         if name not in self.open:
             self.open[name] = ConfigWriter(
                 self.out, name, schema, self.max_rows, group_rows, self.segment
             )
-        self.open[name].write(piece)
+        return self.open[name]
 
     def close(self, output: SegmentOutput, names: Iterable[str] | None = None) -> SegmentOutput:
         """Close the writers of ``names`` (default: every one still open) into ``output``."""
@@ -100,13 +105,22 @@ def _layouts() -> dict[str, tuple[pa.Schema, int]]:
     return layouts
 
 
+def write_threads() -> int:
+    """Threads writing configs' Parquet: one per available core, and at least two so that
+    a large config does not hold back the others."""
+    return max(2, default_workers())
+
+
 class SegmentExporter:
     """Segments exported one after the other, a bucket of question ids at a time. A
     bucket's tables are read into memory once; its questions (its own and those it looks
     up) get their splits; all its configs come from one ``collect_all`` (shared sub-plans
     run once) and are written on a second thread while the next bucket — of this segment
-    or the next — is derived. At most one bucket waits to be written. The ``questions``
-    config is written at once, so the next segment can look its questions up."""
+    or the next — is derived; that thread hands each config's piece to a pool of writer
+    threads, one per available core (Parquet encoding and zstd release the GIL), each config
+    on one thread at a time, so every file gets the same bytes in the same order. At most
+    one bucket waits to be written. The ``questions`` config is written at once, so the next
+    segment can look its questions up."""
 
     def __init__(self, out: Path, config: BuildConfig) -> None:
         from builder.derive import DeriveOptions
@@ -119,6 +133,7 @@ class SegmentExporter:
         )
         self.layouts = _layouts()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="export-write")
+        self._writers = ThreadPoolExecutor(write_threads(), thread_name_prefix="config-write")
         self._pending: Future[Any] | None = None
 
     def _submit(self, job: Callable[[], Any]) -> Future[Any]:
@@ -155,8 +170,14 @@ class SegmentExporter:
         return self._submit(functools.partial(writers.close, output))
 
     def _write_all(self, writers: _Writers, pieces: dict[str, pl.DataFrame]) -> None:
-        for name, piece in pieces.items():
-            writers.write(name, *self.layouts[name], piece)
+        jobs = [
+            self._writers.submit(writers.writer(name, *self.layouts[name]).write, piece)
+            for name, piece in pieces.items()
+            if piece.height
+        ]
+        wait(jobs)  # every write finishes before the first error is raised
+        for job in jobs:
+            job.result()
 
     def close(self) -> None:
         try:
@@ -164,6 +185,7 @@ class SegmentExporter:
                 self._pending.result()
         finally:
             self._thread.shutdown()
+            self._writers.shutdown()
 
 
 def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOutput:

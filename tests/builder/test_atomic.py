@@ -24,7 +24,7 @@ import pytest
 
 from builder.build import BuildLocked, build, output_lock
 from builder.config import BuildConfig
-from builder.synthetic import generate_episodes, write_jsonl
+from samples.synthetic import generate_episodes, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 EPISODES = 1500

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builder.synthetic import generate_episodes, generate_questions, write_jsonl
+from samples.synthetic import generate_episodes, generate_questions, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from builder.build import build
 from builder.config import BuildConfig
 from builder.ingest import ingest_files
 from builder.rejects import RejectsWriter
-from builder.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
+from samples.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
 from schemas.tables import TABLES
 
 

@@ -21,8 +21,8 @@ import schemas.episode as episode_models
 from builder import fastpath
 from builder.normalize import EPISODE_TABLES, emit_episode, empty_rows, question_row
 from builder.sources import SourceLine
-from builder.synthetic import generate_episodes
 from builder.validate import Reject, Valid, Validator
+from samples.synthetic import generate_episodes
 from schemas.episode import Episode
 
 

@@ -22,7 +22,7 @@ import builder.cache as cache_module
 import builder.ingest as ingest_module
 from builder.build import build
 from builder.config import BuildConfig
-from builder.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
+from samples.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
 
 
 @dataclass(frozen=True)

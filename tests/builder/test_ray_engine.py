@@ -20,7 +20,7 @@ pytest.importorskip("ray.data")
 from builder.build import build  # noqa: E402
 from builder.config import BuildConfig  # noqa: E402
 from builder.engine.ray_engine import RayEngine  # noqa: E402
-from builder.synthetic import generate_episodes, generate_questions, write_jsonl  # noqa: E402
+from samples.synthetic import generate_episodes, generate_questions, write_jsonl  # noqa: E402
 
 
 @dataclass(frozen=True)

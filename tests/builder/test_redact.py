@@ -38,7 +38,7 @@ from builder.redact import (
     redact_strings,
 )
 from builder.rejects import RejectsWriter
-from builder.synthetic import generate_episode, write_jsonl
+from samples.synthetic import generate_episode, write_jsonl
 from schemas.tables import TABLES
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "secrets" / "corpus.json"

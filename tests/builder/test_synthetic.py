@@ -17,7 +17,8 @@ from builder import checks
 from builder.hashing import question_id, value_hash
 from builder.normalize import Normalizer
 from builder.sources import InputFile, SourceLine
-from builder.synthetic import (
+from builder.validate import Reject, Valid, Validator, is_blank
+from samples.synthetic import (
     generate_episode,
     generate_episodes,
     generate_questions,
@@ -25,7 +26,6 @@ from builder.synthetic import (
     write_jsonl,
     write_sample,
 )
-from builder.validate import Reject, Valid, Validator, is_blank
 from schemas.episode import Episode, Question
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -162,11 +162,11 @@ def test_committed_sample_equals_a_fresh_generation(tmp_path: Path) -> None:
     for name in SAMPLE_FILES:
         committed = DATA / name
         assert committed.is_file(), (
-            f"{committed} missing: run python -m builder.synthetic --sample data"
+            f"{committed} missing: run python -m samples.synthetic --sample data"
         )
         assert committed.read_bytes() == (tmp_path / name).read_bytes(), (
             f"data/{name} differs from write_sample(); regenerate it with "
-            "python -m builder.synthetic --sample data"
+            "python -m samples.synthetic --sample data"
         )
 
 

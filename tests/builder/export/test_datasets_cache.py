@@ -16,7 +16,7 @@ import orjson
 
 from builder.build import build
 from builder.config import BuildConfig
-from builder.synthetic import generate_episodes
+from samples.synthetic import generate_episodes
 
 LOAD = """
 import json, sys, datasets
