@@ -34,8 +34,9 @@ OBJECTIVE_DOCS: dict[str, ConfigDoc] = {
     "sft": ConfigDoc(
         "Supervised fine-tuning conversations. Assistant messages carry `weight` "
         "(1 = train, 0 = context only), as OpenAI's fine-tuning format and Axolotl's "
-        "`message_field_training` read it.",
-        "TRL `SFTTrainer` (conversational `messages`)",
+        "`message_field_training` read it; tool calls are kept as OpenAI writes them. TRL's "
+        "`SFTTrainer` ignores `weight`: use `sft_turns` with it.",
+        "OpenAI fine-tuning / Axolotl (`messages` with `weight`)",
     ),
     "sft_turns": ConfigDoc(
         "The `sft` conversations as TRL prompt-completion rows: one row per trained (weight "
@@ -56,7 +57,7 @@ OBJECTIVE_DOCS: dict[str, ConfigDoc] = {
     ),
     "prm_stepwise": ConfigDoc(
         "Stepwise supervision: the steps of a trace with one boolean label per step.",
-        "TRL `PRMTrainer` (`prompt`, `completions`, `labels`)",
+        "stepwise supervision (`prompt`, `completions`, `labels`): Axolotl `stepwise_supervised`",
     ),
     "orm": ConfigDoc(
         "Outcome reward: one row per trace with a boolean label (final answer hash equals "
