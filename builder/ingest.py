@@ -45,6 +45,7 @@ from builder.rejects import RejectsWriter
 from builder.sources import InputFile, InputStats, SourceLine
 from builder.validate import FieldError, Reject, Valid, Validator, is_blank
 from schemas.episode import Episode, Question
+from schemas.layouts import SEEDS
 from schemas.tables import TABLES
 
 CHECK_FAILED = "check_failed"
@@ -182,8 +183,11 @@ def normalize_batch(
             if isinstance(outcome, Reject):
                 outcomes.append(outcome)
                 continue
-            record = outcome.record
-        outcomes.append(emit_episode(record, path, line.number, hook_value_limit, out, precision))
+            record, layout = outcome.record, outcome.layout
+        else:
+            layout = SEEDS.name
+        info = emit_episode(record, path, line.number, hook_value_limit, out, precision, layout)
+        outcomes.append(info)
         questions.append(question_row(record.question, "episode", path, line.number, precision))
     tables = {name: to_table(out[name], TABLES[name]) for name in EPISODE_TABLES[1:]}
     tables["episodes"] = to_table(out["episodes"], EPISODES_WITHOUT_CHECKS)

@@ -25,6 +25,7 @@ from builder.hashing import canonical_json, normalize_question_text
 from builder.summaries import bound_stored_value
 from builder.validate import Valid
 from schemas.episode import Episode, Hook, Question
+from schemas.layouts import SEEDS
 from schemas.tables import TABLES
 
 
@@ -169,6 +170,7 @@ def emit_episode(
     hook_value_limit: int,
     out: Rows,
     precision: int | None = None,
+    layout: str = SEEDS.name,
 ) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
@@ -217,6 +219,7 @@ def emit_episode(
             meta.majority_count if meta else None,
             meta.gold_matches_majority if meta else None,
             canonical_json(extras) if extras else None,
+            layout,
             file,
             number,
         )
@@ -377,11 +380,10 @@ def _messages(out: Rows, ep: Any) -> None:
     for i, msg in enumerate(ep.conversation_for_sft.messages):
         text = msg.content if isinstance(msg.content, str) else None
         parts = None if text is not None or msg.content is None else canonical_json(msg.content)
-        extra = dict(msg.model_extra or {})
-        calls = tool_calls(extra.pop("tool_calls", None))
-        call_id, name = _text(extra.pop("tool_call_id", None)), _text(extra.pop("name", None))
+        extra = msg.model_extra
+        calls = tool_calls(msg.tool_calls)
         calls_text = None if calls is None else canonical_json(calls)
-        row = (eid, i, msg.role, text, parts, calls_text, call_id, name)
+        row = (eid, i, msg.role, text, parts, calls_text, msg.tool_call_id, msg.name)
         rows.append((*row, canonical_json(extra) if extra else None))
 
 
@@ -497,6 +499,7 @@ class Normalizer:
             self.hook_value_limit,
             self._rows,
             self.hash_precision,
+            valid.layout,
         )
         episode_checks, new_question = self.commit(info)
         episodes = self._rows["episodes"]

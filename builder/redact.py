@@ -85,6 +85,7 @@ KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
         "checks",
     ),
     "episodes": (
+        "layout",
         "episode_id",
         "question_id",
         "expected_final_answer_hash",

@@ -20,6 +20,8 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from builder.sources import SourceLine
+from schemas.episode import Episode
+from schemas.layouts import SEEDS, NoLayout, layout_path, recognise
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -84,6 +86,7 @@ class Reject:
 class Valid(Generic[ModelT]):
     line: SourceLine
     record: ModelT
+    layout: str = SEEDS.name  # the episode layout the line was written in
 
 
 def json_path(loc: Iterable[int | str]) -> str:
@@ -183,10 +186,22 @@ class Validator(Generic[ModelT]):
         value, rejected = parse_line(line)
         if rejected is not None:
             return rejected
+        layout = SEEDS.name
+        if self.model is Episode and isinstance(value, dict):
+            try:
+                found = recognise(value)
+            except NoLayout as exc:
+                where = f"$.{exc.missing[0]}" if len(exc.missing) == 1 else "$"
+                error = FieldError(where, str(exc))
+                return Reject(line.path, line.number, SCHEMA, (error,), line.raw)
+            layout, value = found.name, found.to_model(value)
         try:
             record = self.model.model_validate(value)
         except ValidationError as exc:
-            return Reject(line.path, line.number, SCHEMA, schema_errors(exc), line.raw)
+            errors = schema_errors(exc)
+            if layout != SEEDS.name:  # name the line's own keys, not the model's
+                errors = tuple(FieldError(layout_path(layout, e.path), e.message) for e in errors)
+            return Reject(line.path, line.number, SCHEMA, errors, line.raw)
         if self.unique_key is not None:
             key = getattr(record, self.unique_key)
             first = self.first_seen.setdefault(key, (line.path, line.number))
@@ -195,7 +210,7 @@ class Validator(Generic[ModelT]):
                 error = FieldError(f"$.{self.unique_key}", f"{key!r} already seen at {where}")
                 kind = f"duplicate_{self.unique_key}"
                 return Reject(line.path, line.number, kind, (error,), line.raw)
-        return Valid(line, record)
+        return Valid(line, record, layout)
 
 
 def is_blank(line: SourceLine) -> bool:

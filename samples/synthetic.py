@@ -1481,6 +1481,55 @@ def generate_episodes(n: int, seed: int = 0, *, question_pool: int | None = None
         yield _detached(episode)
 
 
+V2_SAMPLE_EPISODES = 16  # the sample's episodes in the capture project's later layout
+V2_TRACE_RENAMES = {"execution_success": "success"}
+
+
+def without_v2_fields(episode: dict) -> dict:
+    """The seeds-layout episode as the later layout can express it: no
+    ``conversation_for_sft`` and no ``rl_verification_data``."""
+    drop = ("conversation_for_sft", "rl_verification_data")
+    return {k: v for k, v in episode.items() if k not in drop}
+
+
+def to_capture_v2(episode: dict) -> dict:
+    """``episode`` in the capture project's later layout (``schemas.layouts.CAPTURE_V2``):
+    ``gold_trace``, ``triangulation``, a trace's ``success``; ``timing``, ``source`` and
+    ``csv_source`` added; no ``conversation_for_sft`` or ``rl_verification_data``."""
+
+    def trace(t: dict) -> dict:
+        return {V2_TRACE_RENAMES.get(k, k): v for k, v in t.items()}
+
+    seeds = without_v2_fields(episode)
+    rng = random.Random(episode["episode_id"])
+    gold, runs = round(rng.uniform(2, 30), 2), [round(rng.uniform(2, 30), 2) for _ in range(3)]
+    out = {
+        "episode_id": seeds["episode_id"],
+        "timestamp": seeds["timestamp"],
+        "verified": seeds["verified"],
+        "question": seeds["question"],
+        "gold_trace": trace(seeds["teacher_gold_trace"]),
+        "consistency_traces": [trace(t) for t in seeds["consistency_traces"]],
+        "triangulation": seeds["triangulation_metadata"],
+        "timing": {
+            "gold_elapsed": gold,
+            "consistency_elapsed": round(sum(runs), 2),
+            "total_elapsed": round(gold + sum(runs), 2),
+            "avg_elapsed": round((gold + sum(runs)) / 4, 2),
+        },
+        "source": "synthetic",
+        "csv_source": _csv_source(seeds["teacher_gold_trace"]),
+    }
+    return out
+
+
+def _csv_source(trace: dict) -> str | None:
+    """The data file the trace's code reads."""
+    cells = [t["code"] for t in trace.get("turns") or []] or trace.get("code_cells") or []
+    found = re.search(r"read_csv\('([^']+)'\)", "\n".join(cells))
+    return found.group(1) if found else None
+
+
 def with_defects(episodes: Iterable[dict]) -> list[Any]:
     """``episodes`` (at least 31) with the defects every ingest path must account for: a
     duplicate episode id (line 11), a line that is not JSON (21), a blank line (22), an
@@ -1611,7 +1660,7 @@ def _bad_lines(seed: int) -> list[tuple[bytes, str, str]]:
         (
             dump(no_gold),
             "reject schema $.teacher_gold_trace",
-            "missing required field teacher_gold_trace",
+            "missing required field teacher_gold_trace (no episode layout matches)",
         ),
         (b"", "blank", "empty line"),
         (
@@ -1654,12 +1703,15 @@ def write_sample(data_dir: Path) -> list[Path]:
     data_dir = Path(data_dir)
     paths = {
         "episodes": data_dir / "episodes" / "episodes.jsonl",
+        "capture_v2": data_dir / "episodes" / "capture_v2.jsonl",
         "synthetic": data_dir / "questions" / "synthetic" / "questions.jsonl",
         "llm": data_dir / "questions" / "llm" / "questions.jsonl",
         "bad": data_dir / "bad" / "bad_lines.jsonl",
         "expected": data_dir / "bad" / "EXPECTED.md",
     }
     write_jsonl(paths["episodes"], generate_episodes(SAMPLE_EPISODES, SAMPLE_SEED))
+    v2 = generate_episodes(V2_SAMPLE_EPISODES, SAMPLE_SEED + 1)
+    write_jsonl(paths["capture_v2"], (to_capture_v2(e) for e in v2))
     write_jsonl(paths["synthetic"], generate_questions(SAMPLE_QUESTIONS, SAMPLE_SEED, "synthetic"))
     write_jsonl(paths["llm"], generate_questions(SAMPLE_QUESTIONS, SAMPLE_SEED, "llm"))
     bad = _bad_lines(SAMPLE_SEED)

@@ -132,6 +132,10 @@ class Message(Record):
 
     role: Role
     content: StrictStr | list[dict[str, Any]] | None = None
+    # OpenAI tool calling: {id, type, function {name, arguments}}; arguments JSON text.
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: StrictStr | None = None
+    name: StrictStr | None = None
 
 
 class ConversationForSft(Record):

@@ -1,21 +1,67 @@
 """JSON Schema of an episode line, generated from the pydantic models (one source of truth).
 
 ``schemas/episode.schema.json`` is this output, committed so capture code in any language
-can validate against it; a test keeps the file and the models in step.
+can validate against it; a test keeps the file and the models in step. A line may be written
+in any layout of ``schemas.layouts``: the schema is ``oneOf`` the seeds' layout (the model's
+own schema) and each other layout, derived from it by that layout's renames.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 from schemas.episode import SCHEMA_VERSION, Episode
+from schemas.layouts import LAYOUTS, SEEDS, Layout
 
 SCHEMA_FILE = Path(__file__).with_name("episode.schema.json")
+TRACE_DEF = "ExecutionTrace"
+# Keys the later layouts do not carry (their content comes from the gold trace instead).
+NOT_IN_LATER_LAYOUTS = ("conversation_for_sft", "rl_verification_data")
 
 
 def episode_json_schema() -> dict[str, Any]:
-    schema = Episode.model_json_schema(mode="validation")
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"agent-traces/episode/{SCHEMA_VERSION}"
-    return schema
+    seeds = Episode.model_json_schema(mode="validation")
+    defs = seeds.pop("$defs")
+    variants = [{"title": f"Episode ({SEEDS.name} layout)", **seeds}]
+    for layout in LAYOUTS:
+        if layout is not SEEDS:
+            variant, trace = _variant(seeds, defs[TRACE_DEF], layout)
+            defs[f"{TRACE_DEF}_{layout.name}"] = trace
+            variants.append(variant)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"agent-traces/episode/{SCHEMA_VERSION}",
+        "title": "Episode",
+        "description": seeds.get("description", ""),
+        "oneOf": variants,
+        "$defs": defs,
+    }
+
+
+def _variant(
+    seeds: dict[str, Any], trace: dict[str, Any], layout: Layout
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The seeds' schema with ``layout``'s names: top-level and trace renames."""
+    back = {ours: theirs for theirs, ours in layout.renames.items()}
+    variant = copy.deepcopy(seeds)
+    variant["title"] = f"Episode ({layout.name} layout)"
+    ref = {"$ref": f"#/$defs/{TRACE_DEF}_{layout.name}"}
+    properties = {}
+    for name, spec in variant["properties"].items():
+        if name in NOT_IN_LATER_LAYOUTS:
+            continue
+        if name == "teacher_gold_trace":
+            spec = ref
+        elif name == "consistency_traces":
+            spec = {**spec, "items": ref}
+        properties[back.get(name, name)] = spec
+    variant["properties"] = properties
+    variant["required"] = [back.get(k, k) for k in seeds["required"]]
+    trace_back = {ours: theirs for theirs, ours in layout.trace_renames.items()}
+    renamed = copy.deepcopy(trace)
+    renamed["title"] = f"{TRACE_DEF} ({layout.name} layout)"
+    renamed["properties"] = {trace_back.get(k, k): v for k, v in trace["properties"].items()}
+    renamed["required"] = [trace_back.get(k, k) for k in trace.get("required", [])]
+    return variant, renamed

@@ -81,6 +81,7 @@ EPISODES = table_schema(
     column("majority_count", pa.int32(), "triangulation_metadata as captured"),
     column("gold_matches_majority", pa.bool_(), "triangulation_metadata as captured"),
     column("extra_fields", pa.string(), "Unknown input fields, JSON object keyed by JSON path"),
+    column("layout", pa.string(), "Episode layout of the line: seeds or capture_v2"),
     column("source_file", pa.string(), "Input file the episode was read from"),
     column("source_line", pa.int64(), "1-based line in source_file"),
     column("checks", STRINGS, "Every check that failed in this episode or its children"),

@@ -7,11 +7,13 @@ configs) and ``manifest.json``. No loading script.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS
@@ -34,6 +36,16 @@ def _files_by_split(name: str, segments: Iterable[SegmentOutput]) -> dict[str, l
         split = path[len(name) + 1 :].split("-", 1)[0]
         out.setdefault(split, []).append(path)
     return out
+
+
+def layout_counts(out: Path, segments: Iterable[SegmentOutput]) -> dict[str, int]:
+    """Episodes by the layout of their line (``schemas.layouts``), read back from the
+    ``episodes`` files: only the one column."""
+    counts: Counter[str] = Counter()
+    for path in (p for s in segments for p in s.files if p.startswith("episodes/")):
+        column = pq.read_table(out / path, columns=["layout"]).column("layout")
+        counts.update(v for v in column.to_pylist() if v is not None)
+    return dict(sorted(counts.items()))
 
 
 def hashing_section(precision: int | None) -> dict[str, Any]:
@@ -104,6 +116,7 @@ def export_dataset(
             "questions_by_kind": dict(sorted(stats.question_checks.items())),
         },
         "extra_fields": dict(sorted(stats.extra_fields.items())),
+        "layouts": layout_counts(out, segments),
         "bounded_hook_values": stats.bounded_hook_values,
         "training_exclusions": _total((s.excluded for s in segments), REASONS),
         "sessions": sessions.summary if sessions is not None else None,

@@ -19,12 +19,12 @@ def test_schema_states_the_contract() -> None:
     schema = episode_json_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["$id"] == f"agent-traces/episode/{SCHEMA_VERSION}"
-    assert sorted(schema["required"]) == [
-        "episode_id",
-        "question",
-        "teacher_gold_trace",
-        "verified",
-    ]
+    seeds, later = schema["oneOf"]  # one variant per layout (schemas.layouts)
+    assert sorted(seeds["required"]) == ["episode_id", "question", "teacher_gold_trace", "verified"]
+    assert sorted(later["required"]) == ["episode_id", "gold_trace", "question", "verified"]
+    assert "conversation_for_sft" not in later["properties"]
+    assert later["properties"]["gold_trace"] == {"$ref": "#/$defs/ExecutionTrace_capture_v2"}
+    assert "success" in schema["$defs"]["ExecutionTrace_capture_v2"]["properties"]
     defs = schema["$defs"]
     for name in ("Question", "ExecutionTrace", "Turn", "Execution", "Hook", "Correction"):
         assert name in defs, name

@@ -1,0 +1,107 @@
+"""Episode line layouts: the seeds' and the capture project's later one, mapped into one model.
+
+The episode model (``schemas.episode``) is the seeds' layout. Every other layout is one
+declared ``Layout``: the top-level key that recognises it, the renames that map it onto the
+model (at the top level and in every trace), and the keys it must carry. A line is mapped
+before validation, so both layouts become the same tables, and the ``episodes`` table
+records which layout each row came from. Adding a layout is one more entry in ``LAYOUTS``.
+
+The later layout (``capture_v2``) renames ``teacher_gold_trace`` → ``gold_trace``,
+``triangulation_metadata`` → ``triangulation`` and a trace's ``execution_success`` →
+``success``; it adds ``timing``, ``source`` and ``csv_source`` (kept as extra fields) and has
+no ``conversation_for_sft`` (``sft`` renders the gold trace) and no ``rl_verification_data``
+(the expected answer is the gold trace's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+TRACE_KEYS = ("teacher_gold_trace", "consistency_traces")  # after the top-level renames
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    marker: str  # a top-level key only this layout has
+    required: tuple[str, ...]  # top-level keys a line of this layout must carry (the model's)
+    renames: Mapping[str, str] = field(default_factory=dict)  # its key -> the model's
+    trace_renames: Mapping[str, str] = field(default_factory=dict)  # in every trace
+
+    def to_model(self, line: dict[str, Any]) -> dict[str, Any]:
+        """``line`` with this layout's keys renamed to the model's (a new dict)."""
+        if not self.renames and not self.trace_renames:
+            return line
+        out = {self.renames.get(k, k): v for k, v in line.items()}
+        for key in TRACE_KEYS:
+            traces = out.get(key)
+            if isinstance(traces, dict):
+                out[key] = self._trace(traces)
+            elif isinstance(traces, list):
+                out[key] = [self._trace(t) if isinstance(t, dict) else t for t in traces]
+        return out
+
+    def _trace(self, trace: dict[str, Any]) -> dict[str, Any]:
+        return {self.trace_renames.get(k, k): v for k, v in trace.items()}
+
+
+SEEDS = Layout(
+    "seeds",
+    marker="teacher_gold_trace",
+    required=("episode_id", "verified", "question", "teacher_gold_trace"),
+)
+CAPTURE_V2 = Layout(
+    "capture_v2",
+    marker="gold_trace",
+    required=("episode_id", "verified", "question", "gold_trace"),
+    renames={"gold_trace": "teacher_gold_trace", "triangulation": "triangulation_metadata"},
+    trace_renames={"success": "execution_success"},
+)
+LAYOUTS: tuple[Layout, ...] = (SEEDS, CAPTURE_V2)
+LAYOUT_NAMES = tuple(layout.name for layout in LAYOUTS)
+
+
+_TRACE_PATH = re.compile(r"^\$\.(teacher_gold_trace|consistency_traces\[\d+\])\.(\w+)(.*)$")
+
+
+def layout_path(name: str, path: str) -> str:
+    """A JSON path into the model (``$.teacher_gold_trace.execution_success``) as the
+    layout ``name`` spells it (``$.gold_trace.success``)."""
+    layout = next(x for x in LAYOUTS if x.name == name)
+    back = {ours: theirs for theirs, ours in layout.trace_renames.items()}
+    trace = _TRACE_PATH.match(path)
+    if trace is not None and trace.group(2) in back:
+        path = f"$.{trace.group(1)}.{back[trace.group(2)]}{trace.group(3)}"
+    for theirs, ours in layout.renames.items():
+        if path == f"$.{ours}" or path.startswith((f"$.{ours}.", f"$.{ours}[")):
+            return f"$.{theirs}" + path[len(ours) + 2 :]
+    return path
+
+
+class NoLayout(ValueError):
+    """A line that matches no layout: names the nearest one and what it lacks."""
+
+    def __init__(self, message: str, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing  # the nearest layout's required keys absent from the line
+
+
+def recognise(line: dict[str, Any]) -> Layout:
+    """The layout of a decoded line, by its marker key; else ``NoLayout``."""
+    for layout in LAYOUTS:
+        if layout.marker in line:
+            return layout
+    missing = {layout.name: [k for k in layout.required if k not in line] for layout in LAYOUTS}
+    # Fewest required keys missing; on a tie, the layout whose own key names the line uses.
+    nearest = min(
+        LAYOUTS,
+        key=lambda x: (len(missing[x.name]), -len(set(x.renames) & set(line))),
+    )
+    raise NoLayout(
+        f"Field required: matches no episode layout ({', '.join(LAYOUT_NAMES)}); the "
+        f"nearest, {nearest.name!r}, lacks {', '.join(missing[nearest.name])}",
+        missing[nearest.name],
+    )
