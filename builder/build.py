@@ -24,6 +24,7 @@ from tqdm import tqdm
 from builder import export, storage
 from builder.cache import open_cache
 from builder.config import BuildConfig
+from builder.errors import DataRefused, EnvironmentProblem, LockHeld
 from builder.export.buckets import bucket_count, partition
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput, export_sessions
@@ -36,7 +37,7 @@ from builder.sources import expand_inputs
 BUCKET_SIZED = ("episodes", "questions")
 
 
-class BuildFailed(RuntimeError):
+class BuildFailed(DataRefused, RuntimeError):
     """The build was refused (e.g. too many rejects); the previous output is intact."""
 
     def __init__(self, message: str, strict_checks: bool = False) -> None:
@@ -44,11 +45,11 @@ class BuildFailed(RuntimeError):
         self.strict_checks = strict_checks
 
 
-class BuildLocked(RuntimeError):
+class BuildLocked(LockHeld, RuntimeError):
     """Another build into the same output folder is running."""
 
 
-class UploadFailed(RuntimeError):
+class UploadFailed(EnvironmentProblem, RuntimeError):
     """The build is complete locally, but copying it to ``upload_to`` failed."""
 
 

@@ -87,6 +87,7 @@ from builder.engine.codec import (
     batch_from_record_batches,
     batch_to_record_batches,
 )
+from builder.errors import EnvironmentProblem
 from builder.ingest import (
     BANK_SEGMENT,
     BATCH_BYTES,
@@ -107,7 +108,7 @@ _ROOTS = ("builder", "schemas")
 _STAT_FIELDS = ("st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns")
 
 
-class CacheError(RuntimeError):
+class CacheError(EnvironmentProblem, RuntimeError):
     """A cache entry failed in the middle of a replay (it has been deleted: build again)."""
 
 

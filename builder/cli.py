@@ -7,19 +7,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from builder import exit_codes
 from builder.config import BuildConfig, ConfigError, find_config, load_config, parse_precision
-from builder.sources import InputError
+from builder.errors import UserError, one_line, require
 from builder.storage import is_uri
 
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="episodes", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (or EPISODES_DEBUG=1)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="build the dataset folder from episodes (and sessions)")
@@ -78,6 +83,10 @@ def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
 def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if args.upload_to is not None and not is_uri(args.upload_to):
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
+    if args.workers is not None and args.workers < 0:
+        raise ConfigError(f"--workers {args.workers}: must be 0 (in-process) or more")
+    if args.max_reject_ratio is not None and not 0.0 <= args.max_reject_ratio <= 1.0:
+        raise ConfigError(f"--max-reject-ratio {args.max_reject_ratio}: must be from 0 to 1")
     config = load_config(find_config(args.config, Path.cwd()))
     config = config.with_overrides(
         episodes=_tuple(args.episodes),
@@ -96,6 +105,8 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     )
     if args.hash_precision is not None:  # "exact" must override a config's precision
         config = replace(config, hash_precision=parse_precision(args.hash_precision))
+    if config.engine == "ray":  # checked before any work starts
+        require("ray", "engine = 'ray'", "ray")
     return config
 
 
@@ -185,8 +196,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors; ours is 1
         return EXIT_USAGE if exc.code == 2 else int(exc.code or 0)
+    debug = args.debug or os.environ.get("EPISODES_DEBUG", "") not in ("", "0")
     try:
         return COMMANDS[args.command](args)
-    except (ConfigError, InputError) as exc:
-        print(f"episodes {args.command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"episodes {args.command}: interrupted — run it again", file=sys.stderr)
+        return exit_codes.INTERRUPTED
+    except UserError as exc:
+        if debug:
+            traceback.print_exc()
+        print(one_line(args.command, exc), file=sys.stderr)
+        return exc.exit_code
+    except Exception as exc:  # a bug, not the user's doing: say so, in one line
+        if debug:
+            traceback.print_exc()
+        print(
+            f"episodes {args.command}: internal error: {type(exc).__name__}: {exc}"
+            " — this is a bug; rerun with --debug for the traceback and report it",
+            file=sys.stderr,
+        )
+        return exit_codes.INTERNAL

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from builder.errors import UsageError
 from builder.storage import is_uri
 
 CONFIG_NAME = "dataset.toml"
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError, ValueError):
     """A config file or flag combination that cannot be used."""
 
 

@@ -7,3 +7,6 @@ STRICT_CHECKS = 3  # build refused because integrity checks failed under --stric
 LOCKED = 4  # another build holds the output folder's lock
 UNAVAILABLE = 5  # the Hub or object store could not be reached, or a publish or upload was
 # interrupted: rerun it
+INTERRUPTED = 130  # Ctrl-C (SIGINT)
+TERMINATED = 143  # SIGTERM
+INTERNAL = 70  # a bug in the builder (EX_SOFTWARE): rerun with --debug and report it

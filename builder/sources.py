@@ -19,11 +19,12 @@ from typing import BinaryIO
 import zstandard
 
 from builder import storage
+from builder.errors import UsageError
 
 BOM = b"\xef\xbb\xbf"
 
 
-class InputError(ValueError):
+class InputError(UsageError, ValueError):
     """An input that cannot be read at all (missing file, unknown compression)."""
 
 

@@ -19,12 +19,14 @@ from typing import BinaryIO, NamedTuple, TypeVar
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from builder.errors import EnvironmentProblem
+
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _BUCKET_SCHEMES = ("s3", "gs", "gcs")
 T = TypeVar("T")
 
 
-class StorageError(OSError):
+class StorageError(EnvironmentProblem, OSError):
     """An object store that cannot be reached or a URI it does not know."""
 
 

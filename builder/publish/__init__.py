@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from builder.errors import EnvironmentProblem
 from builder.export.manifest import MANIFEST_NAME
 from builder.publish.changelog import (
     changelog_markdown,
@@ -52,7 +53,7 @@ __all__ = [
 ]
 
 
-class PublishFailed(RuntimeError):
+class PublishFailed(EnvironmentProblem, RuntimeError):
     """The publish started writing to the Hub and did not finish (see the message)."""
 
 

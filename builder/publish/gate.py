@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from builder.errors import DataRefused
 from builder.export.manifest import MANIFEST_NAME
 
 CARD_NAME = "README.md"
 _CHUNK = 1024 * 1024
 
 
-class GateRefused(RuntimeError):
+class GateRefused(DataRefused, RuntimeError):
     """The build may not be published; ``problems`` lists every reason found."""
 
     def __init__(self, folder: Path, problems: list[str]) -> None:

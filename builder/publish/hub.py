@@ -15,17 +15,18 @@ import json
 import tempfile
 from typing import Any
 
+from builder.errors import DataRefused, EnvironmentProblem
 from builder.publish.plan import LocalFile, Plan, RemoteFile, RemoteState
 from builder.publish.versions import latest
 
 REPO_TYPE = "dataset"
 
 
-class TokenError(RuntimeError):
+class TokenError(DataRefused, RuntimeError):
     """No token, or the Hub rejected it."""
 
 
-class HubUnavailable(RuntimeError):
+class HubUnavailable(EnvironmentProblem, RuntimeError):
     """The Hub could not be reached or answered with an error."""
 
 

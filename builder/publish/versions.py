@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import total_ordering
 
+from builder.errors import DataRefused, UsageError
+
 # The official semver 2.0.0 pattern.
 SEMVER = re.compile(
     r"^(?P<major>0|[1-9]\d*)\.(?P<minor>0|[1-9]\d*)\.(?P<patch>0|[1-9]\d*)"
@@ -21,11 +23,11 @@ SEMVER = re.compile(
 TAG_PREFIX = "v"
 
 
-class VersionError(ValueError):
+class VersionError(UsageError, ValueError):
     """A version that is not semver."""
 
 
-class VersionRefused(RuntimeError):
+class VersionRefused(DataRefused, RuntimeError):
     """A valid version that cannot be published (it exists, or is not the newest)."""
 
 

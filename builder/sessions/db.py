@@ -26,6 +26,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pyarrow as pa
 
+from builder.errors import UsageError
+
 Dialect = Literal["sqlite", "postgresql"]
 SQL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "sql"
 _SQLITE_PREFIX = "sqlite:///"
@@ -33,7 +35,7 @@ _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _SECRET_PARAMS = {"password", "sslpassword"}
 
 
-class DatabaseError(ValueError):
+class DatabaseError(UsageError, ValueError):
     """A sessions database that cannot be used, named by its redacted URL."""
 
 

@@ -23,11 +23,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder.errors import EnvironmentProblem
+
 SERVER_BINARIES = ("initdb", "pg_ctl", "postgres")
 _FALLBACK_USERS = ("postgres", "nobody")
 
 
-class ClusterError(RuntimeError):
+class ClusterError(EnvironmentProblem, RuntimeError):
     """The throwaway server could not be created or started (with its log attached)."""
 
 
