@@ -59,7 +59,8 @@ def hash_scheme_warning(manifest: Mapping[str, Any]) -> str | None:
     )
 
 
-def print_summary(report: BuildReport, out: TextIO = sys.stdout) -> None:
+def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
+    out = sys.stdout if out is None else out  # the stream of the call, not of the import
     m = report.manifest
     configs = m["configs"]
     _section("rows per config", ((n, _splits(c["rows"])) for n, c in configs.items()), out)
