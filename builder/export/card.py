@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from builder.config import CardConfig
 from builder.export.catalog import doc_for
+from builder.export.recipes import recipes_section
 from builder.splits import SPLITS
 from schemas.tables import column_docs, describe
 
@@ -217,6 +218,7 @@ def card_markdown(
     manifest: Mapping[str, Any],
     episodes: int,
     yaml_memo: Path | None = None,
+    dataset: str = "path/to/dataset",
 ) -> str:
     counts = _table(
         ("config", *SPLITS, "total"),
@@ -273,6 +275,7 @@ def card_markdown(
         "## Training configs",
         "",
         *(_config_section(c) for c in objectives),
+        *recipes_section(dataset),
         "## Tables",
         "",
         *(_config_section(c) for c in tables),
