@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import orjson
 import pyarrow.parquet as pq
-import pytest
 
 from builder.build import build
 from builder.config import BuildConfig
@@ -73,7 +73,6 @@ def test_rejects_of_the_later_layout_use_its_own_names() -> None:
 
 
 def test_the_sample_has_both_layouts_and_the_json_schema_accepts_both() -> None:
-    jsonschema = pytest.importorskip("jsonschema")
     validator = jsonschema.Draft202012Validator(episode_json_schema())
     seen = set()
     for path in sorted((DATA / "episodes").glob("*.jsonl")):
