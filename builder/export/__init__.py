@@ -137,7 +137,7 @@ def export_dataset(
     }
     write_manifest(out, manifest)
     episode_count = result.rows.get("episodes", 0)
-    dataset = config.publish_repo or f"./{out.name}"
+    dataset = config.publish_repo or "path/to/dataset"  # never a local path: same card anywhere
     card = card_markdown(exported, config.card, manifest, episode_count, card_memo, dataset)
     (out / "README.md").write_text(card, encoding="utf-8")
     return manifest
