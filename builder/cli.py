@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -191,17 +192,30 @@ COMMANDS = {
 }
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanups run as for Ctrl-C (a build's
+    work folder is removed; the previous build stays as it was)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors; ours is 1
         return EXIT_USAGE if exc.code == 2 else int(exc.code or 0)
     debug = args.debug or os.environ.get("EPISODES_DEBUG", "") not in ("", "0")
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print(f"episodes {args.command}: interrupted — run it again", file=sys.stderr)
         return exit_codes.INTERRUPTED
+    except Terminated:
+        print(f"episodes {args.command}: terminated — run it again", file=sys.stderr)
+        return exit_codes.TERMINATED
     except UserError as exc:
         if debug:
             traceback.print_exc()

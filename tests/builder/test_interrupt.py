@@ -1,0 +1,73 @@
+"""Ctrl-C (SIGINT) or SIGTERM in the middle of a build: one line, exit 130 / 143, the previous
+build untouched and no work files left behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from samples.synthetic import generate_episodes, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def episodes_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "builder", "build", "--no-progress", *args]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def large_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("interrupt") / "episodes.jsonl"
+    write_jsonl(path, generate_episodes(1500, 17))
+    return path
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_build_leaves_the_previous_one(
+    tmp_path: Path, large_input: Path, sig: signal.Signals, code: int
+) -> None:
+    out, rejects = tmp_path / "dataset", tmp_path / "rejects.jsonl"
+    common = ("--out", str(out), "--rejects", str(rejects))
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    first = subprocess.run(
+        episodes_cmd("--episodes", str(ROOT / "data/episodes/episodes.jsonl"), *common),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert first.returncode == 0, first.stderr
+    before = snapshot(out)
+    around = sorted(p.name for p in tmp_path.iterdir())
+    process = subprocess.Popen(
+        episodes_cmd("--episodes", str(large_input), *common),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    work = tmp_path / ".dataset.work"
+    deadline = time.monotonic() + 60
+    while not work.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert work.exists(), "the build never started"
+    time.sleep(0.5)  # well inside the ingest of 1,500 episodes
+    process.send_signal(sig)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == code, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and "run it again" in lines[0]
+    assert snapshot(out) == before  # the previous build, byte for byte
+    assert not work.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == around
