@@ -15,6 +15,7 @@ import pytest
 
 from builder.build import BuildReport
 from builder.export.recipes import RECIPES, SETUP
+from tests.builder.export.tiny_lm import tiny_llama, word_tokenizer
 
 pytest.importorskip("trl", reason="TRL not installed: `make test` installs it (extra 'trl')")
 
@@ -37,34 +38,15 @@ def card_blocks(card: str) -> dict[str, str]:
 def tiny_model(tmp_path_factory: pytest.TempPathFactory, sample_build: BuildReport) -> Path:
     """A 1-layer Llama with a word-level tokenizer trained on the sample's text."""
     import pyarrow.parquet as pq
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    texts = [TEMPLATE]
+    texts = []
     for config in ("sft", "dpo"):
         for row in pq.read_table(sample_build.out / config).to_pylist():
             for column in ("messages", "prompt", "chosen", "rejected"):
                 texts += [m["content"] or "" for m in row.get(column) or []]
-    core = Tokenizer(models.WordLevel(unk_token="[UNK]"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    specials = ["[UNK]", "[PAD]", "[EOS]"]
-    core.train_from_iterator(texts, trainers.WordLevelTrainer(special_tokens=specials))
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]"
-    )
-    tokenizer.chat_template = TEMPLATE
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+    tokenizer = word_tokenizer(texts, TEMPLATE)
     folder = tmp_path_factory.mktemp("tiny-model")
-    LlamaForCausalLM(config).save_pretrained(folder)
+    tiny_llama(tokenizer).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 

@@ -11,6 +11,7 @@ import datasets
 import pytest
 
 from builder.build import BuildReport
+from tests.builder.export.tiny_lm import tiny_llama, word_tokenizer
 
 trl = pytest.importorskip("trl", reason="TRL not installed: `make test` installs it (extra 'trl')")
 
@@ -38,39 +39,14 @@ def rows(sample_build: BuildReport) -> datasets.Dataset:
 @pytest.fixture(scope="module")
 def tokenizer(rows: datasets.Dataset) -> Any:
     """A word-level tokenizer trained on the rows themselves: every word its own id."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    core = Tokenizer(models.WordLevel(unk_token="[UNK]"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
     texts = [m["content"] or "" for r in rows for m in (*r["prompt"], *r["completion"])]
     texts += [
         c["function"]["arguments"] for r in rows for c in r["completion"][0]["tool_calls"] or []
     ]
-    texts.append(TEMPLATE)
-    core.train_from_iterator(
-        texts, trainers.WordLevelTrainer(special_tokens=["[UNK]", "[PAD]", "[EOS]"])
-    )
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token="[UNK]", pad_token="[PAD]", eos_token="[EOS]"
-    )
-    tok.chat_template = TEMPLATE
-    return tok
+    return word_tokenizer(texts, TEMPLATE)
 
 
 def test_only_the_trained_message_gets_labels(rows, tokenizer, tmp_path: Path) -> None:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
     # The rows with context that must not train: weight-0 attempts and tool outputs.
     picked = [
         i
@@ -88,7 +64,7 @@ def test_only_the_trained_message_gets_labels(rows, tokenizer, tmp_path: Path) -
         bf16=False,
     )
     trainer = trl.SFTTrainer(
-        model=LlamaForCausalLM(config),
+        model=tiny_llama(tokenizer),
         args=args,
         train_dataset=subset,
         processing_class=tokenizer,
