@@ -35,7 +35,10 @@ OBJECTIVE_DOCS: dict[str, ConfigDoc] = {
         "Supervised fine-tuning conversations. Assistant messages carry `weight` "
         "(1 = train, 0 = context only), as OpenAI's fine-tuning format and Axolotl's "
         "`message_field_training` read it; tool calls are kept as OpenAI writes them. TRL's "
-        "`SFTTrainer` ignores `weight`: use `sft_turns` with it.",
+        "`SFTTrainer` ignores `weight`: use `sft_turns` with it. A turn's reasoning stays in "
+        "its assistant message's `content`, before the code or tool call, not in a separate "
+        "`reasoning_content`: current chat templates drop that field from every turn but the "
+        "last, which would erase the reasoning of the earlier turns a model trains on.",
         "OpenAI fine-tuning / Axolotl (`messages` with `weight`)",
     ),
     "sft_turns": ConfigDoc(
