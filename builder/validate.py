@@ -20,6 +20,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from builder.sources import SourceLine
+from builder.teach import teach
 from schemas.episode import Episode
 from schemas.layouts import SEEDS, NoLayout, layout_path, recognise
 
@@ -198,7 +199,9 @@ class Validator(Generic[ModelT]):
         try:
             record = self.model.model_validate(value)
         except ValidationError as exc:
-            errors = schema_errors(exc)
+            errors = tuple(
+                FieldError(e.path, teach(value, e.path, e.message)) for e in schema_errors(exc)
+            )
             if layout != SEEDS.name:  # name the line's own keys, not the model's
                 errors = tuple(FieldError(layout_path(layout, e.path), e.message) for e in errors)
             return Reject(line.path, line.number, SCHEMA, errors, line.raw)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from builder.hashing import value_hash
+from builder.hashing import question_id, value_hash
 from builder.sources import SourceLine
 from builder.validate import (
     INVALID_JSON,
@@ -316,3 +316,33 @@ def test_long_digit_runs_inside_strings_parse_normally() -> None:
 )
 def test_json_path(loc: tuple[Any, ...], path: str) -> None:
     assert json_path(loc) == path
+
+
+def test_a_placeholder_id_or_hash_says_what_it_should_be(make: SimpleNamespace) -> None:
+    record = make.episode()
+    record["question"]["id"] = "q001"  # capture test fixtures write these
+    record["teacher_gold_trace"]["final_answer_hash"] = "hash0"
+    record["rl_verification_data"]["expected_final_answer_hash"] = "HASH"
+    outcome = validate(json.dumps(record).encode())
+    assert isinstance(outcome, Reject) and outcome.kind == SCHEMA
+    messages = {e.path: e.message for e in outcome.errors}
+    question = record["question"]
+    assert messages["$.question.id"] == (
+        "question.id 'q001' is not 16 lowercase hex characters; "
+        f"sha256(question_text|hint)[:16] is {question_id(question['question_text'], question['hint'])!r}"
+    )
+    assert messages["$.teacher_gold_trace.final_answer_hash"].endswith(
+        f"value_hash(final_answer) is {value_hash(42)!r}"
+    )
+    assert messages["$.rl_verification_data.expected_final_answer_hash"].endswith(
+        f"value_hash(expected_final_answer) is {value_hash(42)!r}"
+    )
+
+
+def test_other_pattern_errors_keep_their_message(make: SimpleNamespace) -> None:
+    record = make.episode()
+    record["teacher_gold_trace"]["turns"][0]["execution"]["hooks"][0]["value_hash"] = "xyz"
+    outcome = validate(json.dumps(record).encode())
+    assert isinstance(outcome, Reject)
+    (error,) = outcome.errors
+    assert "should match pattern" in error.message  # a stored hook value may be a summary

@@ -1,0 +1,63 @@
+"""Rejects that teach: a malformed id or hash says what it should be.
+
+A line whose question id or answer hash is not 16 lowercase hex characters (capture test
+fixtures write ``"q001"`` or ``"hash0"``) is a schema reject: the patterns are the contract,
+and such a line cannot be checked against its capture. It is kept in the rejects file with
+the raw line, and its message names the value the field should hold, computed from the line
+itself with ``builder.hashing``, so fixing the producer is one copy.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from builder.hashing import question_id, value_hash
+
+_STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
+HEX16 = "16 lowercase hex characters"
+
+
+def _at(value: Any, path: str) -> Any:
+    """The value at a ``$.a.b[2]`` path, or None."""
+    for key, index in _STEP.findall(path[1:]):
+        try:
+            value = value[key] if key else value[int(index)]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+def expected_value(line: Any, path: str) -> tuple[str, str] | None:
+    """(what the field is defined as, its value computed from the line) for an id or hash
+    field at ``path``; None for any other field."""
+    parent, _, name = path.rpartition(".")
+    holder = _at(line, parent)
+    if not isinstance(holder, dict):
+        return None
+    try:
+        if name == "id" and parent in ("$.question", "$"):
+            text, hint = holder.get("question_text"), holder.get("hint")
+            if isinstance(text, str) and (hint is None or isinstance(hint, str)):
+                return "sha256(question_text|hint)[:16]", question_id(text, hint)
+        if name == "final_answer_hash" and "final_answer" in holder:
+            return "value_hash(final_answer)", value_hash(holder["final_answer"])
+        if name == "expected_final_answer_hash" and "expected_final_answer" in holder:
+            return "value_hash(expected_final_answer)", value_hash(holder["expected_final_answer"])
+        if name == "ground_truth_hash" and "ground_truth" in holder:
+            return "value_hash(ground_truth)", value_hash(holder["ground_truth"])
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return None
+
+
+def teach(line: Any, path: str, message: str) -> str:
+    """``message``, or for a malformed id or hash what the value should be."""
+    found = expected_value(line, path)
+    if found is None:
+        return message
+    formula, expected = found
+    value = _at(line, path)
+    if isinstance(value, str):
+        return f"{path.removeprefix('$.')} {value!r} is not {HEX16}; {formula} is {expected!r}"
+    return f"{message}; {formula} is {expected!r}"  # missing, or not a string
