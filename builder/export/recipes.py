@@ -107,7 +107,8 @@ from builder.rewards import make_outcome_reward
 
 def run(completion):
     \"\"\"Yours: run the completion's code in your sandbox against the question's data and
-    return {"answer": the submitted value, "hooks": [...]}; {} when nothing was submitted.\"\"\"
+    return {"answer": the submitted value}; {} when nothing was submitted. The builder's
+    examples/executor.py is a reference (time and memory limits; not a security sandbox).\"\"\"
     return {}
 
 

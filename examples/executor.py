@@ -1,0 +1,117 @@
+"""A reference executor for the ``rl`` recipe's ``run``: NOT a security sandbox.
+
+``run(completion, data_dir)`` takes a completion (the messages a trainer generated), runs its
+Python — the fenced ```python blocks of its assistant messages, or the ``code`` argument of
+its ``run_python`` tool calls — in a fresh interpreter whose working folder is ``data_dir``
+(so ``pd.read_csv("housing.csv")`` finds the question's data), with a wall-clock timeout and
+limits on memory and CPU time, and returns ``{"answer": value}`` when the code called
+``submit(value)``, else ``{}``.
+
+The child serialises the submitted value as the capture side hashes it (its canonical JSON,
+``builder.hashing.canonical_json``) and the parent reads that back, so no object is unpickled
+from generated code and ``outcome_reward`` gives the same hash as for the live value.
+
+Resource limits stop runaway code, not hostile code: generated code can still read and write
+files, open sockets and spawn processes as your user. Run training rollouts in a container or
+VM you are prepared to lose.
+
+    from functools import partial
+    from builder.rewards import make_outcome_reward
+    reward = make_outcome_reward(partial(run, data_dir="data/csv"))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+FENCED = re.compile(r"```python\n(.*?)```", re.S)
+
+# Runs in the child: defines submit(), executes the code, writes the canonical answer.
+HARNESS = """
+import sys
+from builder.hashing import canonical_json
+
+_out = sys.argv[1]
+
+
+def submit(value):
+    with open(_out, "w") as f:
+        f.write(canonical_json(value))
+
+
+exec(compile(sys.stdin.read(), "<completion>", "exec"), {"submit": submit, "__name__": "__main__"})
+"""
+
+
+def code_of(completion: Any) -> str:
+    """The Python a completion asks to run, in order."""
+    messages = (
+        completion
+        if isinstance(completion, list)
+        else [{"role": "assistant", "content": str(completion)}]
+    )
+    cells: list[str] = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        cells += FENCED.findall(message.get("content") or "")
+        for call in message.get("tool_calls") or []:
+            try:
+                cells.append(json.loads(call["function"]["arguments"])["code"])
+            except (KeyError, TypeError, ValueError):
+                continue
+    return "\n".join(cells)
+
+
+def _limits(memory_mb: int, cpu_seconds: int) -> Any:
+    def apply() -> None:
+        memory = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
+
+    return apply
+
+
+def run(
+    completion: Any,
+    data_dir: str | Path = ".",
+    timeout: float = 10.0,
+    memory_mb: int = 2048,
+) -> dict[str, Any]:
+    """``{"answer": value}`` when the completion's code submitted a value within the limits,
+    else ``{}`` (no code, an error, a timeout or a limit hit all score as not submitted)."""
+    code = code_of(completion)
+    if not code.strip():
+        return {}
+    with tempfile.TemporaryDirectory() as scratch:
+        answer = Path(scratch) / "answer.json"
+        root = str(Path(__file__).resolve().parents[1])
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+        }
+        try:
+            subprocess.run(
+                [sys.executable, "-c", HARNESS, str(answer)],
+                input=code,
+                cwd=str(data_dir),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                preexec_fn=_limits(memory_mb, int(timeout) + 1),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return {}
+        if not answer.exists():
+            return {}
+        return {"answer": json.loads(answer.read_text())}
