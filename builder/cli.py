@@ -14,15 +14,23 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from builder import exit_codes
 from builder.config import BuildConfig, ConfigError, find_config, load_config, parse_precision
-from builder.errors import UserError, one_line, require
+from builder.errors import EnvironmentProblem, UserError, one_line, require
 from builder.storage import is_uri
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other mistake (subcommands inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} — see `{self.prog} --help`\n")
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="episodes", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="episodes", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of an error (or EPISODES_DEBUG=1)"
     )
@@ -108,7 +116,32 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         config = replace(config, hash_precision=parse_precision(args.hash_precision))
     if config.engine == "ray":  # checked before any work starts
         require("ray", "engine = 'ray'", "ray")
+    check_output(config)
     return config
+
+
+class OutputProblem(EnvironmentProblem):
+    hint = "choose another --out (or [output] out in dataset.toml)"
+
+
+def check_output(config: BuildConfig) -> None:
+    """Before any work: the output folder can be made, and holds none of the inputs (the
+    finished build replaces the whole folder)."""
+    from builder.sources import expand_inputs
+
+    out = config.out.resolve()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputProblem(f"cannot create {config.out.parent}: {exc.strerror}") from exc
+    if not os.access(out.parent, os.W_OK):
+        raise OutputProblem(f"{config.out.parent}: not writable")
+    inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
+    for path in expand_inputs([p for p in inputs if not is_uri(p)]):
+        if Path(path).resolve().is_relative_to(out):
+            raise OutputProblem(
+                f"the output folder {config.out} holds the input {path}: a build replaces it"
+            )
 
 
 EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
@@ -129,8 +162,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"episodes build: built {config.out}, but {exc}; run it again", file=sys.stderr)
         return exit_codes.UNAVAILABLE
     except BuildFailed as exc:
-        print(f"episodes build: refused: {exc}", file=sys.stderr)
-        print(f"the previous build in {config.out} was left intact", file=sys.stderr)
+        intact = f"the previous build in {config.out} was left intact"
+        print(f"episodes build: refused: {exc} — {intact}", file=sys.stderr)
         return EXIT_STRICT_CHECKS if exc.strict_checks else EXIT_REJECTED
     print_summary(report)
     return 0
@@ -160,8 +193,11 @@ def cmd_schema(args: argparse.Namespace) -> int:
     text = json.dumps(episode_json_schema(), indent=2, sort_keys=True) + "\n"
     if args.out is None:
         sys.stdout.write(text)
-    else:
+        return 0
+    try:
         args.out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise OutputProblem(f"cannot write {args.out}: {exc.strerror}") from exc
     return 0
 
 

@@ -7,7 +7,9 @@ the inputs named on the command line.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -136,13 +138,25 @@ def load_config(path: Path | None) -> BuildConfig:
             continue
         allowed = _SECTIONS.get(section)
         if allowed is None:
-            raise ConfigError(f"{path}: unknown section [{section}]")
+            known = [*_SECTIONS, "card"]
+            raise ConfigError(f"{path}: unknown section [{section}]{_nearest(section, known)}")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {section} must be a [{section}] table")
         for key, value in table.items():
             if key not in allowed:
-                raise ConfigError(f"{path}: unknown key {key!r} in [{section}]")
+                hint = _nearest(key, allowed)
+                raise ConfigError(f"{path}: unknown key {key!r} in [{section}]{hint}")
             name = _PREFIXED.get(section, "") + key
             values[name] = _coerce(path, base, name, value)
     return BuildConfig(**values)
+
+
+def _nearest(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest known name, or a list of them all."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; known: {', '.join(sorted(known))}"
 
 
 def _card(path: Path, table: dict[str, Any]) -> CardConfig:
@@ -214,7 +228,14 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
     if isinstance(value, bool) != (expected is bool) or not (
         isinstance(value, expected) or numeric_ok
     ):
-        raise ConfigError(f"{path}: {key} must be of type {expected.__name__}")
+        kind = {
+            "float": "a number",
+            "int": "an integer",
+            "bool": "true or false",
+            "str": "a string",
+        }
+        wanted = kind.get(expected.__name__, expected.__name__)
+        raise ConfigError(f"{path}: {key} must be {wanted}, not {value!r}")
     return value
 
 

@@ -54,6 +54,8 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
         except storage.StorageError as exc:
             raise InputError(str(exc)) from exc
         if not matches:
+            if not storage.is_uri(pattern) and Path(pattern).is_dir():
+                raise InputError(f"{pattern} is a folder: name its files, e.g. {pattern}/*.jsonl")
             raise InputError(f"{pattern}: no input file matches")
         paths.extend(m for m in matches if m not in paths)
     return paths

@@ -111,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
     except VersionError as exc:
         return fail(EXIT_USAGE, str(exc))
     except (GateRefused, VersionRefused, TokenError) as exc:
-        return fail(EXIT_REFUSED, f"refused: {exc}\nnothing was uploaded")
+        return fail(EXIT_REFUSED, f"refused: {exc} — nothing was uploaded")
     except HubUnavailable as exc:
-        return fail(EXIT_FAILED, f"{exc}\nnothing was uploaded")
+        return fail(EXIT_FAILED, f"{exc} — nothing was uploaded")
     except PublishFailed as exc:
         return fail(EXIT_FAILED, str(exc))
     return EXIT_OK

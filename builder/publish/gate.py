@@ -26,7 +26,7 @@ class GateRefused(DataRefused, RuntimeError):
 
     def __init__(self, folder: Path, problems: list[str]) -> None:
         shown = problems[:20] + ([f"… and {len(problems) - 20} more"] if len(problems) > 20 else [])
-        super().__init__(f"{folder}: not publishable:\n" + "\n".join(f"  - {p}" for p in shown))
+        super().__init__(f"{folder}: not publishable: " + "; ".join(shown))
         self.problems = problems
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 EPISODES = Path(sys.executable).parent / "episodes"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"
 
 
 def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
@@ -18,6 +19,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     (tmp / "notgz.jsonl.gz").write_bytes(b"not gzip at all\n")
     (tmp / "trunc.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n' * 100)[:30])
     (tmp / "folder.jsonl").mkdir()
+    (tmp / "holder").mkdir()
+    (tmp / "holder" / "e.jsonl").write_bytes(SAMPLE.read_bytes())
+    (tmp / "type.toml").write_text('[checks]\nmax_reject_ratio = "x"\n')
+    (tmp / "key.toml").write_text("[checks]\nstrictt = true\n")
+    (tmp / "section.toml").write_text("[chekcs]\nstrict = true\n")
+    sample = str(SAMPLE)
     out = ["--out", str(tmp / "out"), "--rejects", str(tmp / "rejects.jsonl"), "--no-progress"]
     return [
         ("sqlite missing", ["build", "--sessions", "sqlite:///nope.db", *out], 1, "nope.db"),
@@ -29,10 +36,56 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ("missing config", ["build", "--config", str(tmp / "no.toml"), *out], 1, "no.toml"),
         ("sessions init bad url", ["sessions", "init", "mysql://x"], 1, "mysql"),
         ("bad version", ["publish", str(tmp / "out"), "--repo", "a/b", "--version", "x"], 1, "x"),
+        ("folder as a file", ["build", "--episodes", "folder.jsonl", *out], 1, "is a folder"),
+        ("binary input", ["build", "--episodes", "binary.jsonl", *out], 2, "left intact"),
+        ("not gzip", ["build", "--episodes", "notgz.jsonl.gz", *out], 1, "Not a gzipped"),
+        ("truncated gzip", ["build", "--episodes", "trunc.jsonl.gz", *out], 1, "truncated"),
+        (
+            "missing bank",
+            ["build", "--episodes", sample, "--synthetic-questions", "qs.jsonl", *out],
+            1,
+            "qs.jsonl",
+        ),
+        ("wrong type", ["build", "--config", "type.toml", *out], 1, "must be a number, not 'x'"),
+        ("unknown key", ["build", "--config", "key.toml", *out], 1, "did you mean 'strict'?"),
+        (
+            "unknown section",
+            ["build", "--config", "section.toml", *out],
+            1,
+            "did you mean 'checks'",
+        ),
+        (
+            "publish missing folder",
+            ["publish", "nothere", "--repo", "a/b", "--version", "1.0.0"],
+            2,
+            "build it first",
+        ),
+        (
+            "publish unbuilt folder",
+            ["publish", "folder.jsonl", "--repo", "a/b", "--version", "1.0.0"],
+            2,
+            "no manifest.json",
+        ),
+        ("bad hash precision", ["build", "--hash-precision", "two", *out], 1, "--hash-precision"),
+        ("unknown flag", ["build", "--bogus", *out], 1, "--bogus"),
+        ("unknown command", ["bulid"], 1, "bulid"),
+        ("schema into a missing folder", ["schema", "--out", "nodir/x.json"], 5, "nodir"),
+        ("unwritable output", ["build", "--episodes", sample, "--out", "/proc/x/ds"], 5, "/proc/x"),
+        (
+            "output holds the input",
+            ["build", "--episodes", "holder/e.jsonl", "--out", "holder", "--no-progress"],
+            5,
+            "holds the input",
+        ),
+        ("validate missing file", ["validate", "missing.jsonl"], 1, "missing.jsonl"),
     ]
 
 
-@pytest.mark.parametrize("index", range(9))
+def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
+    assert len(_cases(tmp_path)) == 26
+
+
+@pytest.mark.parametrize("index", range(26))
 def test_bad_invocation_is_one_line(tmp_path: Path, index: int) -> None:
     name, argv, code, needle = _cases(tmp_path)[index]
     proc = subprocess.run(
