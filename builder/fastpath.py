@@ -250,7 +250,3 @@ def decode(model: type[BaseModel], raw: bytes) -> Any | None:
     except (msgspec.DecodeError, RecursionError, _Decline, ValueError):
         return None
     return record
-
-
-def supports(model: type[BaseModel]) -> bool:
-    return model in _DECODERS

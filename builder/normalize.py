@@ -36,11 +36,6 @@ def utc(moment: datetime | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def json_text(model: BaseModel, name: str) -> str | None:
-    """Canonical JSON of an Any-typed field; None when the field was absent from the input."""
-    return canonical_json(getattr(model, name)) if name in model.model_fields_set else None
-
-
 def hook_name(hook: Hook) -> str:
     return hook.variable_name if hook.variable_name is not None else hook.code_line
 

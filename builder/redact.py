@@ -49,7 +49,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -469,9 +469,3 @@ def redact_columns(
     redactor = _Redactor(options, _accepted(found.explode().drop_nulls().unique(), options))
     redacted = frame.with_columns(redact_series(frame.get_column(c), redactor) for c in columns)
     return redacted, {kind: redactor.counts.get(kind, 0) for kind in options.kinds}
-
-
-def counts_summary(counts: Mapping[str, int]) -> str:
-    """``3 aws_access_key, 1 url_password`` (non-zero kinds), or ``nothing``."""
-    parts = [f"{n} {kind}" for kind, n in counts.items() if n]
-    return ", ".join(parts) if parts else "nothing"
