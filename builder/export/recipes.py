@@ -23,6 +23,7 @@ ARGS = dict(output_dir="out", max_steps=1, per_device_train_batch_size=2, report
 
 @dataclass(frozen=True)
 class Recipe:
+    config: str  # the config it loads
     trainer: str  # what the block runs, as the card names it
     keep: str  # the columns the trainer takes
     meaning: str  # what a label or reward means, in one sentence
@@ -31,6 +32,7 @@ class Recipe:
 
 RECIPES: dict[str, Recipe] = {
     "sft": Recipe(
+        "sft",
         "OpenAI fine-tuning file (per-message `weight`; Axolotl reads the same)",
         "`messages` (null fields dropped)",
         "`weight` 1 trains an assistant message, 0 keeps it as context only.",
@@ -45,6 +47,7 @@ with open("sft.openai.jsonl", "w") as f:
 """,
     ),
     "sft_turns": Recipe(
+        "sft_turns",
         "TRL `SFTTrainer`",
         "`prompt`, `completion`",
         "the loss is on the completion only (TRL's default for prompt-completion rows).",
@@ -57,6 +60,7 @@ trainer.train()
 """,
     ),
     "self_correction": Recipe(
+        "self_correction",
         "TRL `SFTTrainer`",
         "`prompt`, `completion`",
         "the completion is the fix of the error the prompt ends with.",
@@ -70,6 +74,7 @@ trainer.train()
 """,
     ),
     "dpo": Recipe(
+        "dpo",
         "TRL `DPOTrainer`",
         "`prompt`, `chosen`, `rejected`",
         "`chosen` reached the expected answer, `rejected` did not.",
@@ -81,7 +86,22 @@ trainer = DPOTrainer(model=MODEL, args=DPOConfig(**ARGS), train_dataset=train)
 trainer.train()
 """,
     ),
+    "dpo_reward_model": Recipe(
+        "dpo",
+        "TRL `RewardTrainer` (a reward model from the preference pairs)",
+        "`prompt`, `chosen`, `rejected`",
+        "the model learns to score `chosen` above `rejected`; `orm`'s unpaired labels are not "
+        "RewardTrainer's layout (it needs pairs), so its reward model trains on `dpo`.",
+        """\
+from trl import RewardConfig, RewardTrainer
+
+train = load_dataset(DATASET, "dpo", split="train").select_columns(["prompt", "chosen", "rejected"])
+trainer = RewardTrainer(model=MODEL, args=RewardConfig(**ARGS), train_dataset=train)
+trainer.train()
+""",
+    ),
     "orm": Recipe(
+        "orm",
         "TRL `KTOTrainer` (unpaired preferences)",
         "`prompt`, `completion`, `label`",
         "`label` is true when the trace's final answer hash equals the expected one.",
@@ -95,6 +115,7 @@ trainer.train()
 """,
     ),
     "rl": Recipe(
+        "rl",
         "TRL `GRPOTrainer` with the reward functions of `builder.rewards`",
         "every column (they reach the reward functions as keyword arguments)",
         "the outcome reward is 1.0 when the submitted answer hashes (with the row's "
@@ -137,9 +158,9 @@ def recipes_section(dataset: str) -> list[str]:
         "```",
         "",
     ]
-    for name, recipe in RECIPES.items():
+    for recipe in RECIPES.values():
         parts += [
-            f"### `{name}` → {recipe.trainer}",
+            f"### `{recipe.config}` → {recipe.trainer}",
             "",
             f"Keep {recipe.keep}; {recipe.meaning}",
             "",

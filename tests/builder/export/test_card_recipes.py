@@ -26,12 +26,14 @@ TEMPLATE = (
 
 
 def card_blocks(card: str) -> dict[str, str]:
-    """``{"setup" | config: code}`` of the card's recipe section."""
+    """``{"setup" | recipe name: code}`` of the card's recipe section, in card order (the
+    headings name configs, which may repeat: a config can have two trainers)."""
     section = card.split("## Training recipes", 1)[1].split("\n## ", 1)[0]
-    names = ["setup", *re.findall(r"^### `(\w+)`", section, flags=re.M)]
+    configs = re.findall(r"^### `(\w+)`", section, flags=re.M)
     codes = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    assert len(names) == len(codes)
-    return dict(zip(names, codes, strict=True))
+    assert configs == [r.config for r in RECIPES.values()]
+    assert len(codes) == len(configs) + 1
+    return dict(zip(["setup", *RECIPES], codes, strict=True))
 
 
 @pytest.fixture(scope="module")
