@@ -28,6 +28,8 @@ CORRECTION_TARGET_INVALID = "correction_target_invalid"
 # A captured hash that holds under the other hash scheme (exact vs rounded), not the
 # configured one: most likely ``[hashing] precision`` does not match the capture side.
 HASH_SCHEME_MISMATCH = "hash_scheme_mismatch"
+# A key twice in one object of the line: parsers keep the last, so the line is ambiguous.
+DUPLICATE_JSON_KEY = "duplicate_json_key"
 ROUNDED_PRECISION = 2  # the capture contract package's default
 
 ALL_CHECKS = (
@@ -43,6 +45,7 @@ ALL_CHECKS = (
     HOOK_CYCLE,
     CORRECTION_TARGET_INVALID,
     HASH_SCHEME_MISMATCH,
+    DUPLICATE_JSON_KEY,
 )
 
 

@@ -43,7 +43,7 @@ from builder.normalize import (
 )
 from builder.rejects import RejectsWriter
 from builder.sources import InputFile, InputStats, SourceLine
-from builder.validate import FieldError, Reject, Valid, Validator, is_blank
+from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank
 from schemas.episode import Episode, Question
 from schemas.layouts import SEEDS
 from schemas.tables import TABLES
@@ -186,7 +186,10 @@ def normalize_batch(
             record, layout = outcome.record, outcome.layout
         else:
             layout = SEEDS.name
-        info = emit_episode(record, path, line.number, hook_value_limit, out, precision, layout)
+        duplicates = duplicate_keys(line.raw)
+        info = emit_episode(
+            record, path, line.number, hook_value_limit, out, precision, layout, duplicates
+        )
         outcomes.append(info)
         questions.append(question_row(record.question, "episode", path, line.number, precision))
     tables = {name: to_table(out[name], TABLES[name]) for name in EPISODE_TABLES[1:]}

@@ -9,7 +9,7 @@ banks, loaded before any episode).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from json import dumps as _dumps
@@ -23,7 +23,7 @@ from builder import checks
 from builder.fastpath import UNSET, FastRecord
 from builder.hashing import canonical_json, normalize_question_text
 from builder.summaries import bound_stored_value
-from builder.validate import Valid
+from builder.validate import Valid, duplicate_keys
 from schemas.episode import Episode, Hook, Question
 from schemas.layouts import SEEDS
 from schemas.tables import TABLES
@@ -76,6 +76,7 @@ class NormalizeStats:
     question_checks: Counter[str] = field(default_factory=Counter)
     extra_fields: Counter[str] = field(default_factory=Counter)
     bounded_hook_values: int = 0
+    duplicate_keys: Counter[str] = field(default_factory=Counter)  # generic JSON paths
 
 
 # Rows are tuples in the column order of ``schemas.tables``; the episodes row is built
@@ -143,6 +144,7 @@ class EpisodeInfo:
     extra_paths: list[str]  # generic JSON paths of unknown fields
     bounded: int
     counts: tuple[int, ...]  # rows added per table of EPISODE_TABLES
+    duplicate_keys: list[str] = field(default_factory=list)  # generic JSON paths
 
 
 class _GoldView:
@@ -166,6 +168,7 @@ def emit_episode(
     out: Rows,
     precision: int | None = None,
     layout: str = SEEDS.name,
+    duplicates: Sequence[str] = (),
 ) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
@@ -174,6 +177,8 @@ def emit_episode(
     dump: Dump = _json if isinstance(ep, FastRecord) else canonical_json
     before = tuple(len(out[t]) for t in EPISODE_TABLES)
     failed: list[str] = checks.check_question(ep.question, precision)
+    if duplicates:
+        failed.append(checks.DUPLICATE_JSON_KEY)
     question_checks = list(failed)
     bounded = 0
     eid = ep.episode_id
@@ -230,6 +235,7 @@ def emit_episode(
         [generic_path(p) for p in extras],
         bounded,
         tuple(len(out[t]) - b for t, b in zip(EPISODE_TABLES, before, strict=True)),
+        sorted({generic_path(p) for p in duplicates}),
     )
 
 
@@ -472,6 +478,7 @@ class Normalizer:
         self.stats.checks.update(episode_checks)
         self.stats.extra_fields.update(info.extra_paths)
         self.stats.bounded_hook_values += info.bounded
+        self.stats.duplicate_keys.update(info.duplicate_keys)
         return episode_checks, new_question
 
     def mark(self) -> dict[str, int]:
@@ -495,6 +502,7 @@ class Normalizer:
             self._rows,
             self.hash_precision,
             valid.layout,
+            duplicate_keys(line.raw),
         )
         episode_checks, new_question = self.commit(info)
         episodes = self._rows["episodes"]

@@ -122,12 +122,13 @@ class IngestDelta:
     question_checks: dict[str, int] = field(default_factory=dict)
     extra_fields: dict[str, int] = field(default_factory=dict)
     bounded_hook_values: int = 0
+    duplicate_keys: dict[str, int] = field(default_factory=dict)
     first_seen: list[tuple[str, str, int]] = field(default_factory=list)
     questions: list[tuple[str, str | None]] = field(default_factory=list)
     rejects: list[tuple[str, bytes]] = field(default_factory=list)
 
     def counts_json(self) -> dict[str, Any]:
-        fields = ("files", "rows", "checks", "question_checks", "extra_fields")
+        fields = ("files", "rows", "checks", "question_checks", "extra_fields", "duplicate_keys")
         out: dict[str, Any] = {name: getattr(self, name) for name in fields}
         out["bounded_hook_values"] = self.bounded_hook_values
         return out
@@ -149,6 +150,7 @@ class Mark:
     question_checks: Counter[str]
     extra_fields: Counter[str]
     bounded_hook_values: int
+    duplicate_keys: Counter[str]
 
 
 def mark(job: Any) -> Mark:
@@ -165,6 +167,7 @@ def mark(job: Any) -> Mark:
         Counter(stats.question_checks),
         Counter(stats.extra_fields),
         stats.bounded_hook_values,
+        Counter(stats.duplicate_keys),
     )
 
 
@@ -198,6 +201,7 @@ def delta(job: Any, since: Mark) -> IngestDelta:
         question_checks=_after(since.question_checks, stats.question_checks),
         extra_fields=_after(since.extra_fields, stats.extra_fields),
         bounded_hook_values=stats.bounded_hook_values - since.bounded_hook_values,
+        duplicate_keys=_after(since.duplicate_keys, stats.duplicate_keys),
         first_seen=[(episode, path, line) for episode, (path, line) in first_seen],
         questions=[(qid, truth.get(qid)) for qid, _ in seen],
         rejects=job.rejects.captured(),
@@ -232,6 +236,7 @@ def restore(job: Any, name: str, stored: IngestDelta) -> None:
     stats.question_checks.update(stored.question_checks)
     stats.extra_fields.update(stored.extra_fields)
     stats.bounded_hook_values += stored.bounded_hook_values
+    stats.duplicate_keys.update(stored.duplicate_keys)
     for episode, path, line in stored.first_seen:
         job.first_seen.setdefault(episode, (path, line))
     for qid, truth in stored.questions:
@@ -262,6 +267,7 @@ class StoredSegment:
             question_checks=counts["question_checks"],
             extra_fields=counts["extra_fields"],
             bounded_hook_values=counts["bounded_hook_values"],
+            duplicate_keys=counts.get("duplicate_keys", {}),
             first_seen=list(zip(*first_seen.values(), strict=True)),
             questions=list(zip(*questions.values(), strict=True)),
             rejects=[(orjson.loads(line)["kind"], line) for line in lines],

@@ -67,6 +67,8 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     _section("rejects by kind", m["rejects"]["by_kind"].items(), out)
     _section("checks failed (episodes)", m["checks"]["episodes_by_kind"].items(), out)
     _section("excluded from training", m["training_exclusions"].items(), out)
+    if m.get("duplicate_keys"):
+        _section("duplicate JSON keys (the last one was kept)", m["duplicate_keys"].items(), out)
     if m.get("sessions"):
         sessions = m["sessions"]
         excluded = sessions["excluded_sessions"].items()

@@ -216,5 +216,39 @@ class Validator(Generic[ModelT]):
         return Valid(line, record, layout)
 
 
+class _Object(dict):
+    """A decoded JSON object that remembers which of its keys appeared more than once."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.repeated = sorted({k for k, _ in pairs if sum(1 for j, _ in pairs if j == k) > 1})
+
+
+def duplicate_keys(raw: bytes) -> list[str]:
+    """JSON paths of keys that appear twice in one object of ``raw`` (the last one wins in
+    every JSON parser here, silently). Cheap for the common line: the number of keys of the
+    line and of its re-serialised value agree unless a key was dropped; only a line where
+    they differ is parsed again to find where."""
+    try:
+        if raw.count(b'":') == orjson.dumps(orjson.loads(raw)).count(b'":'):
+            return []
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        pass  # Python's dialect (NaN) or a line that is no JSON: look closely
+    try:
+        value = json.loads(raw, object_pairs_hook=_Object)
+    except (ValueError, RecursionError):
+        return []
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(value, "$")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Object):
+            found += [f"{path}.{key}" for key in node.repeated]
+            stack += [(v, f"{path}.{k}") for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+    return sorted(found)
+
+
 def is_blank(line: SourceLine) -> bool:
     return not line.too_long and not line.raw.strip()

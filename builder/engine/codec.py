@@ -35,6 +35,7 @@ OUTCOMES = pa.schema(
         pa.field("extra_paths", STRINGS),
         pa.field("bounded", pa.int64()),
         pa.field("counts", pa.list_(pa.int64())),
+        pa.field("duplicate_keys", STRINGS),
         pa.field("reject_kind", pa.string()),
         pa.field("source_file", pa.string()),
         pa.field(
@@ -100,6 +101,7 @@ def outcomes_table(outcomes: list[EpisodeInfo | Reject]) -> pa.Table:
                 "extra_paths": o.extra_paths,
                 "bounded": o.bounded,
                 "counts": list(o.counts),
+                "duplicate_keys": o.duplicate_keys,
             }
         for name, column in columns.items():
             column.append(values.get(name))
@@ -135,6 +137,7 @@ def outcomes_from_table(table: pa.Table) -> list[EpisodeInfo | Reject]:
                     row["extra_paths"],
                     row["bounded"],
                     tuple(row["counts"]),
+                    row["duplicate_keys"] or [],
                 )
             )
     return out

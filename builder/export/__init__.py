@@ -117,6 +117,7 @@ def export_dataset(
         },
         "extra_fields": dict(sorted(stats.extra_fields.items())),
         "layouts": layout_counts(out, segments),
+        "duplicate_keys": dict(sorted(stats.duplicate_keys.items())),
         "bounded_hook_values": stats.bounded_hook_values,
         "training_exclusions": _total((s.excluded for s in segments), REASONS),
         "sessions": sessions.summary if sessions is not None else None,

@@ -354,5 +354,5 @@ def test_check_corrections_direct(make: SimpleNamespace) -> None:
 
 
 def test_all_check_kinds_are_listed() -> None:
-    assert len(set(checks.ALL_CHECKS)) == len(checks.ALL_CHECKS) == 12
+    assert len(set(checks.ALL_CHECKS)) == len(checks.ALL_CHECKS) == 13
     assert checks.DUPLICATE_EPISODE_ID in checks.ALL_CHECKS

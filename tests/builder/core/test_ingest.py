@@ -429,3 +429,23 @@ def test_python_json_answers_build_and_pass_their_hash_checks(
     assert gold["final_answer"] == json.dumps(answer, sort_keys=True)
     assert hashlib.sha256(gold["final_answer"].encode()).hexdigest()[:16] == value_hash(answer)
     assert value_hash(answer) != value_hash(None)
+
+
+def test_a_duplicated_key_is_a_counted_check_with_its_path(
+    make: SimpleNamespace, tmp_path: Path
+) -> None:
+    clean = make.line(make.episode("clean"))
+    twice = make.line(make.episode("twice"))
+    # the same key twice in a hook and at the top: every JSON parser keeps the last silently
+    twice = twice.replace(b'"variable_name": "n"', b'"variable_name": "m", "variable_name": "n"')
+    twice = twice.replace(b'"verified": ', b'"verified": false, "verified": ', 1)
+    path = write_lines(tmp_path / "e.jsonl", [clean, twice])
+    _, normalizer, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
+    assert rejects == []  # kept, with its check: nothing is lost
+    episodes = {r["episode_id"]: r for r in staged["episodes"]}
+    assert checks.DUPLICATE_JSON_KEY in episodes["twice"]["checks"]
+    assert episodes["clean"]["checks"] == []
+    assert normalizer.stats.duplicate_keys == {
+        "$.verified": 1,
+        "$.teacher_gold_trace.turns[*].execution.hooks[*].variable_name": 1,
+    }

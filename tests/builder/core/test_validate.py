@@ -19,6 +19,7 @@ from builder.validate import (
     Reject,
     Valid,
     Validator,
+    duplicate_keys,
     is_blank,
     json_path,
     parse_line,
@@ -346,3 +347,22 @@ def test_other_pattern_errors_keep_their_message(make: SimpleNamespace) -> None:
     assert isinstance(outcome, Reject)
     (error,) = outcome.errors
     assert "should match pattern" in error.message  # a stored hook value may be a summary
+
+
+@pytest.mark.parametrize(
+    ("raw", "paths"),
+    [
+        (b'{"a": 1, "b": [{"c": 1}]}', []),
+        (b'{"a": 1, "a": 2}', ["$.a"]),
+        (
+            b'{"x": [{"c": 1}, {"c": 1, "c": 2}], "y": {"z": {"k": 0, "k": 0}}}',
+            ["$.x[1].c", "$.y.z.k"],
+        ),
+        (b'{"a" :1,"a" :2}', ["$.a"]),  # unusual spacing
+        (b'{"n": NaN, "n": 1}', ["$.n"]),  # Python's dialect
+        (b'{"s": "\\":", "t": 1}', []),  # the token inside a string is not a key
+        (b"not json", []),
+    ],
+)
+def test_duplicate_keys_are_found_with_their_paths(raw: bytes, paths: list[str]) -> None:
+    assert duplicate_keys(raw) == paths
