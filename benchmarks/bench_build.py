@@ -181,19 +181,25 @@ def floor(source: Path) -> float:
     return run_child(FLOOR, str(source))[0]
 
 
-def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[str, float]:
-    source = (work / f"profile-{episodes}.jsonl").resolve()
-    generate(source, episodes, seed=episodes)
-    mb = source.stat().st_size / 1e6
-    before = floor(source)
-    out = (work / f"out-{episodes}").resolve()
+def build_options(source: Path, out: Path, workers: int, **extra: object) -> str:
+    """The child build's options, as JSON."""
     options = {
         "episodes": [str(source)],
         "out": str(out / "ds"),
         "rejects": str(out / "rejects.jsonl"),
         "workers": workers,
     }
-    build_s, rss, stdout, cpu = run_child(TIMED_BUILD, json.dumps(options), root=root)
+    return json.dumps(options | extra)
+
+
+def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[str, float]:
+    source = (work / f"profile-{episodes}.jsonl").resolve()
+    generate(source, episodes, seed=episodes)
+    mb = source.stat().st_size / 1e6
+    before = floor(source)
+    out = (work / f"out-{episodes}").resolve()
+    options = build_options(source, out, workers)
+    build_s, rss, stdout, cpu = run_child(TIMED_BUILD, options, root=root)
     ingest_s = json.loads(stdout.rsplit("TIMING ", 1)[1]).get("ingest_s", float("nan"))
     floor_s = min(before, floor(source))  # the floor before and after; the lower
     return {
@@ -216,14 +222,8 @@ def stages(work: Path, episodes: int, workers: int, root: Path | None) -> dict[s
     collected a second time, alone); thread-seconds per stage ÷ that build's wall time."""
     source = (work / f"profile-{episodes}.jsonl").resolve()
     out = (work / f"out-{episodes}-stages").resolve()
-    options = {
-        "episodes": [str(source)],
-        "out": str(out / "ds"),
-        "rejects": str(out / "rejects.jsonl"),
-        "workers": workers,
-        "stages": True,
-    }
-    _, _, stdout, _ = run_child(TIMED_BUILD, json.dumps(options), root=root)
+    options = build_options(source, out, workers, stages=True)
+    _, _, stdout, _ = run_child(TIMED_BUILD, options, root=root)
     timing = json.loads(stdout.rsplit("TIMING ", 1)[1])
     wall = timing.pop("build_s")
     each = {k: v for k, v in timing.items() if k.startswith("derive ") and "(" not in k}

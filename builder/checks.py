@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from builder.hashing import canonical_json, question_id, rehash_json_text, value_hash
+from builder.hashing import canonical_json, question_id, rehash_json_text
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 
 QUESTION_ID_MISMATCH = "question_id_mismatch"
@@ -80,14 +80,8 @@ def check_question(question: Question, precision: int | None = None) -> list[str
     # Only a question that carries its ground truth can be checked against its hash: an
     # absent ground_truth is not the answer ``null``.
     if question.ground_truth_hash is not None and "ground_truth" in question.model_fields_set:
-        truth = question.ground_truth
-        if question.ground_truth_hash != value_hash(truth, precision):
-            other = value_hash(truth, other_scheme(precision))
-            failed.append(
-                HASH_SCHEME_MISMATCH
-                if question.ground_truth_hash == other
-                else GROUND_TRUTH_MISMATCH
-            )
+        text = canonical_json(question.ground_truth)
+        failed += check_hash(question.ground_truth_hash, text, precision, GROUND_TRUTH_MISMATCH)
     return failed
 
 
