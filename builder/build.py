@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import functools
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -93,17 +94,32 @@ def check_reject_ratio(
 @contextmanager
 def output_lock(out: Path) -> Iterator[None]:
     """One build per output folder. The OS drops the lock when the process dies, even by
-    SIGKILL, so a crashed build never blocks the next one."""
+    SIGKILL, so a crashed build never blocks the next one. The lock file is removed when
+    the build ends, so nothing is left beside the output."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f".{out.name}.lock", "a+") as handle:
+    path = out.parent / f".{out.name}.lock"
+    while True:
+        handle = open(path, "a+")  # noqa: SIM115 - closed below
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            handle.close()
             raise BuildLocked(f"another build into {out} is running") from None
+        # The holder before us may have removed the file between our open and our lock:
+        # a lock on a removed file guards nothing, so take the one now at the path.
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            same = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        handle.close()
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # removed while still locked: no one else can hold it
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
 
 
 def build(config: BuildConfig, progress: bool = False) -> BuildReport:
@@ -145,6 +161,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     cache = open_cache(config) if config.cache_dir else None
     if cache is None:  # none configured, or another build holds it: this one runs uncached
         config = replace(config, cache_dir=None)
+    finished = False  # the build completed, or the data refused it: its rejects are kept
     try:
         with _progress_bar(config, progress) as bar:
             result, normalizer = ingest_files(
@@ -171,8 +188,12 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
                 "files normalized": cache.misses,
             }
         _swap(staged, out)
+        finished = True
+    except DataRefused:
+        finished = True
+        raise
     finally:
-        rejects.close()
+        rejects.close(keep=finished)
         if cache is not None:
             cache.close()
         shutil.rmtree(work, ignore_errors=True)

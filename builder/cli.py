@@ -117,6 +117,10 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if config.engine == "ray":  # checked before any work starts
         require("ray", "engine = 'ray'", "ray")
     check_output(config)
+    if config.sessions:
+        from builder.sessions.db import check_database
+
+        check_database(config.sessions)
     return config
 
 

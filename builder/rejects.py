@@ -1,7 +1,10 @@
 """The rejects file: every record that did not make it into the tables, with its reason.
 
 One JSON object per line (``Reject.to_json``), written to a temporary file and moved into
-place when closed, so a crashed build never leaves half a rejects file behind.
+place when closed, so a crashed build never leaves half a rejects file behind. A build that
+stops before it is done (an unreachable database, an interrupt, a bug) discards its partial
+file and any folder it made for it: the rejects file in place stays the one of the build in
+place. A build the data refused keeps its rejects: they say why.
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ class RejectsWriter:
         self._tmp = path.with_name(f".{path.name}.partial") if path else None
         self._handle: IO[bytes] | None = None
         self._captured: list[tuple[str, bytes]] | None = None
+        self._made: list[Path] = []  # folders made for the file, innermost first
         if self._tmp is not None:
+            folder = self._tmp.parent.absolute()
+            while not folder.exists():
+                self._made.append(folder)
+                folder = folder.parent
             self._tmp.parent.mkdir(parents=True, exist_ok=True)
             self._handle = open(self._tmp, "wb")  # noqa: SIM115 - closed in close()
 
@@ -64,9 +72,19 @@ class RejectsWriter:
             if self._handle is not None:
                 self._handle.write(line)
 
-    def close(self) -> None:
+    def close(self, keep: bool = True) -> None:
+        """Move the file into place, or (``keep=False``) remove it and the folders made
+        for it."""
         if self._handle is None or self._tmp is None or self.path is None:
             return
         self._handle.close()
         self._handle = None
-        self._tmp.replace(self.path)
+        if keep:
+            self._tmp.replace(self.path)
+            return
+        self._tmp.unlink(missing_ok=True)
+        for folder in self._made:
+            try:
+                folder.rmdir()
+            except OSError:  # something else was written there since: not ours to remove
+                break

@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pyarrow as pa
 
-from builder.errors import UsageError
+from builder.errors import EnvironmentProblem, UsageError
 
 Dialect = Literal["sqlite", "postgresql"]
 SQL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "sql"
@@ -37,6 +37,13 @@ _SECRET_PARAMS = {"password", "sslpassword"}
 
 class DatabaseError(UsageError, ValueError):
     """A sessions database that cannot be used, named by its redacted URL."""
+
+
+class DatabaseUnreachable(EnvironmentProblem, DatabaseError):
+    """The database server did not accept the connection: the environment, not the URL's
+    form, is at fault."""
+
+    hint = "check that the server is running and that the URL's host, port and user are right"
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,7 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         try:
             conn = postgresql.connect(db.url)
         except Exception as exc:  # ADBC raises driver-specific errors
-            raise DatabaseError(f"{db.redacted}: cannot connect: {_first_line(exc)}") from exc
+            raise DatabaseUnreachable(f"{db.redacted}: cannot connect: {_first_line(exc)}") from exc
         with conn:
             yield conn
         return
@@ -146,6 +153,19 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         load_dump(db.path, loaded)
         with sqlite.connect(str(loaded)) as conn:
             yield conn
+
+
+def check_database(url: str) -> None:
+    """Before any work: the database can be opened (an SQLite file or dump exists; a
+    PostgreSQL server accepts the connection)."""
+    db = parse_url(url)
+    if db.dialect == "sqlite":
+        assert db.path is not None
+        if not db.path.is_file():
+            raise DatabaseError(f"{db.redacted}: no such file {db.path}")
+        return
+    with connect(db):
+        pass
 
 
 def init_database(url: str | DatabaseURL) -> None:

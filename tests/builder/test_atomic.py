@@ -18,10 +18,12 @@ import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import datasets
 import pytest
 
+import builder.build as build_module
 from builder.build import BuildLocked, build, output_lock
 from builder.config import BuildConfig
 from samples.synthetic import generate_episodes, write_jsonl
@@ -82,9 +84,8 @@ def assert_loadable(out: Path, cache: Path) -> None:
 
 
 def leftovers(out: Path) -> list[str]:
-    """Temporary files and folders of a build beside the output (the lock file is not one)."""
-    names = [p.name for p in out.parent.iterdir()]
-    return sorted(n for n in names if n.startswith(".") and not n.endswith(".lock"))
+    """Temporary files and folders of a build beside the output, its lock file included."""
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith("."))
 
 
 @pytest.fixture(scope="module")
@@ -213,6 +214,31 @@ def test_second_build_into_the_same_output_is_locked(tmp_path: Path) -> None:
     assert leftovers(out) == []
     build(config)  # the lock is free again
     assert out.is_dir()
+
+
+def test_a_lock_file_its_holder_removed_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that opened the lock file just before the holder removed it must not take a
+    lock on the removed file: it takes the one now at the path."""
+    out = tmp_path / "dataset"
+    path = tmp_path / ".dataset.lock"
+    with output_lock(out):
+        stale = open(path, "a+")  # noqa: SIM115 - opened while the holder had it
+    assert not path.exists()  # the holder removed it as it finished
+    opened = []
+
+    def open_stale_first(*args: Any, **kwargs: Any) -> Any:
+        handle = stale if not opened else open(*args, **kwargs)  # noqa: SIM115 - the lock closes it
+        opened.append(handle)
+        return handle
+
+    monkeypatch.setattr(build_module, "open", open_stale_first, raising=False)
+    with output_lock(out):
+        assert len(opened) == 2 and stale.closed  # the stale file was dropped
+        assert os.stat(path).st_ino == os.fstat(opened[1].fileno()).st_ino
+        assert lock_is_held(out)
+    assert not path.exists()
 
 
 def lock_is_held(out: Path) -> bool:

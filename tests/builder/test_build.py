@@ -13,8 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+import builder.build as build_module
 from builder.build import BuildFailed, BuildReport, build
 from builder.config import BuildConfig, load_config
+from builder.sessions.db import DatabaseUnreachable
 from schemas.tables import TABLES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,8 +110,28 @@ def test_too_many_rejects_refuses_and_keeps_previous_build(tmp_path: Path) -> No
     assert folder_digest(first.out) == before
     rejects = [json.loads(line) for line in (tmp_path / "rejects.jsonl").read_text().splitlines()]
     assert [(r["line"], r["kind"]) for r in rejects] == [(21, "invalid_json"), (22, "schema")]
-    leftovers = [p.name for p in tmp_path.glob(".ds.*") if p.name != ".ds.lock"]
-    assert not leftovers, "work folders are cleaned up"
+    leftovers = [p.name for p in tmp_path.glob(".ds.*")]
+    assert not leftovers, "work folders and the lock file are cleaned up"
+
+
+def test_a_build_stopped_by_the_environment_leaves_no_rejects_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rejects file in place stays the one of the build in place: a build that stops
+    before it is done (here: the sessions database goes away) removes its partial file and
+    the folders it made for it."""
+    good = (ROOT / "data/episodes/episodes.jsonl").read_bytes().splitlines()[:20]
+    source = write_lines(tmp_path / "in.jsonl", [*good, b"{not json"])
+    rejects = tmp_path / "new" / "reports" / "rejects.jsonl"
+    config = BuildConfig(episodes=(str(source),), out=tmp_path / "ds", rejects=rejects)
+
+    def unreachable(*_: object) -> None:
+        raise DatabaseUnreachable("postgresql://db: cannot connect: server closed the connection")
+
+    monkeypatch.setattr(build_module, "read_sessions", unreachable)
+    with pytest.raises(DatabaseUnreachable):
+        build(config)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 
 def test_manifest_exclusions_equal_those_of_the_published_tables(

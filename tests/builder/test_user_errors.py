@@ -1,10 +1,17 @@
-"""Each user mistake: the installed ``episodes`` command exits with its code and one line."""
+"""Each user mistake: the installed ``episodes`` command exits with its code and one line,
+leaves the previous build as it was and leaves nothing new beside it."""
 
 from __future__ import annotations
 
+import fcntl
 import gzip
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,7 +35,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     out = ["--out", str(tmp / "out"), "--rejects", str(tmp / "rejects.jsonl"), "--no-progress"]
     return [
         ("sqlite missing", ["build", "--sessions", "sqlite:///nope.db", *out], 1, "nope.db"),
-        ("pg down", ["build", "--sessions", "postgresql://u@127.0.0.1:1/db", *out], 1, "127.0.0.1"),
+        ("pg down", ["build", "--sessions", "postgresql://u@127.0.0.1:1/db", *out], 5, "127.0.0.1"),
         ("negative workers", ["build", "--workers", "-3", *out], 1, "--workers"),
         ("ratio over 1", ["build", "--max-reject-ratio", "2", *out], 1, "--max-reject-ratio"),
         ("upload not uri", ["build", "--upload-to", "bucket", *out], 1, "--upload-to"),
@@ -78,22 +85,77 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "holds the input",
         ),
         ("validate missing file", ["validate", "missing.jsonl"], 1, "missing.jsonl"),
+        ("lock held", ["build", "--episodes", sample, *out], 4, "another build"),
+        (
+            "publish without a token",
+            ["publish", str(tmp / "out"), "--repo", "a/b", "--version", "1.0.0"],
+            2,
+            "no Hugging Face token",
+        ),
     ]
 
 
+N_CASES = 28
+
+
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
-    assert len(_cases(tmp_path)) == 26
+    assert len(_cases(tmp_path)) == N_CASES
 
 
-@pytest.mark.parametrize("index", range(26))
-def test_bad_invocation_is_one_line(tmp_path: Path, index: int) -> None:
+@pytest.fixture(scope="module")
+def previous_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("previous") / "out"
+    argv = ["build", "--episodes", str(SAMPLE), "--out", str(out), "--no-progress"]
+    subprocess.run([str(EPISODES), *argv, "--rejects", str(out.parent / "r.jsonl")], check=True)
+    return out
+
+
+def _state(folder: Path) -> dict[str, str]:
+    """Every path under ``folder`` with the digest of its bytes ("" for a folder)."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        if p.is_file()
+        else ""
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+@contextmanager
+def lock_held_by_another_build(tmp_path: Path, held: bool) -> Iterator[None]:
+    """The hold a running build into ``tmp_path/out`` has on its lock (when ``held``)."""
+    if not held:
+        yield
+        return
+    with open(tmp_path / ".out.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+
+
+@pytest.mark.parametrize("index", range(N_CASES))
+def test_bad_invocation_is_one_line(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, previous_build: Path, index: int
+) -> None:
     name, argv, code, needle = _cases(tmp_path)[index]
-    proc = subprocess.run(
-        [str(EPISODES), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
+    shutil.copytree(previous_build, tmp_path / "out")
+    env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
+    env["HF_HOME"] = str(tmp_path_factory.mktemp("hf_home"))  # no saved login either
+    with lock_held_by_another_build(tmp_path, name == "lock held"):
+        before = _state(tmp_path)
+        proc = subprocess.run(
+            [str(EPISODES), *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        after = _state(tmp_path)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == code, (name, proc.returncode, proc.stderr)
     assert "Traceback" not in proc.stderr + proc.stdout, name
     assert len(lines) == 1, (name, proc.stderr)
     assert needle in lines[0], (name, lines[0])
-    assert not (tmp_path / "out").exists(), name
+    # A refused build keeps its rejects (they say why); nothing else is new, nothing changed.
+    kept = {"rejects.jsonl"} if code == 2 and argv[0] == "build" else set()
+    assert set(after) - set(before) <= kept, (name, sorted(set(after) - set(before)))
+    assert {k: v for k, v in after.items() if k in before} == before, name
