@@ -8,7 +8,7 @@ banks, loaded before any episode).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -79,11 +79,29 @@ class NormalizeStats:
     duplicate_keys: Counter[str] = field(default_factory=Counter)  # generic JSON paths
 
 
-# Rows are tuples in the column order of ``schemas.tables``; the episodes row is built
-# without its last column (``checks``), which needs the build-wide state (ground truth).
+# The tables one episode adds rows to, in the order ``EpisodeInfo.counts`` counts them.
 EPISODE_TABLES = ("episodes", "traces", "turns", "hooks", "corrections", "messages")
+# The episodes row is built without ``checks``, which needs build-wide state (ground truth).
 EPISODES_WITHOUT_CHECKS = TABLES["episodes"].remove(TABLES["episodes"].get_field_index("checks"))
 Rows = dict[str, list[tuple[Any, ...]]]
+
+
+def _row_type(name: str, schema: pa.Schema) -> Any:
+    """A tuple type whose fields are the schema's columns, in order: every row names each
+    of its values, so a column added, moved or renamed in ``schemas.tables`` cannot shift
+    the values of a row into the wrong columns. ``name`` is the module attribute it is
+    bound to, so rows pickle."""
+    return namedtuple(name, schema.names)  # type: ignore[misc]
+
+
+QuestionRow = _row_type("QuestionRow", TABLES["questions"])
+EpisodeRow = _row_type("EpisodeRow", EPISODES_WITHOUT_CHECKS)
+CheckedEpisodeRow = _row_type("CheckedEpisodeRow", TABLES["episodes"])
+TraceRow = _row_type("TraceRow", TABLES["traces"])
+TurnRow = _row_type("TurnRow", TABLES["turns"])
+HookRow = _row_type("HookRow", TABLES["hooks"])
+CorrectionRow = _row_type("CorrectionRow", TABLES["corrections"])
+MessageRow = _row_type("MessageRow", TABLES["messages"])
 Dump = Callable[[Any], str]
 
 
@@ -113,20 +131,20 @@ def question_row(
     question: Any, source: str, file: str, line: int, precision: int | None = None
 ) -> tuple[Any, ...]:
     """A ``questions`` row; its integrity checks (pure) are the last column."""
-    return (
-        question.id,
-        question.question_text,
-        normalize_question_text(question.question_text),
-        question.hint,
-        question.difficulty,
-        question.n_steps,
-        utc(question.created_at),
-        source,
-        _json_text(question, "ground_truth"),
-        question.ground_truth_hash,
-        file,
-        line,
-        checks.check_question(question, precision),
+    return QuestionRow(
+        question_id=question.id,
+        question_text=question.question_text,
+        normalized_text=normalize_question_text(question.question_text),
+        hint=question.hint,
+        difficulty=question.difficulty,
+        n_steps=question.n_steps,
+        created_at=utc(question.created_at),
+        source=source,
+        ground_truth=_json_text(question, "ground_truth"),
+        ground_truth_hash=question.ground_truth_hash,
+        source_file=file,
+        source_line=line,
+        checks=checks.check_question(question, precision),
     )
 
 
@@ -202,26 +220,26 @@ def emit_episode(
     _messages(out, ep)
     meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
     out["episodes"].append(
-        (
-            eid,
-            ep.question.id,
-            utc(ep.timestamp),
-            ep.verified,
-            verified,
-            sft.system_prompt if sft else None,
-            len(sft.messages) if sft else None,
-            expected,
-            rl.expected_final_answer_hash if rl else None,
-            len(ep.consistency_traces),
-            meta.n_consistency_runs if meta else None,
-            meta.n_consistency_succeeded if meta else None,
-            meta.majority_answer_hash if meta else None,
-            meta.majority_count if meta else None,
-            meta.gold_matches_majority if meta else None,
-            canonical_json(extras) if extras else None,
-            layout,
-            file,
-            number,
+        EpisodeRow(
+            episode_id=eid,
+            question_id=ep.question.id,
+            timestamp=utc(ep.timestamp),
+            verified=ep.verified,
+            verified_recomputed=verified,
+            system_prompt=sft.system_prompt if sft else None,
+            n_messages=len(sft.messages) if sft else None,
+            expected_final_answer=expected,
+            expected_final_answer_hash=rl.expected_final_answer_hash if rl else None,
+            n_consistency_traces=len(ep.consistency_traces),
+            n_consistency_runs=meta.n_consistency_runs if meta else None,
+            n_consistency_succeeded=meta.n_consistency_succeeded if meta else None,
+            majority_answer_hash=meta.majority_answer_hash if meta else None,
+            majority_count=meta.majority_count if meta else None,
+            gold_matches_majority=meta.gold_matches_majority if meta else None,
+            extra_fields=canonical_json(extras) if extras else None,
+            layout=layout,
+            source_file=file,
+            source_line=number,
         )
     )
     return EpisodeInfo(
@@ -259,22 +277,22 @@ def _trace(
     hook_rows, hook_checks, bounded = _hooks(out, trace_id, episode_id, trace, limit, dump)
     failed += hook_checks
     out["traces"].append(
-        (
-            trace_id,
-            episode_id,
-            role,
-            index,
-            "turns" if trace.turns else "flat",
-            trace.execution_success,
-            checks.is_submitted(trace),
-            answer if _present(trace, "final_answer") else None,
-            trace.final_answer_hash,
-            dump(trace.submission_metadata),
-            trace.total_turns,
-            trace.archived_turn_count,
-            n_turns,
-            hook_rows,
-            failed,
+        TraceRow(
+            trace_id=trace_id,
+            episode_id=episode_id,
+            role=role,
+            trace_index=index,
+            form="turns" if trace.turns else "flat",
+            execution_success=trace.execution_success,
+            submitted=checks.is_submitted(trace),
+            final_answer=answer if _present(trace, "final_answer") else None,
+            final_answer_hash=trace.final_answer_hash,
+            submission_metadata=dump(trace.submission_metadata),
+            total_turns=trace.total_turns,
+            archived_turn_count=trace.archived_turn_count,
+            n_turns=n_turns,
+            n_hooks=hook_rows,
+            checks=failed,
         )
     )
     return failed, bounded
@@ -285,7 +303,20 @@ def _turns(out: Rows, trace_id: str, episode_id: str, trace: Any, dump: Dump) ->
     if not trace.turns:
         for i, code in enumerate(trace.code_cells):
             rows.append(
-                (trace_id, i, episode_id, None, code, None, None, None, False, None, False, 0)
+                TurnRow(
+                    trace_id=trace_id,
+                    turn_index=i,
+                    episode_id=episode_id,
+                    reasoning=None,
+                    code=code,
+                    success=None,
+                    stdout=None,
+                    stderr=None,
+                    submitted=False,
+                    submitted_answer=None,
+                    has_correction=False,
+                    n_hooks=0,
+                )
             )
         return len(trace.code_cells)
     corrections = out["corrections"]
@@ -293,34 +324,34 @@ def _turns(out: Rows, trace_id: str, episode_id: str, trace: Any, dump: Dump) ->
         ex = turn.execution
         submitted = _present(ex, "submitted_answer")
         rows.append(
-            (
-                trace_id,
-                turn.turn_index,
-                episode_id,
-                turn.reasoning,
-                turn.code,
-                ex.success,
-                ex.stdout,
-                ex.stderr,
-                submitted,
-                dump(ex.submitted_answer) if submitted else None,
-                turn.correction is not None,
-                len(ex.hooks),
+            TurnRow(
+                trace_id=trace_id,
+                turn_index=turn.turn_index,
+                episode_id=episode_id,
+                reasoning=turn.reasoning,
+                code=turn.code,
+                success=ex.success,
+                stdout=ex.stdout,
+                stderr=ex.stderr,
+                submitted=submitted,
+                submitted_answer=dump(ex.submitted_answer) if submitted else None,
+                has_correction=turn.correction is not None,
+                n_hooks=len(ex.hooks),
             )
         )
         if turn.correction is not None:
             c = turn.correction
             corrections.append(
-                (
-                    trace_id,
-                    turn.turn_index,
-                    episode_id,
-                    c.corrects_turn,
-                    c.error_type,
-                    c.error_message,
-                    c.attempts_since_error,
-                    c.code_diff.removed_lines,
-                    c.code_diff.added_lines,
+                CorrectionRow(
+                    trace_id=trace_id,
+                    turn_index=turn.turn_index,
+                    episode_id=episode_id,
+                    corrects_turn=c.corrects_turn,
+                    error_type=c.error_type,
+                    error_message=c.error_message,
+                    attempts_since_error=c.attempts_since_error,
+                    removed_lines=c.code_diff.removed_lines,
+                    added_lines=c.code_diff.added_lines,
                 )
             )
     return len(trace.turns)
@@ -354,20 +385,20 @@ def _hooks(
             value, bounded = bound_stored_value(value, limit)
             n_bounded += bounded
         rows.append(
-            (
-                trace_id,
-                i,
-                episode_id,
-                turn_index,
-                hook_name(hook),
-                hook.code_line,
-                hook.variable_name,
-                hook.value_hash,
-                value,
-                bounded,
-                hook.description,
-                hook.depends_on,
-                listed_in,
+            HookRow(
+                trace_id=trace_id,
+                hook_index=i,
+                episode_id=episode_id,
+                turn_index=turn_index,
+                name=hook_name(hook),
+                code_line=hook.code_line,
+                variable_name=hook.variable_name,
+                value_hash=hook.value_hash,
+                value=value,
+                value_bounded=bounded,
+                description=hook.description,
+                depends_on=hook.depends_on,
+                listed_in=listed_in,
             )
         )
     return len(listed), failed, n_bounded
@@ -383,9 +414,19 @@ def _messages(out: Rows, ep: Any) -> None:
         parts = None if text is not None or msg.content is None else canonical_json(msg.content)
         extra = msg.model_extra
         calls = tool_calls(msg.tool_calls)
-        calls_text = None if calls is None else canonical_json(calls)
-        row = (eid, i, msg.role, text, parts, calls_text, msg.tool_call_id, msg.name)
-        rows.append((*row, canonical_json(extra) if extra else None))
+        rows.append(
+            MessageRow(
+                episode_id=eid,
+                message_index=i,
+                role=msg.role,
+                content=text,
+                content_parts=parts,
+                tool_calls=None if calls is None else canonical_json(calls),
+                tool_call_id=msg.tool_call_id,
+                name=msg.name,
+                extra_fields=canonical_json(extra) if extra else None,
+            )
+        )
 
 
 def _text(value: Any) -> str | None:
@@ -416,7 +457,8 @@ def tool_calls(value: Any) -> list[dict[str, Any]] | None:
 
 
 def to_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
-    """Row tuples (in ``schema`` column order) to one Arrow table, column by column."""
+    """Rows (tuples in ``schema`` column order: the row types above) to one Arrow table,
+    column by column."""
     if not rows:
         return schema.empty_table()
     columns = zip(*rows, strict=True)
@@ -447,7 +489,7 @@ class Normalizer:
         if question.id in self.seen_questions:
             return
         row = question_row(question, source, file, line, self.hash_precision)
-        self.learn_question(question.id, question.ground_truth_hash, row[-1])
+        self.learn_question(question.id, question.ground_truth_hash, row.checks)
         self._rows["questions"].append(row)
 
     def learn_question(self, qid: str, gt_hash: str | None, failed: list[str]) -> bool:
@@ -487,7 +529,7 @@ class Normalizer:
 
     def rollback(self, mark: dict[str, int]) -> None:
         for row in self._rows["questions"][mark["questions"] :]:
-            self.forget_question(row[0], row[9])
+            self.forget_question(row.question_id, row.ground_truth_hash)
         for name, rows in self._rows.items():
             del rows[mark[name] :]
 
@@ -506,7 +548,7 @@ class Normalizer:
         )
         episode_checks, new_question = self.commit(info)
         episodes = self._rows["episodes"]
-        episodes[-1] = (*episodes[-1], episode_checks)
+        episodes[-1] = CheckedEpisodeRow(*episodes[-1], checks=episode_checks)
         if new_question:
             row = question_row(
                 valid.record.question, "episode", line.path, line.number, self.hash_precision

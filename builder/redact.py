@@ -4,7 +4,8 @@ Agent traces routinely contain credentials printed by the code they ran. Every t
 that reaches a published config (code, outputs, reasoning, messages, hook values, answers,
 question text, ...; ``REDACTED_COLUMNS``) is scanned for credential shapes, and each match
 is replaced by a typed placeholder ``<REDACTED:kind>``. Ids, hashes, enums, paths and check
-names are never touched (``KEPT_COLUMNS``): hashes stay those of the original values.
+names are never touched: hashes stay those of the original values. Which is which is each
+column's declared role in ``schemas.tables``.
 
 Kinds, in the order they are applied (``PATTERN_DOCS`` describes each):
 
@@ -56,48 +57,19 @@ from pathlib import Path
 import polars as pl
 
 from builder.hashing import normalize_question_text
+from schemas.tables import REDACTED_ROLES, TABLES, columns_with_role
 
 PLACEHOLDER = "<REDACTED:{kind}>"
 SECRET_ASSIGNMENT = "secret_assignment"
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
-# Columns whose text reaches a published config, by table. ``list<string>`` columns are
-# redacted element by element.
+# Columns whose text reaches a published config, by table: those whose declared role
+# (``schemas.tables``) is free text or JSON text. ``list<string>`` columns are redacted
+# element by element. Every other column (ids, hashes, enums, input paths, check names,
+# ``questions.normalized_text``, which is recomputed from the redacted question text) is
+# never touched.
 REDACTED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "questions": ("question_text", "hint", "ground_truth"),
-    "episodes": ("system_prompt", "expected_final_answer", "extra_fields"),
-    "traces": ("final_answer", "submission_metadata"),
-    "turns": ("reasoning", "code", "stdout", "stderr", "submitted_answer"),
-    "hooks": ("name", "code_line", "variable_name", "value", "description", "depends_on"),
-    "corrections": ("error_type", "error_message", "removed_lines", "added_lines"),
-    "messages": ("content", "content_parts", "tool_calls", "name", "extra_fields"),
-}
-# Text columns never redacted: ids, hashes, enums, input paths, check names, and
-# ``questions.normalized_text``, which is recomputed from the redacted question text.
-KEPT_COLUMNS: dict[str, tuple[str, ...]] = {
-    "questions": (
-        "question_id",
-        "normalized_text",
-        "difficulty",
-        "source",
-        "ground_truth_hash",
-        "source_file",
-        "checks",
-    ),
-    "episodes": (
-        "layout",
-        "episode_id",
-        "question_id",
-        "expected_final_answer_hash",
-        "majority_answer_hash",
-        "source_file",
-        "checks",
-    ),
-    "traces": ("trace_id", "episode_id", "role", "form", "final_answer_hash", "checks"),
-    "turns": ("trace_id", "episode_id"),
-    "hooks": ("trace_id", "episode_id", "value_hash", "listed_in"),
-    "corrections": ("trace_id", "episode_id"),
-    "messages": ("episode_id", "role", "tool_call_id"),
+    name: columns_with_role(schema, *REDACTED_ROLES) for name, schema in TABLES.items()
 }
 
 # ----------------------------------------------------------------------------- patterns

@@ -23,7 +23,7 @@ from typing import Literal
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from schemas.tables import STRINGS, column, table_schema
+from schemas.tables import DERIVED, KEY, LABEL, SOURCE, STRINGS, TEXT, column, table_schema
 
 ActionType = Literal["input", "set_instruction", "set_code", "set_exec_output"]
 ActionSource = Literal["human", "ai", "dataset"]
@@ -87,57 +87,75 @@ def _doc(model: type[BaseModel], name: str) -> str:
 # What the reader yields: the database columns, in their declared types.
 SESSION_ROW = table_schema(
     "One row of the sessions database table, as read",
-    column("session_id", pa.int64(), _doc(Session, "session_id")),
-    column("initial_instruction", pa.string(), _doc(Session, "initial_instruction")),
-    column("initial_code", pa.string(), _doc(Session, "initial_code")),
-    column("initial_exec_output", pa.string(), _doc(Session, "initial_exec_output")),
+    column("session_id", pa.int64(), _doc(Session, "session_id"), role=KEY),
+    column("initial_instruction", pa.string(), _doc(Session, "initial_instruction"), role=TEXT),
+    column("initial_code", pa.string(), _doc(Session, "initial_code"), role=TEXT),
+    column("initial_exec_output", pa.string(), _doc(Session, "initial_exec_output"), role=TEXT),
     column("verified", pa.bool_(), _doc(Session, "verified")),
 )
 
 ACTION_ROW = table_schema(
     "One row of the actions database table, as read",
-    column("action_uuid", pa.string(), _doc(Action, "action_uuid")),
-    column("session_id", pa.int64(), _doc(Action, "session_id")),
-    column("action_id", pa.int64(), _doc(Action, "action_id") + " (range-checked to INT)"),
-    column("action_type", pa.string(), _doc(Action, "action_type")),
-    column("action", pa.string(), _doc(Action, "action")),
+    column("action_uuid", pa.string(), _doc(Action, "action_uuid"), role=KEY),
+    column("session_id", pa.int64(), _doc(Action, "session_id"), role=KEY),
+    column(
+        "action_id", pa.int64(), _doc(Action, "action_id") + " (range-checked to INT)", role=KEY
+    ),
+    column("action_type", pa.string(), _doc(Action, "action_type"), role=LABEL),
+    column("action", pa.string(), _doc(Action, "action"), role=TEXT),
     column("correct", pa.bool_(), _doc(Action, "correct")),
-    column("source", pa.string(), _doc(Action, "source")),
+    column("source", pa.string(), _doc(Action, "source"), role=LABEL),
 )
 
 QUESTION_ID = "sha256(initial_instruction|)[:16]: the question id, the split key"
 
 SESSIONS = table_schema(
     "One row per interactive session read from the sessions database",
-    column("session_id", pa.int64(), _doc(Session, "session_id"), nullable=False),
-    column("question_id", pa.string(), QUESTION_ID, nullable=False),
-    column("initial_instruction", pa.string(), _doc(Session, "initial_instruction")),
-    column("normalized_instruction", pa.string(), "NFKC, casefolded, whitespace-collapsed"),
-    column("initial_code", pa.string(), _doc(Session, "initial_code")),
-    column("initial_exec_output", pa.string(), _doc(Session, "initial_exec_output")),
+    column("session_id", pa.int64(), _doc(Session, "session_id"), nullable=False, role=KEY),
+    column("question_id", pa.string(), QUESTION_ID, nullable=False, role=KEY),
+    column("initial_instruction", pa.string(), _doc(Session, "initial_instruction"), role=TEXT),
+    column(
+        "normalized_instruction",
+        pa.string(),
+        "NFKC, casefolded, whitespace-collapsed",
+        role=DERIVED,
+    ),
+    column("initial_code", pa.string(), _doc(Session, "initial_code"), role=TEXT),
+    column("initial_exec_output", pa.string(), _doc(Session, "initial_exec_output"), role=TEXT),
     column("verified", pa.bool_(), "verified as captured (null: not marked, does not train)"),
     column("n_actions", pa.int32(), "Actions of this session in the actions table"),
     column("n_human_actions", pa.int32(), "Of which source = human"),
     column("n_ai_actions", pa.int32(), "Of which source = ai"),
     column("n_dataset_actions", pa.int32(), "Of which source = dataset"),
     column("n_rejected_actions", pa.int32(), "Actions of this session sent to the rejects file"),
-    column("final_instruction", pa.string(), "Instruction after replaying every action"),
-    column("final_code", pa.string(), "Code after replaying every action"),
-    column("final_exec_output", pa.string(), "Execution output after replaying every action"),
-    column("source_url", pa.string(), "Database the row was read from (password redacted)"),
-    column("checks", STRINGS, "rejected_actions: some actions were rejected, no replay"),
+    column("final_instruction", pa.string(), "Instruction after replaying every action", role=TEXT),
+    column("final_code", pa.string(), "Code after replaying every action", role=TEXT),
+    column(
+        "final_exec_output", pa.string(), "Execution output after replaying every action", role=TEXT
+    ),
+    column(
+        "source_url", pa.string(), "Database the row was read from (password redacted)", role=SOURCE
+    ),
+    column(
+        "checks", STRINGS, "rejected_actions: some actions were rejected, no replay", role=LABEL
+    ),
 )
 
 ACTIONS = table_schema(
     "One row per action of a session, in action_id order within the session",
-    column("action_uuid", pa.string(), _doc(Action, "action_uuid"), nullable=False),
-    column("session_id", pa.int64(), "Key into sessions", nullable=False),
-    column("question_id", pa.string(), QUESTION_ID + " (of the session)", nullable=False),
-    column("action_id", pa.int32(), _doc(Action, "action_id"), nullable=False),
-    column("action_type", pa.string(), "input, set_instruction, set_code or set_exec_output"),
-    column("action", pa.string(), _doc(Action, "action")),
+    column("action_uuid", pa.string(), _doc(Action, "action_uuid"), nullable=False, role=KEY),
+    column("session_id", pa.int64(), "Key into sessions", nullable=False, role=KEY),
+    column("question_id", pa.string(), QUESTION_ID + " (of the session)", nullable=False, role=KEY),
+    column("action_id", pa.int32(), _doc(Action, "action_id"), nullable=False, role=KEY),
+    column(
+        "action_type",
+        pa.string(),
+        "input, set_instruction, set_code or set_exec_output",
+        role=LABEL,
+    ),
+    column("action", pa.string(), _doc(Action, "action"), role=TEXT),
     column("correct", pa.bool_(), _doc(Action, "correct")),
-    column("source", pa.string(), "human, ai or dataset"),
+    column("source", pa.string(), "human, ai or dataset", role=LABEL),
 )
 
 SESSION_TABLES: dict[str, pa.Schema] = {"sessions": SESSIONS, "actions": ACTIONS}

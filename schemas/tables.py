@@ -27,8 +27,46 @@ TOOL_CALL = pa.struct(
 TOOL_CALLS = pa.list_(TOOL_CALL)
 
 
-def column(name: str, type_: pa.DataType, doc: str, nullable: bool = True) -> pa.Field:
-    return pa.field(name, type_, nullable=nullable, metadata={"description": doc})
+# The role of a column says what the builder may do with its values; each text column of
+# a table declares one, and every stage takes its column lists from these declarations.
+KEY = "key"  # an id or a position that joins the tables: never rewritten
+TEXT = "text"  # free text the capture wrote: secrets in it are redacted
+JSON = "json"  # canonical JSON text of an any-typed value: redacted (its hash stays the original's)
+HASH = "hash"  # a hash as captured: never rewritten, so it stays the original value's
+LABEL = "label"  # an enum, a flag or a check name the capture or the builder sets: never rewritten
+SOURCE = "source"  # where the row was read from (input file and line)
+DERIVED = "derived"  # computed from another column of the row; recomputed, never rewritten
+ROLES = (KEY, TEXT, JSON, HASH, LABEL, SOURCE, DERIVED)
+REDACTED_ROLES = (TEXT, JSON)
+
+
+def column(
+    name: str, type_: pa.DataType, doc: str, nullable: bool = True, role: str | None = None
+) -> pa.Field:
+    metadata = {"description": doc}
+    if role is not None:
+        if role not in ROLES:
+            raise ValueError(f"column {name}: unknown role {role!r}; one of {', '.join(ROLES)}")
+        metadata["role"] = role
+    return pa.field(name, type_, nullable=nullable, metadata=metadata)
+
+
+def role_of(field: pa.Field) -> str | None:
+    """The declared role of a column (None when it declares none)."""
+    value = (field.metadata or {}).get(b"role")
+    return value.decode() if value is not None else None
+
+
+def columns_with_role(schema: pa.Schema, *roles: str) -> tuple[str, ...]:
+    """The names of ``schema``'s columns that declare one of ``roles``, in schema order."""
+    return tuple(f.name for f in schema if role_of(f) in roles)
+
+
+def is_text(type_: pa.DataType) -> bool:
+    """A string column, or a list of strings (redacted element by element)."""
+    if pa.types.is_list(type_) or pa.types.is_large_list(type_):
+        type_ = type_.value_type
+    return pa.types.is_string(type_) or pa.types.is_large_string(type_)
 
 
 def table_schema(doc: str, *fields: pa.Field) -> pa.Schema:
@@ -44,61 +82,102 @@ def column_docs(schema: pa.Schema) -> dict[str, str]:
     return {f.name: (f.metadata or {}).get(b"description", b"").decode() for f in schema}
 
 
-CHECKS = column("checks", STRINGS, "Integrity checks that failed on this row (empty when clean)")
+CHECKS = column(
+    "checks", STRINGS, "Integrity checks that failed on this row (empty when clean)", role=LABEL
+)
 
 QUESTIONS = table_schema(
     "One row per question id, from the question banks and from episodes",
-    column("question_id", pa.string(), "sha256(question_text|hint)[:16]", nullable=False),
-    column("question_text", pa.string(), "The question as asked"),
-    column("normalized_text", pa.string(), "NFKC, casefolded, whitespace-collapsed text"),
-    column("hint", pa.string(), "Hint given to the gold teacher run, if any"),
-    column("difficulty", pa.string(), "EASY, MEDIUM, HARD, VERY_HARD or null"),
+    column("question_id", pa.string(), "sha256(question_text|hint)[:16]", nullable=False, role=KEY),
+    column("question_text", pa.string(), "The question as asked", role=TEXT),
+    column(
+        "normalized_text", pa.string(), "NFKC, casefolded, whitespace-collapsed text", role=DERIVED
+    ),
+    column("hint", pa.string(), "Hint given to the gold teacher run, if any", role=TEXT),
+    column("difficulty", pa.string(), "EASY, MEDIUM, HARD, VERY_HARD or null", role=LABEL),
     column("n_steps", pa.int32(), "Expected number of solution steps"),
     column("created_at", TIMESTAMP, "When the question was created (naive times read as UTC)"),
-    column("source", pa.string(), "Where the question was first seen: synthetic, llm or episode"),
-    column("ground_truth", pa.string(), "Known answer of a synthetic question (canonical JSON)"),
-    column("ground_truth_hash", pa.string(), "Hash of ground_truth"),
-    column("source_file", pa.string(), "Input file the row was read from"),
-    column("source_line", pa.int64(), "1-based line in source_file"),
+    column(
+        "source",
+        pa.string(),
+        "Where the question was first seen: synthetic, llm or episode",
+        role=LABEL,
+    ),
+    column(
+        "ground_truth",
+        pa.string(),
+        "Known answer of a synthetic question (canonical JSON)",
+        role=JSON,
+    ),
+    column("ground_truth_hash", pa.string(), "Hash of ground_truth", role=HASH),
+    column("source_file", pa.string(), "Input file the row was read from", role=SOURCE),
+    column("source_line", pa.int64(), "1-based line in source_file", role=SOURCE),
     CHECKS,
 )
 
 EPISODES = table_schema(
     "One row per episode line",
-    column("episode_id", pa.string(), "Episode id (unique)", nullable=False),
-    column("question_id", pa.string(), "Key into questions"),
+    column("episode_id", pa.string(), "Episode id (unique)", nullable=False, role=KEY),
+    column("question_id", pa.string(), "Key into questions", role=KEY),
     column("timestamp", TIMESTAMP, "Capture time (naive times read as UTC)"),
     column("verified", pa.bool_(), "verified flag as captured"),
     column("verified_recomputed", pa.bool_(), "verified recomputed from the traces"),
-    column("system_prompt", pa.string(), "conversation_for_sft.system_prompt"),
+    column("system_prompt", pa.string(), "conversation_for_sft.system_prompt", role=TEXT),
     column("n_messages", pa.int32(), "Messages in conversation_for_sft (null when absent)"),
-    column("expected_final_answer", pa.string(), "rl_verification_data answer (canonical JSON)"),
-    column("expected_final_answer_hash", pa.string(), "rl_verification_data answer hash"),
+    column(
+        "expected_final_answer",
+        pa.string(),
+        "rl_verification_data answer (canonical JSON)",
+        role=JSON,
+    ),
+    column(
+        "expected_final_answer_hash", pa.string(), "rl_verification_data answer hash", role=HASH
+    ),
     column("n_consistency_traces", pa.int32(), "Consistency traces present in the episode"),
     column("n_consistency_runs", pa.int32(), "triangulation_metadata as captured"),
     column("n_consistency_succeeded", pa.int32(), "triangulation_metadata as captured"),
-    column("majority_answer_hash", pa.string(), "triangulation_metadata as captured"),
+    column("majority_answer_hash", pa.string(), "triangulation_metadata as captured", role=HASH),
     column("majority_count", pa.int32(), "triangulation_metadata as captured"),
     column("gold_matches_majority", pa.bool_(), "triangulation_metadata as captured"),
-    column("extra_fields", pa.string(), "Unknown input fields, JSON object keyed by JSON path"),
-    column("layout", pa.string(), "Episode layout of the line: seeds or capture_v2"),
-    column("source_file", pa.string(), "Input file the episode was read from"),
-    column("source_line", pa.int64(), "1-based line in source_file"),
-    column("checks", STRINGS, "Every check that failed in this episode or its children"),
+    column(
+        "extra_fields",
+        pa.string(),
+        "Unknown input fields, JSON object keyed by JSON path",
+        role=JSON,
+    ),
+    column("layout", pa.string(), "Episode layout of the line: seeds or capture_v2", role=LABEL),
+    column("source_file", pa.string(), "Input file the episode was read from", role=SOURCE),
+    column("source_line", pa.int64(), "1-based line in source_file", role=SOURCE),
+    column(
+        "checks", STRINGS, "Every check that failed in this episode or its children", role=LABEL
+    ),
 )
 
 TRACES = table_schema(
     "One row per trace: the gold teacher trace and each consistency trace",
-    column("trace_id", pa.string(), "{episode_id}:gold or {episode_id}:c{index}", nullable=False),
-    column("episode_id", pa.string(), "Key into episodes", nullable=False),
-    column("role", pa.string(), "gold (run with the hint) or consistency (without)"),
-    column("trace_index", pa.int32(), "0 for gold; position in consistency_traces otherwise"),
-    column("form", pa.string(), "turns (has turns) or flat (code_cells + trace-level hooks)"),
+    column(
+        "trace_id",
+        pa.string(),
+        "{episode_id}:gold or {episode_id}:c{index}",
+        nullable=False,
+        role=KEY,
+    ),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False, role=KEY),
+    column("role", pa.string(), "gold (run with the hint) or consistency (without)", role=LABEL),
+    column(
+        "trace_index", pa.int32(), "0 for gold; position in consistency_traces otherwise", role=KEY
+    ),
+    column(
+        "form",
+        pa.string(),
+        "turns (has turns) or flat (code_cells + trace-level hooks)",
+        role=LABEL,
+    ),
     column("execution_success", pa.bool_(), "Whether the run succeeded"),
     column("submitted", pa.bool_(), "Whether submit() was called (final_answer_hash present)"),
-    column("final_answer", pa.string(), "The submit() value (canonical JSON)"),
-    column("final_answer_hash", pa.string(), "Hash of the final answer as captured"),
-    column("submission_metadata", pa.string(), "Raw submit() metadata (canonical JSON)"),
+    column("final_answer", pa.string(), "The submit() value (canonical JSON)", role=JSON),
+    column("final_answer_hash", pa.string(), "Hash of the final answer as captured", role=HASH),
+    column("submission_metadata", pa.string(), "Raw submit() metadata (canonical JSON)", role=JSON),
     column("total_turns", pa.int32(), "total_turns as captured"),
     column("archived_turn_count", pa.int32(), "archived_turn_count as captured"),
     column("n_turns", pa.int32(), "Rows of this trace in turns"),
@@ -108,66 +187,76 @@ TRACES = table_schema(
 
 TURNS = table_schema(
     "One row per turn (for flat traces: per code cell)",
-    column("trace_id", pa.string(), "Key into traces", nullable=False),
-    column("turn_index", pa.int32(), "Position in the trace", nullable=False),
-    column("episode_id", pa.string(), "Key into episodes", nullable=False),
-    column("reasoning", pa.string(), "Model reasoning before the code (null for flat traces)"),
-    column("code", pa.string(), "Code executed in this turn"),
+    column("trace_id", pa.string(), "Key into traces", nullable=False, role=KEY),
+    column("turn_index", pa.int32(), "Position in the trace", nullable=False, role=KEY),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False, role=KEY),
+    column(
+        "reasoning",
+        pa.string(),
+        "Model reasoning before the code (null for flat traces)",
+        role=TEXT,
+    ),
+    column("code", pa.string(), "Code executed in this turn", role=TEXT),
     column("success", pa.bool_(), "Did the code run without error (null when unknown)"),
-    column("stdout", pa.string(), "Execution output (full text)"),
-    column("stderr", pa.string(), "Error output (full text)"),
+    column("stdout", pa.string(), "Execution output (full text)", role=TEXT),
+    column("stderr", pa.string(), "Error output (full text)", role=TEXT),
     column("submitted", pa.bool_(), "Whether this turn called submit()"),
-    column("submitted_answer", pa.string(), "Value passed to submit() (canonical JSON)"),
+    column("submitted_answer", pa.string(), "Value passed to submit() (canonical JSON)", role=JSON),
     column("has_correction", pa.bool_(), "Whether this turn fixes an earlier failed turn"),
     column("n_hooks", pa.int32(), "Hooks produced by this turn"),
 )
 
 HOOKS = table_schema(
     "One row per hook checkpoint (trace-level and turn-level listings merged)",
-    column("trace_id", pa.string(), "Key into traces", nullable=False),
-    column("hook_index", pa.int32(), "Position among the trace's hooks", nullable=False),
-    column("episode_id", pa.string(), "Key into episodes", nullable=False),
-    column("turn_index", pa.int32(), "Turn that produced the hook (null when unknown)"),
-    column("name", pa.string(), "variable_name, or code_line when there is none"),
-    column("code_line", pa.string(), "The code that produced this checkpoint"),
-    column("variable_name", pa.string(), "Variable name, if any"),
-    column("value_hash", pa.string(), "Hash of the full normalized value"),
-    column("value", pa.string(), "Stored value or bounded summary (canonical JSON)"),
+    column("trace_id", pa.string(), "Key into traces", nullable=False, role=KEY),
+    column("hook_index", pa.int32(), "Position among the trace's hooks", nullable=False, role=KEY),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False, role=KEY),
+    column("turn_index", pa.int32(), "Turn that produced the hook (null when unknown)", role=KEY),
+    column("name", pa.string(), "variable_name, or code_line when there is none", role=TEXT),
+    column("code_line", pa.string(), "The code that produced this checkpoint", role=TEXT),
+    column("variable_name", pa.string(), "Variable name, if any", role=TEXT),
+    column("value_hash", pa.string(), "Hash of the full normalized value", role=HASH),
+    column("value", pa.string(), "Stored value or bounded summary (canonical JSON)", role=JSON),
     column("value_bounded", pa.bool_(), "The stored value exceeded the size limit and was bounded"),
-    column("description", pa.string(), "Semantic description of the checkpoint"),
-    column("depends_on", STRINGS, "Names of hooks this one depends on (DAG edges)"),
-    column("listed_in", pa.string(), "turn, trace or both: where the capture listed it"),
+    column("description", pa.string(), "Semantic description of the checkpoint", role=TEXT),
+    column("depends_on", STRINGS, "Names of hooks this one depends on (DAG edges)", role=TEXT),
+    column(
+        "listed_in", pa.string(), "turn, trace or both: where the capture listed it", role=LABEL
+    ),
 )
 
 CORRECTIONS = table_schema(
     "One row per self-correction (a turn that fixes an earlier failed turn)",
-    column("trace_id", pa.string(), "Key into traces", nullable=False),
-    column("turn_index", pa.int32(), "The fixing turn", nullable=False),
-    column("episode_id", pa.string(), "Key into episodes", nullable=False),
-    column("corrects_turn", pa.int32(), "The failed turn it fixes"),
-    column("error_type", pa.string(), "KeyError, ValueError, ..."),
-    column("error_message", pa.string(), "The specific error"),
+    column("trace_id", pa.string(), "Key into traces", nullable=False, role=KEY),
+    column("turn_index", pa.int32(), "The fixing turn", nullable=False, role=KEY),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False, role=KEY),
+    column("corrects_turn", pa.int32(), "The failed turn it fixes", role=KEY),
+    column("error_type", pa.string(), "KeyError, ValueError, ...", role=TEXT),
+    column("error_message", pa.string(), "The specific error", role=TEXT),
     column("attempts_since_error", pa.int32(), "Attempts between failure and fix"),
-    column("removed_lines", STRINGS, "Lines of the failed code"),
-    column("added_lines", STRINGS, "Lines of the fixed code"),
+    column("removed_lines", STRINGS, "Lines of the failed code", role=TEXT),
+    column("added_lines", STRINGS, "Lines of the fixed code", role=TEXT),
 )
 
 MESSAGES = table_schema(
     "One row per message of conversation_for_sft",
-    column("episode_id", pa.string(), "Key into episodes", nullable=False),
-    column("message_index", pa.int32(), "Position in the conversation", nullable=False),
-    column("role", pa.string(), "system, user, assistant, tool, ..."),
-    column("content", pa.string(), "Text content (null when the content is a list of parts)"),
-    column("content_parts", pa.string(), "List-of-parts content (canonical JSON)"),
+    column("episode_id", pa.string(), "Key into episodes", nullable=False, role=KEY),
+    column("message_index", pa.int32(), "Position in the conversation", nullable=False, role=KEY),
+    column("role", pa.string(), "system, user, assistant, tool, ...", role=LABEL),
+    column(
+        "content", pa.string(), "Text content (null when the content is a list of parts)", role=TEXT
+    ),
+    column("content_parts", pa.string(), "List-of-parts content (canonical JSON)", role=JSON),
     column(
         "tool_calls",
         pa.string(),
         "OpenAI tool calls [{id, type, function {name, arguments}}] (canonical JSON; "
         "arguments as JSON text); text, so secrets in arguments are redacted",
+        role=JSON,
     ),
-    column("tool_call_id", pa.string(), "The tool call a tool message answers"),
-    column("name", pa.string(), "Name of the tool or participant"),
-    column("extra_fields", pa.string(), "Other message fields (canonical JSON)"),
+    column("tool_call_id", pa.string(), "The tool call a tool message answers", role=LABEL),
+    column("name", pa.string(), "Name of the tool or participant", role=TEXT),
+    column("extra_fields", pa.string(), "Other message fields (canonical JSON)", role=JSON),
 )
 
 TABLES: dict[str, pa.Schema] = {

@@ -25,6 +25,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from schemas.tables import TABLES
+
 EPISODES_PER_BUCKET = 500
 PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
@@ -104,7 +106,7 @@ def partition(
     scan = pl.scan_parquet(tables_dir / "episodes.parquet")
     episode_bucket = scan.select("episode_id", _bucket=bucket_index(buckets)).collect()
     schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
-    schemas[LOOKUP] = pa.schema([(name, pa.string()) for name in LOOKUP_COLUMNS])
+    schemas[LOOKUP] = pa.schema([TABLES["questions"].field(name) for name in LOOKUP_COLUMNS])
     out = [Bucket(schemas) for _ in range(buckets)]
     sources: dict[str, Iterable[pl.DataFrame]] = {
         name: batches(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED

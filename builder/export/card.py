@@ -20,7 +20,7 @@ from builder.config import CardConfig
 from builder.export.catalog import doc_for
 from builder.export.recipes import recipes_section
 from builder.splits import SPLITS
-from schemas.tables import column_docs, describe
+from schemas.tables import column_docs, describe, role_of
 
 
 @dataclass(frozen=True)
@@ -133,10 +133,16 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def _config_section(c: ExportedConfig) -> str:
     doc = doc_for(c.name)
     docs = column_docs(c.schema)
-    columns = _table(
-        ("column", "type", "description"),
-        [(f"`{f.name}`", f"`{f.type}`", docs[f.name]) for f in c.schema],
-    )
+    if any(role_of(f) for f in c.schema):  # the normalized tables declare each column's role
+        columns = _table(
+            ("column", "type", "role", "description"),
+            [(f"`{f.name}`", f"`{f.type}`", role_of(f) or "", docs[f.name]) for f in c.schema],
+        )
+    else:
+        columns = _table(
+            ("column", "type", "description"),
+            [(f"`{f.name}`", f"`{f.type}`", docs[f.name]) for f in c.schema],
+        )
     example = (
         "```python\nfrom datasets import load_dataset\n\n"
         f'ds = load_dataset("<repo or path>", "{c.name}", split="train")\n```'
@@ -160,8 +166,9 @@ def _redaction_section(redaction: Mapping[str, Any] | None) -> list[str]:
         "",
         "Every text field that reaches a config (code, outputs, reasoning, messages, hook "
         "values, answers, session actions) was scanned for credential shapes before any config "
-        "was derived; each match is replaced by `<REDACTED:kind>`. Hash columns are of the "
-        f"original values and were not changed. Replacements: {listing}.",
+        "was derived; each match is replaced by `<REDACTED:kind>`: the columns whose role is "
+        "`text` or `json` in the tables' column lists. Hash columns are of the original "
+        f"values and were not changed. Replacements: {listing}.",
         "",
     ]
 

@@ -25,6 +25,8 @@ from builder.sessions.stats import summary
 from builder.sessions.tables import session_tables
 from builder.sessions.validate import Validated, validate_source
 from builder.validate import Reject
+from schemas.sessions import ACTION_ROW, SESSION_ROW
+from schemas.tables import REDACTED_ROLES, columns_with_role
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,9 @@ class SessionsResult:
     redactions: dict[str, int]  # replacements by kind in session text
 
 
-SESSION_TEXT = ("initial_instruction", "initial_code", "initial_exec_output")
-ACTION_TEXT = ("action",)
+# Redacted as read, before replay: every replayed state is made of these texts.
+SESSION_TEXT = columns_with_role(SESSION_ROW, *REDACTED_ROLES)
+ACTION_TEXT = columns_with_role(ACTION_ROW, *REDACTED_ROLES)
 
 
 def _redacted(validated: Validated, redaction: RedactionOptions) -> tuple[Validated, Counter[str]]:

@@ -29,7 +29,6 @@ from builder.export.buckets import PARTITION_BATCH_ROWS
 from builder.hashing import canonical_json, normalize_question_text, question_id, value_hash
 from builder.ingest import ingest_files, segment_name
 from builder.redact import (
-    KEPT_COLUMNS,
     PATTERN_DOCS,
     REDACTED_COLUMNS,
     RedactionOptions,
@@ -39,7 +38,7 @@ from builder.redact import (
 )
 from builder.rejects import RejectsWriter
 from samples.synthetic import generate_episode, write_jsonl
-from schemas.tables import TABLES
+from schemas.tables import JSON, TABLES, TEXT, role_of
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "secrets" / "corpus.json"
 KINDS = tuple(RedactionOptions().kinds)
@@ -269,17 +268,10 @@ def redacted(tmp_path_factory: pytest.TempPathFactory) -> Redacted:
 # ------------------------------------------------------------------------------ tests
 
 
-def test_every_text_column_is_classified() -> None:
+def test_redacted_columns_are_the_text_and_json_roles() -> None:
     for name, schema in TABLES.items():
-        texts = {
-            f.name
-            for f in schema
-            if pa.types.is_string(f.type)
-            or (pa.types.is_list(f.type) and pa.types.is_string(f.type.value_type))
-        }
-        redacted, kept = set(REDACTED_COLUMNS[name]), set(KEPT_COLUMNS[name])
-        assert not redacted & kept, name
-        assert texts == redacted | kept, f"{name}: classify {sorted(texts ^ (redacted | kept))}"
+        redacted = set(REDACTED_COLUMNS[name])
+        assert redacted == {f.name for f in schema if role_of(f) in (TEXT, JSON)}, name
         assert not any(c.endswith(("_id", "_hash")) for c in redacted), name
 
 
