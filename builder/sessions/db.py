@@ -15,6 +15,7 @@ up in a rejects file or a dataset card.
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -37,6 +38,12 @@ _SECRET_PARAMS = {"password", "sslpassword"}
 
 class DatabaseError(UsageError, ValueError):
     """A sessions database that cannot be used, named by its redacted URL."""
+
+
+class DriverMissing(EnvironmentProblem, DatabaseError):
+    """The database's driver is not installed (a dependency left out of the environment)."""
+
+    hint = "pip install adbc-driver-postgresql (or reinstall agent-traces with its dependencies)"
 
 
 class DatabaseUnreachable(EnvironmentProblem, DatabaseError):
@@ -164,6 +171,11 @@ def check_database(url: str) -> None:
         if not db.path.is_file():
             raise DatabaseError(f"{db.redacted}: no such file {db.path}")
         return
+    if importlib.util.find_spec("adbc_driver_postgresql") is None:
+        raise DriverMissing(
+            f"{db.redacted}: PostgreSQL needs the Python module 'adbc_driver_postgresql', "
+            "which is not installed"
+        )
     with connect(db):
         pass
 

@@ -159,3 +159,31 @@ def test_bad_invocation_is_one_line(
     kept = {"rejects.jsonl"} if code == 2 and argv[0] == "build" else set()
     assert set(after) - set(before) <= kept, (name, sorted(set(after) - set(before)))
     assert {k: v for k, v in after.items() if k in before} == before, name
+
+
+def test_a_missing_postgresql_driver_is_named_before_any_work(tmp_path: Path) -> None:
+    """Run with the driver hidden from the import system, as when it was left out."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    # None in sys.modules: import fails and find_spec answers None, as for a missing module
+    (hide / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['adbc_driver_postgresql'] = None\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")]),
+    }
+    argv = ["build", "--sessions", "postgresql://u@127.0.0.1:1/db", "--out", str(tmp_path / "o")]
+    proc = subprocess.run(
+        [str(EPISODES), *argv, "--no-progress"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.strip().endswith(
+        "pip install adbc-driver-postgresql (or reinstall agent-traces with its dependencies)"
+    )
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hide"]
