@@ -124,27 +124,56 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     return config
 
 
-class OutputProblem(EnvironmentProblem):
-    hint = "choose another --out (or [output] out in dataset.toml)"
+class FolderProblem(EnvironmentProblem):
+    """A folder the build writes to cannot be made or written; ``hint`` names the setting."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.hint = f"choose another {setting}"
+
+
+def check_folder(folder: Path, setting: str) -> None:
+    """``folder`` exists or can be made, and can be written. Folders made to find out are
+    removed again: a build that stops before it starts leaves nothing behind."""
+    made: list[Path] = []
+    probe = folder.absolute()
+    while not probe.exists():
+        made.append(probe)
+        probe = probe.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise FolderProblem(f"{folder}: not writable", setting)
+    except FileExistsError as exc:
+        raise FolderProblem(f"{exc.filename}: a file, not a folder", setting) from exc
+    except NotADirectoryError as exc:
+        raise FolderProblem(f"cannot create {folder}: a file is in the way", setting) from exc
+    except OSError as exc:
+        raise FolderProblem(f"cannot create {folder}: {exc.strerror}", setting) from exc
+    finally:
+        for path in made:
+            try:
+                path.rmdir()
+            except OSError:
+                break
 
 
 def check_output(config: BuildConfig) -> None:
-    """Before any work: the output folder can be made, and holds none of the inputs (the
-    finished build replaces the whole folder)."""
+    """Before any work: the folders the build writes to can be made and written, and the
+    output folder holds none of the inputs (the finished build replaces the whole folder)."""
     from builder.sources import expand_inputs
 
+    check_folder(config.out.parent, "--out (or [output] out in dataset.toml)")
+    check_folder(config.rejects.parent, "--rejects (or [output] rejects in dataset.toml)")
+    if config.cache_dir is not None:
+        check_folder(config.cache_dir, "--cache-dir (or [build] cache_dir in dataset.toml)")
     out = config.out.resolve()
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputProblem(f"cannot create {config.out.parent}: {exc.strerror}") from exc
-    if not os.access(out.parent, os.W_OK):
-        raise OutputProblem(f"{config.out.parent}: not writable")
     inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
     for path in expand_inputs([p for p in inputs if not is_uri(p)]):
         if Path(path).resolve().is_relative_to(out):
-            raise OutputProblem(
-                f"the output folder {config.out} holds the input {path}: a build replaces it"
+            raise FolderProblem(
+                f"the output folder {config.out} holds the input {path}: a build replaces it",
+                "--out (or [output] out in dataset.toml)",
             )
 
 
@@ -201,7 +230,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     try:
         args.out.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise OutputProblem(f"cannot write {args.out}: {exc.strerror}") from exc
+        raise FolderProblem(f"cannot write {args.out}: {exc.strerror}", "--out") from exc
     return 0
 
 

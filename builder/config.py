@@ -115,6 +115,8 @@ _NOT_PATHS = {"redaction_allowlist"}
 
 def find_config(explicit: Path | None, cwd: Path) -> Path | None:
     if explicit is not None:
+        if explicit.is_dir():
+            raise ConfigError(f"{explicit} is a folder: give the config file, e.g. dataset.toml")
         if not explicit.is_file():
             raise ConfigError(f"{explicit}: config file not found")
         return explicit

@@ -87,6 +87,24 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ("validate missing file", ["validate", "missing.jsonl"], 1, "missing.jsonl"),
         ("lock held", ["build", "--episodes", sample, *out], 4, "another build"),
         (
+            "unwritable rejects file",
+            ["build", "--episodes", sample, "--rejects", "/proc/x/r.jsonl", "--out", "out"],
+            5,
+            "--rejects",
+        ),
+        (
+            "unwritable cache",
+            ["build", "--episodes", sample, "--cache-dir", "/proc/x/c", *out],
+            5,
+            "--cache-dir",
+        ),
+        (
+            "file in the way of the output",
+            ["build", "--episodes", sample, "--out", "type.toml/ds", "--no-progress"],
+            5,
+            "type.toml",
+        ),
+        (
             "publish without a token",
             ["publish", str(tmp / "out"), "--repo", "a/b", "--version", "1.0.0"],
             2,
@@ -95,7 +113,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 28
+N_CASES = 31
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
