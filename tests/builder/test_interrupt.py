@@ -47,7 +47,7 @@ def test_an_interrupted_build_leaves_the_previous_one(
         check=False,
     )
     assert first.returncode == 0, first.stderr
-    before = snapshot(out)
+    before, rejects_before = snapshot(out), rejects.read_bytes()
     around = sorted(p.name for p in tmp_path.iterdir())
     process = subprocess.Popen(
         episodes_cmd("--episodes", str(large_input), *common),
@@ -69,5 +69,7 @@ def test_an_interrupted_build_leaves_the_previous_one(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err and "run it again" in lines[0]
     assert snapshot(out) == before  # the previous build, byte for byte
+    assert rejects.read_bytes() == rejects_before  # and its rejects file
     assert not work.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == around
+    assert not any(name.startswith(".") for name in around)  # no lock file either
