@@ -25,7 +25,7 @@ from builder.hashing import canonical_json, normalize_question_text
 from builder.summaries import bound_stored_value
 from builder.validate import Valid, duplicate_keys
 from schemas.episode import Episode, Hook, Question
-from schemas.layouts import SEEDS
+from schemas.layouts import SEEDS, layout_path
 from schemas.tables import TABLES
 
 
@@ -217,6 +217,8 @@ def emit_episode(
     expected = _json_text(rl, "expected_final_answer", dump) if rl is not None else None
     failed += checks.check_expected_answer(ep, expected, precision)
     extras = dict(extra_fields(ep)) if ep.model_extra is not None else {}
+    if extras and layout != SEEDS.name:  # paths as the line's own layout spells them
+        extras = {layout_path(layout, path): value for path, value in extras.items()}
     _messages(out, ep)
     meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
     out["episodes"].append(

@@ -47,6 +47,19 @@ def test_the_later_layout_builds_the_same_training_rows(tmp_path: Path) -> None:
     assert set(layouts.to_pylist()) == {CAPTURE_V2.name}
 
 
+def test_unknown_fields_are_named_as_the_later_layout_spells_them(tmp_path: Path) -> None:
+    record = to_capture_v2(next(generate_episodes(1, 9)))
+    record["gold_trace"]["sampler"] = "nucleus"
+    record["triangulation"]["judge"] = "vote"
+    out = build_file(tmp_path, "later", [record])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["extra_fields"]["$.gold_trace.sampler"] == 1
+    assert manifest["extra_fields"]["$.triangulation.judge"] == 1
+    assert not any("teacher_gold_trace" in p for p in manifest["extra_fields"])
+    (extra,) = pq.read_table(out / "episodes", columns=["extra_fields"]).column(0).to_pylist()
+    assert json.loads(extra)["$.gold_trace.sampler"] == "nucleus"
+
+
 def validate(record: dict) -> Valid | Reject:
     return Validator(Episode).validate(SourceLine("e.jsonl", 7, orjson.dumps(record)))
 
