@@ -125,10 +125,54 @@ def recompute_verified(episode: Episode, votes: Consensus) -> bool:
     )
 
 
-def check_triangulation(episode: Episode, votes: Consensus) -> list[str]:
+def accepted_hashes(question: Question) -> frozenset[str]:
+    """Every hash a correct answer to ``question`` may have: its ``ground_truth_hash`` and
+    the ``ground_truth_hashes`` of a question with several valid answers."""
+    single = [question.ground_truth_hash] if question.ground_truth_hash is not None else []
+    return frozenset([*single, *(question.ground_truth_hashes or [])])
+
+
+def ground_truth_for(question: Question, gold_hash: str | None) -> str | None:
+    """The ground-truth hash the gold answer is held to: the accepted one it matches, else
+    the question's own (or, with only a list, its first)."""
+    accepted = accepted_hashes(question)
+    if gold_hash in accepted:
+        return gold_hash
+    return question.ground_truth_hash or min(accepted, default=None)
+
+
+def verified_by_ground_truth(episode: Episode) -> bool:
+    """The capture side's ground-truth strategy (no consistency traces): the gold trace
+    succeeded, submitted, and its answer hash is one the question accepts. A match the
+    capture side made within a float tolerance cannot be recomputed from hashes: it fails
+    here, and the episode is flagged ``verified_mismatch``."""
+    gold = episode.teacher_gold_trace
+    return bool(
+        gold.execution_success
+        and is_submitted(gold)
+        and gold.final_answer_hash in accepted_hashes(episode.question)
+    )
+
+
+def check_triangulation(
+    episode: Episode, votes: Consensus, by_ground_truth: bool = False
+) -> list[str]:
+    """The captured triangulation against the consistency traces. Verified by ground truth
+    (no consistency traces), it records the gold answer as the majority answer, a count of
+    0, and ``gold_matches_majority`` equal to ``verified``."""
     meta = episode.triangulation_metadata
     if meta is None:
         return []
+    if by_ground_truth:
+        gold_hash = episode.teacher_gold_trace.final_answer_hash
+        holds = (
+            meta.n_consistency_runs == 0
+            and meta.n_consistency_succeeded == 0
+            and meta.majority_count == 0
+            and meta.majority_answer_hash in (None, gold_hash)
+            and meta.gold_matches_majority == episode.verified
+        )
+        return [] if holds else [TRIANGULATION_MISMATCH]
     gold_hash = episode.teacher_gold_trace.final_answer_hash
     expected_majority = meta.majority_answer_hash in votes.majority_hashes or (
         meta.majority_answer_hash is None and not votes.counts

@@ -25,7 +25,7 @@ from builder.hashing import canonical_json, normalize_question_text
 from builder.summaries import bound_stored_value
 from builder.validate import Valid, duplicate_keys
 from schemas.episode import Episode, Hook, Question
-from schemas.layouts import SEEDS, layout_path
+from schemas.layouts import LAYOUTS, SEEDS, layout_path
 from schemas.tables import TABLES
 
 
@@ -79,6 +79,7 @@ class NormalizeStats:
     duplicate_keys: Counter[str] = field(default_factory=Counter)  # generic JSON paths
 
 
+LAYOUTS_BY_NAME = {layout.name: layout for layout in LAYOUTS}
 # The tables one episode adds rows to, in the order ``EpisodeInfo.counts`` counts them.
 EPISODE_TABLES = ("episodes", "traces", "turns", "hooks", "corrections", "messages")
 # The episodes row is built without ``checks``, which needs build-wide state (ground truth).
@@ -142,6 +143,14 @@ def question_row(
         source=source,
         ground_truth=_json_text(question, "ground_truth"),
         ground_truth_hash=question.ground_truth_hash,
+        ground_truth_hashes=question.ground_truth_hashes,
+        capture_id=question.capture_id,
+        category=question.category,
+        tags=question.tags,
+        template_name=question.template_name,
+        template_params=_json_text(question, "template_params"),
+        output_type=question.output_type,
+        output_schema=_json_text(question, "output_schema"),
         source_file=file,
         source_line=line,
         checks=checks.check_question(question, precision),
@@ -209,10 +218,14 @@ def emit_episode(
         failed += trace_failed
         bounded += trace_bounded
     votes = checks.consensus(ep.consistency_traces)
-    verified = checks.recompute_verified(ep, votes)
+    by_ground_truth = LAYOUTS_BY_NAME[layout].ground_truth_evidence and not ep.consistency_traces
+    if by_ground_truth:
+        verified = checks.verified_by_ground_truth(ep)
+    else:
+        verified = checks.recompute_verified(ep, votes)
     if ep.verified and not verified:
         failed.append(checks.VERIFIED_MISMATCH)
-    failed += checks.check_triangulation(ep, votes)
+    failed += checks.check_triangulation(ep, votes, by_ground_truth)
     rl = ep.rl_verification_data
     expected = _json_text(rl, "expected_final_answer", dump) if rl is not None else None
     failed += checks.check_expected_answer(ep, expected, precision)
@@ -248,7 +261,7 @@ def emit_episode(
         number,
         eid,
         ep.question.id,
-        ep.question.ground_truth_hash,
+        checks.ground_truth_for(ep.question, ep.teacher_gold_trace.final_answer_hash),
         ep.teacher_gold_trace.final_answer_hash,
         failed,
         question_checks,

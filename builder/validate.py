@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -19,6 +20,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from builder.hashing import question_id
 from builder.sources import SourceLine
 from builder.teach import teach
 from schemas.episode import Episode
@@ -171,6 +173,27 @@ def _exact_integers(raw: bytes, value: Any) -> Any:
         return value
 
 
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+
+
+def with_content_question_id(line: dict[str, Any]) -> dict[str, Any]:
+    """A line whose question id is the producer's own (a string that is not the content
+    address, or null): that id moves to ``capture_id`` and ``id`` becomes the content
+    address, so questions join and split as in every other layout."""
+    question = line.get("question")
+    if not isinstance(question, dict) or not isinstance(question.get("question_text"), str):
+        return line  # validation names what is missing
+    given, hint = question.get("id"), question.get("hint")
+    if not (given is None or isinstance(given, str)) or (
+        isinstance(given, str) and _HEX16.fullmatch(given)
+    ):
+        return line
+    if not (hint is None or isinstance(hint, str)):
+        return line
+    content = question_id(question["question_text"], hint)
+    return {**line, "question": {**question, "id": content, "capture_id": given}}
+
+
 @dataclass
 class Validator(Generic[ModelT]):
     """Validates lines against one model; optionally rejects repeats of a key field.
@@ -196,6 +219,8 @@ class Validator(Generic[ModelT]):
                 error = FieldError(where, str(exc))
                 return Reject(line.path, line.number, SCHEMA, (error,), line.raw)
             layout, value = found.name, found.to_model(value)
+            if found.free_question_id:
+                value = with_content_question_id(value)
         try:
             record = self.model.model_validate(value)
         except ValidationError as exc:

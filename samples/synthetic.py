@@ -1523,6 +1523,42 @@ def to_capture_v2(episode: dict) -> dict:
     return out
 
 
+def as_producer_writes(line: dict, index: int) -> dict:
+    """A capture_v2 line as the capture project's producer writes it: its own question id
+    (``syn_…`` for a question that knows its answer, ``llm_…`` otherwise) and the question
+    metadata of that layout; every fourth verified episode is verified the producer's other
+    way, against the question's ground truth, with no consistency traces."""
+    out = copy.deepcopy(line)
+    question, gold = out["question"], out["gold_trace"]
+    stem = Path(out["csv_source"] or "data.csv").stem
+    answer = gold.get("final_answer")
+    by_ground_truth = out["verified"] and index % 4 == 0 and gold["final_answer_hash"]
+    if by_ground_truth:
+        question.update(ground_truth=answer, ground_truth_hash=gold["final_answer_hash"])
+        question["ground_truth_hashes"] = [gold["final_answer_hash"]]
+        out["consistency_traces"] = []
+        out["triangulation"] = {
+            "n_consistency_runs": 0,
+            "n_consistency_succeeded": 0,
+            "majority_answer_hash": gold["final_answer_hash"],
+            "majority_count": 0,
+            "gold_matches_majority": True,
+        }
+        out["source"] = "template"
+    known = "ground_truth_hash" in question
+    rng = random.Random(out["episode_id"])
+    question["id"] = f"syn_{stem}_{rng.getrandbits(32):08x}" if known else f"llm_{stem}_{index:04d}"
+    question.update(
+        category=rng.choice(["aggregation", "filtering", "grouping", "statistics"]),
+        tags=sorted(rng.sample(["count", "mean", "filter", "groupby", "sort", "join"], 2)),
+        output_type=type(answer).__name__,
+        output_schema=f"A JSON {type(answer).__name__}",
+    )
+    if known:
+        question.update(template_name=f"{stem}_{question['category']}", template_params={"k": 1})
+    return out
+
+
 def _csv_source(trace: dict) -> str | None:
     """The data file the trace's code reads."""
     cells = [t["code"] for t in trace.get("turns") or []] or trace.get("code_cells") or []
@@ -1711,7 +1747,8 @@ def write_sample(data_dir: Path) -> list[Path]:
     }
     write_jsonl(paths["episodes"], generate_episodes(SAMPLE_EPISODES, SAMPLE_SEED))
     v2 = generate_episodes(V2_SAMPLE_EPISODES, SAMPLE_SEED + 1)
-    write_jsonl(paths["capture_v2"], (to_capture_v2(e) for e in v2))
+    lines = (as_producer_writes(to_capture_v2(e), i) for i, e in enumerate(v2))
+    write_jsonl(paths["capture_v2"], lines)
     write_jsonl(paths["synthetic"], generate_questions(SAMPLE_QUESTIONS, SAMPLE_SEED, "synthetic"))
     write_jsonl(paths["llm"], generate_questions(SAMPLE_QUESTIONS, SAMPLE_SEED, "llm"))
     bad = _bad_lines(SAMPLE_SEED)

@@ -63,9 +63,21 @@ class Question(Record):
     difficulty: Difficulty | None = None
     n_steps: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
     created_at: Timestamp | None = None
-    # Synthetic questions know their answer in advance.
+    # Synthetic questions know their answer in advance; a question with several valid
+    # answers lists every accepted hash in ``ground_truth_hashes``.
     ground_truth: Any = None
     ground_truth_hash: Hex16 | None = None
+    ground_truth_hashes: list[Hex16] | None = None
+    # What the capture side's later layout adds (all optional). ``capture_id`` is the
+    # producer's own id (``llm_…``, ``syn_…``, ``prog_…``) of a question whose ``id`` was not
+    # the content address; the builder then sets ``id`` to the content address.
+    capture_id: StrictStr | None = None
+    category: StrictStr | None = None
+    tags: list[StrictStr] | None = None
+    template_name: StrictStr | None = None
+    template_params: Any = None
+    output_type: StrictStr | None = None
+    output_schema: Any = None
 
 
 class Hook(Record):

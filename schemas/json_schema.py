@@ -17,6 +17,7 @@ from schemas.layouts import LAYOUTS, SEEDS, Layout
 
 SCHEMA_FILE = Path(__file__).with_name("episode.schema.json")
 TRACE_DEF = "ExecutionTrace"
+QUESTION_DEF = "Question"
 # Keys the later layouts do not carry (their content comes from the gold trace instead).
 NOT_IN_LATER_LAYOUTS = ("conversation_for_sft", "rl_verification_data")
 
@@ -29,6 +30,11 @@ def episode_json_schema() -> dict[str, Any]:
         if layout is not SEEDS:
             variant, trace = _variant(seeds, defs[TRACE_DEF], layout)
             defs[f"{TRACE_DEF}_{layout.name}"] = trace
+            if layout.free_question_id:
+                defs[f"{QUESTION_DEF}_{layout.name}"] = _free_id(defs[QUESTION_DEF], layout)
+                variant["properties"]["question"] = {
+                    "$ref": f"#/$defs/{QUESTION_DEF}_{layout.name}"
+                }
             variants.append(variant)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -65,3 +71,16 @@ def _variant(
     renamed["properties"] = {trace_back.get(k, k): v for k, v in trace["properties"].items()}
     renamed["required"] = [trace_back.get(k, k) for k in trace.get("required", [])]
     return variant, renamed
+
+
+def _free_id(question: dict[str, Any], layout: Layout) -> dict[str, Any]:
+    """The question's schema where ``id`` is the producer's own: any string, or null."""
+    free = copy.deepcopy(question)
+    free["title"] = f"{QUESTION_DEF} ({layout.name} layout)"
+    free["properties"]["id"] = {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "description": "The producer's id; when it is not sha256(question_text|hint)[:16], "
+        "the builder keeps it as capture_id and uses the content address",
+    }
+    free["required"] = [k for k in free.get("required", []) if k != "id"]
+    return free

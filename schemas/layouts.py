@@ -10,7 +10,9 @@ The later layout (``capture_v2``) renames ``teacher_gold_trace`` → ``gold_trac
 ``triangulation_metadata`` → ``triangulation`` and a trace's ``execution_success`` →
 ``success``; it adds ``timing``, ``source`` and ``csv_source`` (kept as extra fields) and has
 no ``conversation_for_sft`` (``sft`` renders the gold trace) and no ``rl_verification_data``
-(the expected answer is the gold trace's).
+(the expected answer is the gold trace's). Its producer names questions its own way
+(``llm_ds_0001``, ``syn_…``, ``prog_…`` or null) and verifies questions that know their
+answer against that ground truth, with no consistency traces; both are declared below.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ class Layout:
     required: tuple[str, ...]  # top-level keys a line of this layout must carry (the model's)
     renames: Mapping[str, str] = field(default_factory=dict)  # its key -> the model's
     trace_renames: Mapping[str, str] = field(default_factory=dict)  # in every trace
+    # The producer names questions its own way (``llm_ds_0001``, or null): a question id
+    # that is not the content address is kept as ``capture_id`` and the content address
+    # becomes ``id``.
+    free_question_id: bool = False
+    # With no consistency traces, ``verified`` means the gold answer matched the
+    # question's ground truth (the capture side's ground-truth strategy).
+    ground_truth_evidence: bool = False
 
     def to_model(self, line: dict[str, Any]) -> dict[str, Any]:
         """``line`` with this layout's keys renamed to the model's (a new dict)."""
@@ -59,6 +68,8 @@ CAPTURE_V2 = Layout(
     required=("episode_id", "verified", "question", "gold_trace"),
     renames={"gold_trace": "teacher_gold_trace", "triangulation": "triangulation_metadata"},
     trace_renames={"success": "execution_success"},
+    free_question_id=True,
+    ground_truth_evidence=True,
 )
 LAYOUTS: tuple[Layout, ...] = (SEEDS, CAPTURE_V2)
 LAYOUT_NAMES = tuple(layout.name for layout in LAYOUTS)

@@ -272,7 +272,9 @@ def card_markdown(
         "",
         "Only episodes whose `verified` flag holds — as captured *and* recomputed from the "
         "traces (gold submitted, gold answer hash equals the consistency majority, at least one "
-        "consistency trace matched) — with no failed integrity check train; `prm` keeps every "
+        "consistency trace matched; for a `capture_v2` episode with no consistency traces: "
+        "gold submitted and its answer hash one the question's ground truth accepts) — with "
+        "no failed integrity check train; `prm` keeps every "
         "gold trace and encodes verification in its label. "
         "Excluded episodes stay in the tables; the manifest counts them by reason.",
         "",

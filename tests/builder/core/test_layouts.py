@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from builder.build import build
 from builder.config import BuildConfig
 from builder.derive import OBJECTIVE_MODULES
+from builder.hashing import question_id
 from builder.sources import SourceLine
 from builder.validate import SCHEMA, Reject, Valid, Validator
 from samples.synthetic import generate_episodes, to_capture_v2, without_v2_fields
@@ -96,3 +97,100 @@ def test_the_sample_has_both_layouts_and_the_json_schema_accepts_both() -> None:
             assert isinstance(outcome, Valid)
             seen.add(outcome.layout)
     assert seen == {layout.name for layout in LAYOUTS}
+
+
+def producer_line(seed: int, **question: object) -> dict:
+    """A capture_v2 line as its producer writes it: its own question id, the question
+    metadata of the later layout."""
+    record = to_capture_v2(next(generate_episodes(1, seed)))
+    metadata = {
+        "id": "llm_housing_0001",
+        "category": "aggregation",
+        "tags": ["count", "filter"],
+        "template_name": "count_over_threshold",
+        "template_params": {"column": "total_bedrooms", "threshold": 2691},
+        "output_type": "int",
+        "output_schema": "An integer",
+    }
+    record["question"].update({**metadata, **question})
+    return record
+
+
+def table(out: Path, name: str) -> list[dict]:
+    return pq.read_table(out / name).to_pylist()
+
+
+def test_a_producer_question_id_is_kept_and_the_content_address_joins(tmp_path: Path) -> None:
+    record = producer_line(11)
+    jsonschema.Draft202012Validator(episode_json_schema()).validate(record)
+    nameless = producer_line(12, id=None)
+    out = build_file(tmp_path, "ids", [record, nameless])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["rejects"]["total"] == 0
+    assert (
+        not manifest["extra_fields"] or "$.question.template_name" not in manifest["extra_fields"]
+    )
+    questions = {q["capture_id"]: q for q in table(out, "questions")}
+    assert set(questions) == {"llm_housing_0001", None}
+    first = questions["llm_housing_0001"]
+    q = record["question"]
+    assert first["question_id"] == question_id(q["question_text"], q["hint"])
+    assert (first["category"], first["tags"], first["output_type"]) == (
+        "aggregation",
+        ["count", "filter"],
+        "int",
+    )
+    assert json.loads(first["template_params"]) == q["template_params"]
+    assert json.loads(first["output_schema"]) == "An integer"
+    episodes = {e["question_id"] for e in table(out, "episodes")}
+    assert episodes == {q["question_id"] for q in questions.values()}
+    assert all(not e["checks"] for e in table(out, "episodes"))
+
+
+def ground_truth_verified(seed: int, accepted: list[str]) -> dict:
+    """A capture_v2 episode the producer verified against ground truth: no consistency
+    traces, the gold answer as the majority answer, a count of 0."""
+    record = producer_line(seed)
+    gold = record["gold_trace"]["final_answer_hash"]
+    record["consistency_traces"] = []
+    record["question"].pop("ground_truth", None)
+    record["question"].update(ground_truth_hash=accepted[0], ground_truth_hashes=accepted)
+    record["triangulation"] = {
+        "n_consistency_runs": 0,
+        "n_consistency_succeeded": 0,
+        "majority_answer_hash": gold,
+        "majority_count": 0,
+        "gold_matches_majority": True,
+    }
+    record["verified"] = True
+    return record
+
+
+def test_ground_truth_evidence_verifies_an_episode_without_consistency_traces(
+    tmp_path: Path,
+) -> None:
+    matched = ground_truth_verified(21, ["0" * 16])
+    gold = matched["gold_trace"]["final_answer_hash"]
+    matched["question"]["ground_truth_hashes"] = ["0" * 16, gold]  # its second valid answer
+    tolerance = ground_truth_verified(22, ["1" * 16])  # matched within a float tolerance
+    out = build_file(tmp_path, "gt", [matched, tolerance])
+    episodes = {e["episode_id"]: e for e in table(out, "episodes")}
+    ok, loose = episodes[matched["episode_id"]], episodes[tolerance["episode_id"]]
+    assert ok["verified_recomputed"] and ok["checks"] == []
+    # A match within a float tolerance is not an exact hash match: flagged, never trained.
+    assert not loose["verified_recomputed"]
+    assert loose["checks"] == ["ground_truth_mismatch", "verified_mismatch"]
+    rl = table(out, "rl")
+    assert [r["episode_id"] for r in rl] == [matched["episode_id"]]
+    assert rl[0]["expected_final_answer_hash"] == gold
+
+
+def test_the_seeds_layout_still_needs_a_consistency_match(tmp_path: Path) -> None:
+    episode = without_v2_fields(next(generate_episodes(1, 23)))
+    gold = episode["teacher_gold_trace"]["final_answer_hash"]
+    episode["question"]["ground_truth_hashes"] = [gold]
+    episode["consistency_traces"] = []
+    episode["verified"] = True
+    out = build_file(tmp_path, "seeds", [episode])
+    (row,) = table(out, "episodes")
+    assert not row["verified_recomputed"] and "verified_mismatch" in row["checks"]
