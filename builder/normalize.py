@@ -245,6 +245,7 @@ def emit_episode(
             n_messages=len(sft.messages) if sft else None,
             expected_final_answer=expected,
             expected_final_answer_hash=rl.expected_final_answer_hash if rl else None,
+            ground_truth_hashes=sorted(checks.accepted_hashes(ep.question)),
             n_consistency_traces=len(ep.consistency_traces),
             n_consistency_runs=meta.n_consistency_runs if meta else None,
             n_consistency_succeeded=meta.n_consistency_succeeded if meta else None,

@@ -12,8 +12,9 @@ Hash scheme
 
 Outcome
     ``outcome_reward(answer, expected_hash, precision)`` is 1.0 when ``value_hash(answer,
-    precision)`` equals the expected hash (the ``rl`` config's
-    ``expected_final_answer_hash``), else 0.0. ``answer`` is the live value (a pandas
+    precision)`` equals the expected hash, or is one of a list of accepted hashes (the
+    ``rl`` config's ``accepted_answer_hashes``: a question may have several valid answers),
+    else 0.0. ``answer`` is the live value (a pandas
     DataFrame, a numpy scalar, ...), hashed exactly as the capture side hashes it. A value
     the capture side could not hash either scores 0.0.
 
@@ -144,12 +145,18 @@ def hook_depends_on(hook: Any) -> tuple[str, ...]:
     return () if isinstance(hook, str) else tuple(_field(hook, "depends_on") or ())
 
 
-def outcome_reward(answer: Any, expected_hash: str | None, precision: int | None = None) -> float:
-    """1.0 when ``value_hash(answer, precision) == expected_hash``, else 0.0."""
+def outcome_reward(
+    answer: Any, expected_hash: str | Iterable[str] | None, precision: int | None = None
+) -> float:
+    """1.0 when ``value_hash(answer, precision)`` is ``expected_hash`` (or one of several
+    accepted hashes: a question with several valid answers), else 0.0."""
     if expected_hash is None:
         return 0.0
+    accepted = {expected_hash} if isinstance(expected_hash, str) else set(expected_hash)
+    if not accepted:
+        return 0.0
     try:
-        return 1.0 if value_hash(answer, precision) == expected_hash else 0.0
+        return 1.0 if value_hash(answer, precision) in accepted else 0.0
     except (TypeError, ValueError):  # json.dumps refuses it (the capture side too): no hash
         return 0.0
 
@@ -204,10 +211,16 @@ def _schemes(kwargs: Mapping[str, Any], n: int, adapter: str) -> Sequence[int | 
 
 def make_outcome_reward(run: Run, name: str = "outcome_reward") -> RewardFunction:
     """A ``(prompts, completions, **kwargs) -> list[float]`` reward: ``outcome_reward`` of
-    ``run(completion)["answer"]`` against the row's ``expected_final_answer_hash``."""
+    ``run(completion)["answer"]`` against the row's ``accepted_answer_hashes`` (builds
+    before that column: its ``expected_final_answer_hash``)."""
 
     def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
-        expected = _column(kwargs, "expected_final_answer_hash", len(completions), name)
+        column = (
+            "accepted_answer_hashes"
+            if "accepted_answer_hashes" in kwargs
+            else "expected_final_answer_hash"
+        )
+        expected = _column(kwargs, column, len(completions), name)
         schemes = _schemes(kwargs, len(completions), name)
         out = []
         for completion, expected_hash, precision in zip(

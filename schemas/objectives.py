@@ -93,6 +93,12 @@ RL = table_schema(
     column("expected_final_answer_hash", pa.string(), "Hash the student's answer must match"),
     column("expected_final_answer", pa.string(), "The expected answer (canonical JSON)"),
     column(
+        "accepted_answer_hashes",
+        pa.list_(pa.string()),
+        "Every answer hash that scores: the expected one first, then each other hash the "
+        "question's ground truth accepts (a question with several valid answers)",
+    ),
+    column(
         "gold_hooks",
         pa.list_(GOLD_HOOK),
         "Gold trace hooks in order: {name, value_hash, depends_on}",

@@ -151,6 +151,13 @@ EPISODES = table_schema(
     column(
         "expected_final_answer_hash", pa.string(), "rl_verification_data answer hash", role=HASH
     ),
+    column(
+        "ground_truth_hashes",
+        STRINGS,
+        "Answer hashes the episode's question accepts, as its line carries them "
+        "(ground_truth_hash and ground_truth_hashes; empty when it knows no answer)",
+        role=HASH,
+    ),
     column("n_consistency_traces", pa.int32(), "Consistency traces present in the episode"),
     column("n_consistency_runs", pa.int32(), "triangulation_metadata as captured"),
     column("n_consistency_succeeded", pa.int32(), "triangulation_metadata as captured"),

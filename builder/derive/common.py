@@ -25,7 +25,8 @@ def episode_context(
 ) -> pl.LazyFrame:
     """One row per episode (training-eligible ones unless ``eligible_only`` is false):
     ``episode_id``, ``question_id``, ``difficulty``, ``source``, ``question``, ``system``,
-    ``expected_hash``, ``expected_answer``, ``verified_recomputed``."""
+    ``expected_hash``, ``expected_answer``, ``verified_recomputed`` and ``accepted_hashes``
+    (the expected hash, then every other hash the question's ground truth accepts)."""
     episodes = tables["episodes"]
     if eligible_only:
         episodes = episodes.join(eligible_episodes(tables), on="episode_id", how="semi")
@@ -50,19 +51,30 @@ def episode_context(
             expected_hash=pl.when(has_rl).then("expected_final_answer_hash").otherwise("gold_hash"),
             expected_answer=pl.when(has_rl).then("expected_final_answer").otherwise("gold_answer"),
             verified_recomputed=pl.col("verified_recomputed").fill_null(False),
+            ground_truth_hashes="ground_truth_hashes",
         )
+        .with_columns(
+            accepted_hashes=pl.concat_list(
+                pl.col("expected_hash"), pl.col("ground_truth_hashes").fill_null([])
+            )
+            .list.drop_nulls()
+            .list.unique(maintain_order=True)
+        )
+        .drop("ground_truth_hashes")
     )
 
 
 def episode_traces(tables: Mapping[str, pl.LazyFrame], context: pl.LazyFrame) -> pl.LazyFrame:
     """Traces of the episodes in ``context`` with its columns, plus ``consistency`` (sort key),
-    ``correct`` (answer hash equals the expected one) and ``trace_role``."""
+    ``correct`` (answer hash is an accepted one) and ``trace_role``."""
     return (
         tables["traces"]
         .join(context, on="episode_id", how="inner")
         .with_columns(
             consistency=pl.col("role") != "gold",
-            correct=(pl.col("final_answer_hash") == pl.col("expected_hash")).fill_null(False),
+            correct=pl.col("accepted_hashes")
+            .list.contains(pl.col("final_answer_hash"))
+            .fill_null(False),
             trace_role=pl.col("role"),
         )
     )

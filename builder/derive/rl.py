@@ -1,10 +1,11 @@
 """``rl``: prompt-only rows for online RL, one per training-eligible episode.
 
-``prompt`` is [system, user question]; reward functions receive ``expected_final_answer_hash``,
-``expected_final_answer`` (canonical JSON; the gold trace's answer where the episode has no
-``rl_verification_data``) and ``gold_hooks`` (the gold trace's hooks in order, empty when it
-has none) and ``hash_precision`` (the build's hash scheme: null exact, else the rounding) as
-keyword columns.
+``prompt`` is [system, user question]; reward functions receive as keyword columns
+``expected_final_answer_hash``, ``expected_final_answer`` (canonical JSON; the gold trace's
+answer where the episode has no ``rl_verification_data``), ``accepted_answer_hashes`` (the
+expected hash and every other hash the question's ground truth accepts), ``gold_hooks`` (the
+gold trace's hooks in order, empty when it has none) and ``hash_precision`` (the build's
+hash scheme: null exact, else the rounding).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
             question="question",
             expected_final_answer_hash="expected_hash",
             expected_final_answer="expected_answer",
+            accepted_answer_hashes="accepted_hashes",
             gold_hooks=or_empty("gold_hooks", GOLD_HOOK),
             hash_precision=pl.lit(options.hash_precision, dtype=pl.Int32),
             question_id="question_id",

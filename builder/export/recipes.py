@@ -119,7 +119,8 @@ trainer.train()
         "TRL `GRPOTrainer` with the reward functions of `builder.rewards`",
         "every column (they reach the reward functions as keyword arguments)",
         "the outcome reward is 1.0 when the submitted answer hashes (with the row's "
-        "`hash_precision`) to `expected_final_answer_hash`, else 0.0.",
+        "`hash_precision`) to one of `accepted_answer_hashes` (the expected hash, and any "
+        "other answer the question accepts), else 0.0.",
         """\
 from trl import GRPOConfig, GRPOTrainer
 

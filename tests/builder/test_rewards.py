@@ -41,6 +41,22 @@ def test_outcome_reward_compares_hashes_of_normalized_values() -> None:
     assert outcome_reward(object(), value_hash(1)) == 0.0  # no canonical form
 
 
+def test_outcome_reward_accepts_any_of_several_valid_answers() -> None:
+    accepted = [value_hash(3), value_hash([3, 4])]
+    assert outcome_reward([3, 4], accepted) == 1.0
+    assert outcome_reward(3, accepted) == 1.0
+    assert outcome_reward(4, accepted) == 0.0
+    assert outcome_reward(3, []) == 0.0  # nothing accepted: nothing scores
+    outcome = make_outcome_reward(lambda c: {"answer": c})
+    columns = {"expected_final_answer_hash": [value_hash(3)] * 2}
+    assert outcome(completions=[3, [3, 4]], **columns) == [1.0, 0.0]
+    # The rl config's accepted_answer_hashes wins over the single expected hash.
+    assert outcome(completions=[3, [3, 4]], accepted_answer_hashes=[accepted] * 2, **columns) == [
+        1.0,
+        1.0,
+    ]
+
+
 # ---------------------------------------------------------------- process_reward: examples
 
 

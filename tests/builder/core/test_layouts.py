@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 import orjson
 import pyarrow.parquet as pq
+import pytest
 
 from builder.build import build
 from builder.config import BuildConfig
@@ -194,3 +195,32 @@ def test_the_seeds_layout_still_needs_a_consistency_match(tmp_path: Path) -> Non
     out = build_file(tmp_path, "seeds", [episode])
     (row,) = table(out, "episodes")
     assert not row["verified_recomputed"] and "verified_mismatch" in row["checks"]
+
+
+def test_every_answer_the_question_accepts_is_correct(tmp_path: Path) -> None:
+    """A question with several valid answers: a consistency trace that gave another accepted
+    answer is correct (orm label true, never a dpo rejected), and rl rows carry every
+    accepted hash for the outcome reward."""
+    for seed in range(30, 90):
+        record = producer_line(seed)
+        gold = record["gold_trace"]["final_answer_hash"]
+        others = [
+            t["final_answer_hash"]
+            for t in record["consistency_traces"]
+            if t["final_answer_hash"] not in (None, gold)
+        ]
+        if record["verified"] and others:
+            break
+    else:
+        pytest.fail("no verified episode with a differing consistency answer")
+    other = others[0]
+    record["question"].update(ground_truth_hashes=[other, gold])
+    out = build_file(tmp_path, "multi", [record])
+    (rl,) = table(out, "rl")
+    assert rl["accepted_answer_hashes"] == [gold, other]
+    labels = {r["trace_id"]: r["label"] for r in table(out, "orm")}
+    traces = {t["trace_id"]: t["final_answer_hash"] for t in table(out, "traces")}
+    assert all(labels[t] for t, h in traces.items() if h == other)
+    pairs = table(out, "dpo") if (out / "dpo").exists() else []  # no config without rows
+    rejected = {r["rejected_trace_id"] for r in pairs}
+    assert not rejected & {t for t, h in traces.items() if h == other}

@@ -16,6 +16,7 @@ COLUMNS = {
                   "trace_id", "session_id", "difficulty", "source", "n_human_actions",
                   "n_ai_actions", "n_dataset_actions"],
     "rl": ["prompt", "question", "expected_final_answer_hash", "expected_final_answer",
+           "accepted_answer_hashes",
            "gold_hooks", "hash_precision", "question_id", "episode_id", "difficulty", "source"],
     "prm": ["step", "value", "value_hash", "label", "hook_index", "turn_index", *LINEAGE],
     "prm_stepwise": ["prompt", "completions", "labels", *LINEAGE],
