@@ -25,7 +25,7 @@ from builder.hashing import canonical_json, normalize_question_text
 from builder.summaries import bound_stored_value
 from builder.validate import Valid, duplicate_keys
 from schemas.episode import Episode, Hook, Question
-from schemas.layouts import LAYOUTS, SEEDS, layout_path
+from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
 from schemas.tables import TABLES
 
 
@@ -79,7 +79,6 @@ class NormalizeStats:
     duplicate_keys: Counter[str] = field(default_factory=Counter)  # generic JSON paths
 
 
-LAYOUTS_BY_NAME = {layout.name: layout for layout in LAYOUTS}
 # The tables one episode adds rows to, in the order ``EpisodeInfo.counts`` counts them.
 EPISODE_TABLES = ("episodes", "traces", "turns", "hooks", "corrections", "messages")
 # The episodes row is built without ``checks``, which needs build-wide state (ground truth).

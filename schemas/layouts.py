@@ -73,6 +73,7 @@ CAPTURE_V2 = Layout(
 )
 LAYOUTS: tuple[Layout, ...] = (SEEDS, CAPTURE_V2)
 LAYOUT_NAMES = tuple(layout.name for layout in LAYOUTS)
+LAYOUTS_BY_NAME = {layout.name: layout for layout in LAYOUTS}
 
 
 _TRACE_PATH = re.compile(r"^\$\.(teacher_gold_trace|consistency_traces\[\d+\])\.(\w+)(.*)$")
@@ -81,7 +82,7 @@ _TRACE_PATH = re.compile(r"^\$\.(teacher_gold_trace|consistency_traces\[\d+\])\.
 def layout_path(name: str, path: str) -> str:
     """A JSON path into the model (``$.teacher_gold_trace.execution_success``) as the
     layout ``name`` spells it (``$.gold_trace.success``)."""
-    layout = next(x for x in LAYOUTS if x.name == name)
+    layout = LAYOUTS_BY_NAME[name]
     back = {ours: theirs for theirs, ours in layout.trace_renames.items()}
     trace = _TRACE_PATH.match(path)
     if trace is not None and trace.group(2) in back:
