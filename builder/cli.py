@@ -73,8 +73,10 @@ def _build_parser() -> argparse.ArgumentParser:
     init.add_argument("url", help="sqlite:///path.db or postgresql://user@host/db")
 
     from builder.publish import cli as publish_cli
+    from builder.report import cli as report_cli
 
     publish_cli.add_parser(sub)
+    report_cli.add_parser(sub)
     return parser
 
 
@@ -252,12 +254,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return publish_cli.run(args)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from builder.report import cli as report_cli
+
+    return report_cli.run(args)
+
+
 COMMANDS = {
     "build": cmd_build,
     "validate": cmd_validate,
     "schema": cmd_schema,
     "publish": cmd_publish,
     "sessions": cmd_sessions,
+    "report": cmd_report,
 }
 
 

@@ -1,0 +1,17 @@
+"""What can be wrong with the build folder a report reads: one line naming what is missing."""
+
+from __future__ import annotations
+
+from builder.errors import UsageError
+
+
+class BuildFolderError(UsageError):
+    """The folder is not a complete build of this builder (exit 1, like unreadable input)."""
+
+    hint = "run `episodes build` again into that folder, or name another one"
+
+
+class RejectsFileError(UsageError):
+    """The rejects file is missing or is not the one of this build."""
+
+    hint = "pass the build's rejects file with --rejects FILE"

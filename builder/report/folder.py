@@ -1,0 +1,210 @@
+"""Read a build folder: its manifest, the Parquet files the manifest lists, its rejects file.
+
+Nothing else is read (no config, no inputs), so a report can be made of any copy of a build.
+Every way the folder can be incomplete is a :class:`BuildFolderError` naming what is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from builder.report.errors import BuildFolderError, RejectsFileError
+
+MANIFEST = "manifest.json"
+# Keys a report reads; a manifest without one of them is from an older builder.
+REQUIRED_KEYS = (
+    "builder_version",
+    "inputs",
+    "configs",
+    "files",
+    "rejects",
+    "checks",
+    "training_exclusions",
+    "splits",
+)
+EXAMPLES_PER_KIND = 3
+RAW_CHARS = 600  # of a rejected line shown in the report
+
+
+def default_rejects(folder: Path) -> Path:
+    """Where a build puts its rejects file by default: beside the dataset folder."""
+    return folder.parent / "rejects.jsonl"
+
+
+def load_manifest(folder: Path) -> dict[str, Any]:
+    """``folder``'s manifest, checked for the keys a report needs."""
+    if not folder.is_dir():
+        raise BuildFolderError(f"{folder}: no such build folder")
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise BuildFolderError(f"{folder}: no {MANIFEST} (not a build folder, or unfinished)")
+    return read_manifest(path)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """A manifest file, checked for the keys a report needs."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BuildFolderError(f"{path}: unreadable ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise BuildFolderError(f"{path}: not a JSON object")
+    missing = [k for k in REQUIRED_KEYS if k not in manifest]
+    if missing:
+        version = manifest.get("builder_version", "unknown")
+        raise BuildFolderError(
+            f"{path} is from an older builder (version {version}): it has no "
+            + ", ".join(repr(k) for k in missing)
+        )
+    return manifest
+
+
+@dataclass(frozen=True)
+class RejectExample:
+    source_file: str
+    line: int | None
+    key: str | None
+    path: str
+    message: str
+    raw: str  # the start of the raw line, as text
+
+
+@dataclass
+class Rejects:
+    path: Path | None
+    by_kind: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[RejectExample]] = field(default_factory=dict)
+
+
+def _raw_text(record: Mapping[str, Any]) -> str:
+    raw = record.get("raw")
+    text = raw if isinstance(raw, str) else json.dumps(raw)
+    if len(text) > RAW_CHARS:
+        text = text[:RAW_CHARS] + f"…[{len(text) - RAW_CHARS} more characters]"
+    return text
+
+
+def read_rejects(path: Path | None, expected: Mapping[str, int]) -> Rejects:
+    """The rejects file's counts by kind and the first few of each kind. It must agree with
+    the manifest's ``rejects.by_kind`` (``expected``): a stale file would mislead."""
+    total = sum(expected.values())
+    if path is None or not path.is_file():
+        if total:
+            where = "no rejects file given" if path is None else f"{path}: no such file"
+            raise RejectsFileError(f"{where}, and the manifest counts {total} rejects")
+        return Rejects(None)
+    rejects = Rejects(path)
+    try:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    kind = str(record["kind"])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise RejectsFileError(f"{path}:{number}: not a rejects record") from exc
+                rejects.by_kind[kind] += 1
+                examples = rejects.examples.setdefault(kind, [])
+                if len(examples) < EXAMPLES_PER_KIND:
+                    errors = record.get("errors") or [{}]
+                    examples.append(
+                        RejectExample(
+                            str(record.get("source_file", "")),
+                            record.get("line"),
+                            record.get("key"),
+                            str(record.get("path") or errors[0].get("path") or "$"),
+                            str(record.get("message", "")),
+                            _raw_text(record),
+                        )
+                    )
+    except OSError as exc:
+        raise RejectsFileError(f"{path}: unreadable ({exc.strerror})") from exc
+    found = {k: n for k, n in rejects.by_kind.items() if n}
+    wanted = {k: n for k, n in expected.items() if n}
+    if found != wanted:
+        raise RejectsFileError(
+            f"{path} is not this build's rejects file: it has {sum(found.values())} rejects "
+            f"{dict(sorted(found.items()))}, the manifest {total} {dict(sorted(wanted.items()))}"
+        )
+    return rejects
+
+
+class BuildFolder:
+    """A finished build: the manifest, and the Parquet files of each config it lists."""
+
+    def __init__(self, folder: Path, rejects: Path | None = None) -> None:
+        self.path = folder
+        self.manifest = load_manifest(folder)
+        files = self.manifest["files"]
+        if not isinstance(files, dict):
+            raise BuildFolderError(f"{folder / MANIFEST}: 'files' is not a mapping")
+        missing = sorted(p for p in files if not (folder / p).is_file())
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise BuildFolderError(
+                f"{folder}: {missing[0]}{more}, listed in {MANIFEST}, is missing"
+            )
+        self.rejects_path = rejects if rejects is not None else default_rejects(folder)
+        self._rejects: Rejects | None = None
+
+    @property
+    def rejects(self) -> Rejects:
+        if self._rejects is None:
+            by_kind = self.manifest["rejects"].get("by_kind") or {}
+            self._rejects = read_rejects(self.rejects_path, by_kind)
+        return self._rejects
+
+    def configs(self, kind: str | None = None) -> list[str]:
+        """Config names in manifest order (``kind``: ``objective`` or ``table``)."""
+        return [
+            name
+            for name, meta in self.manifest["configs"].items()
+            if kind is None or meta.get("kind") == kind
+        ]
+
+    def files(self, config: str, split: str | None = None) -> list[Path]:
+        """``config``'s Parquet files (of one ``split``), in manifest order."""
+        prefix = f"{config}/" + (f"{split}-" if split else "")
+        return [
+            self.path / p
+            for p in self.manifest["files"]
+            if p.startswith(prefix) and p.endswith(".parquet")
+        ]
+
+    def columns(self, config: str) -> list[str]:
+        files = self.files(config)
+        return pq.read_schema(files[0]).names if files else []
+
+    def read(
+        self, config: str, columns: Sequence[str] | None = None, split: bool = False
+    ) -> pl.DataFrame:
+        """``config``'s rows (only ``columns``), with a ``split`` column when asked; an empty
+        frame when the config has no files."""
+        frames = []
+        for path in self.files(config):
+            frame = pl.read_parquet(path, columns=list(columns) if columns else None)
+            if split:
+                frame = frame.with_columns(pl.lit(path.name.split("-", 1)[0]).alias("split"))
+            frames.append(frame)
+        if not frames:
+            return pl.DataFrame()
+        return pl.concat(frames, how="vertical_relaxed")
+
+    def head(self, config: str, n: int) -> list[dict[str, Any]]:
+        """The first ``n`` rows of ``config``'s train split (else any split), as dicts."""
+        files = self.files(config, "train") or self.files(config)
+        rows: list[dict[str, Any]] = []
+        for path in files:
+            table = pq.ParquetFile(path).read_row_group(0) if len(rows) < n else None
+            if table is not None:
+                rows += table.slice(0, n - len(rows)).to_pylist()
+        return rows

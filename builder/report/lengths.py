@@ -1,0 +1,173 @@
+"""How long the rows of each training config are: characters of the text a trainer reads, and
+tokens when a local tokenizer is given; and the share of rows over common context limits.
+
+A row's text is every message content (or string) of the columns a trainer feeds the model:
+for ``dpo`` the prompt and the longer of chosen and rejected. Without a tokenizer, tokens are
+*estimated* as characters / 4 and labelled so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from builder.report.errors import BuildFolderError
+
+# The text columns of each training config, added up per row; a tuple inside is "the longest".
+TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
+    "sft": ("messages",),
+    "sft_turns": ("prompt", "completion"),
+    "rl": ("prompt",),
+    "prm": ("step",),
+    "prm_stepwise": ("prompt", "completions"),
+    "orm": ("prompt", "completion"),
+    "dpo": ("prompt", ("chosen", "rejected")),
+    "self_correction": ("prompt", "completion"),
+}
+CONTEXT_LIMITS = (4096, 8192, 32768)
+CHARS_PER_TOKEN = 4  # the usual rough estimate for English and code
+
+
+def chars(dtype: pl.DataType, column: str) -> pl.Expr:
+    """Characters of ``column`` per row: a string, a list of strings, or a list of messages
+    (structs with ``content``)."""
+    col = pl.col(column)
+    if dtype == pl.String:
+        return col.str.len_chars().fill_null(0)
+    if isinstance(dtype, pl.List):
+        inner = dtype.inner
+        if inner == pl.String:
+            element = pl.element().str.len_chars()
+        elif isinstance(inner, pl.Struct) and "content" in {f.name for f in inner.fields}:
+            element = pl.element().struct.field("content").str.len_chars()
+        else:
+            raise ValueError(f"{column}: no text in {dtype}")
+        return col.list.eval(element.fill_null(0)).list.sum().fill_null(0)
+    raise ValueError(f"{column}: no text in {dtype}")
+
+
+def texts(dtype: pl.DataType, column: str) -> pl.Expr:
+    """The text of ``column`` per row, contents joined by newlines (for a tokenizer)."""
+    col = pl.col(column)
+    if dtype == pl.String:
+        return col.fill_null("")
+    inner = dtype.inner  # type: ignore[attr-defined]
+    element = pl.element() if inner == pl.String else pl.element().struct.field("content")
+    return col.list.eval(element.fill_null("")).list.join("\n").fill_null("")
+
+
+def _row_expr(
+    schema: Mapping[str, pl.DataType], spec: tuple[str | tuple[str, ...], ...], of: Callable
+) -> pl.Expr | None:
+    parts = []
+    for item in spec:
+        names = (item,) if isinstance(item, str) else item
+        present = [n for n in names if n in schema]
+        if not present:
+            return None
+        exprs = [of(schema[n], n) for n in present]
+        parts.append(exprs[0] if len(exprs) == 1 else pl.max_horizontal(exprs))
+    return pl.sum_horizontal(parts) if of is chars else pl.concat_str(parts, separator="\n")
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Per training config: every row's characters (and tokens, when counted)."""
+
+    chars: dict[str, list[int]]
+    tokens: dict[str, list[int]] | None  # None: no tokenizer, tokens are chars / 4
+    tokenizer: str | None
+
+    def token_counts(self, config: str) -> list[int]:
+        if self.tokens is not None:
+            return self.tokens[config]
+        return [-(-n // CHARS_PER_TOKEN) for n in self.chars[config]]
+
+    def over(self, config: str, limit: int) -> float:
+        counts = self.token_counts(config)
+        return sum(1 for n in counts if n > limit) / len(counts) if counts else 0.0
+
+
+def row_chars(name: str, frame: pl.DataFrame) -> list[int]:
+    expr = _row_expr(frame.schema, TEXT_COLUMNS[name], chars)
+    return [] if expr is None else frame.select(expr).to_series().to_list()
+
+
+def load_tokenizer(path: Path) -> Callable[[list[str]], list[int]]:
+    """A function counting tokens of texts, from a local Hugging Face tokenizer: a
+    ``tokenizer.json`` (or a folder holding one) through ``tokenizers``, else any folder
+    ``transformers.AutoTokenizer`` reads. Imported only here: they are optional."""
+    from builder.errors import require
+
+    file = path / "tokenizer.json" if path.is_dir() else path
+    if not path.exists():
+        raise BuildFolderError(f"--tokenizer {path}: no such file or folder")
+    if file.is_file() and file.suffix == ".json":
+        require("tokenizers", "--tokenizer", "report")
+        from tokenizers import Tokenizer
+
+        core = Tokenizer.from_file(str(file))
+        return lambda batch: [len(e.ids) for e in core.encode_batch(batch)]
+    require("transformers", "--tokenizer (a folder without tokenizer.json)", "report")
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise BuildFolderError(f"--tokenizer {path}: not a tokenizer ({exc})") from exc
+    return lambda batch: [len(ids) for ids in tokenizer(batch)["input_ids"]]
+
+
+def measure(
+    frames: Iterable[tuple[str, pl.DataFrame]], tokenizer: Path | None = None, batch: int = 1024
+) -> Lengths:
+    """Lengths of every row of each config in ``frames`` (name, its text columns), read one
+    config at a time."""
+    count = load_tokenizer(tokenizer) if tokenizer is not None else None
+    characters: dict[str, list[int]] = {}
+    tokens: dict[str, list[int]] = {}
+    for name, frame in frames:
+        characters[name] = row_chars(name, frame)
+        if count is not None:
+            expr = _row_expr(frame.schema, TEXT_COLUMNS[name], texts)
+            rows: list[str] = [] if expr is None else frame.select(expr).to_series().to_list()
+            tokens[name] = [
+                n for i in range(0, len(rows), batch) for n in count(rows[i : i + batch])
+            ]
+    if count is None or tokenizer is None:
+        return Lengths(characters, None, None)
+    return Lengths(characters, tokens, tokenizer.name)
+
+
+def text_columns(name: str, available: Sequence[str]) -> list[str]:
+    """The columns of ``name`` to read for its lengths."""
+    wanted = [
+        c
+        for item in TEXT_COLUMNS.get(name, ())
+        for c in ((item,) if isinstance(item, str) else item)
+    ]
+    return [c for c in wanted if c in available]
+
+
+def percentiles(values: Sequence[int], qs: Sequence[float] = (0.5, 0.9, 0.99)) -> list[int]:
+    ordered = sorted(values)
+    if not ordered:
+        return [0 for _ in qs]
+    return [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in qs]
+
+
+def summary(lengths: Lengths, config: str) -> dict[str, Any]:
+    values = lengths.chars[config]
+    p50, p90, p99 = percentiles(values)
+    return {
+        "rows": len(values),
+        "chars_p50": p50,
+        "chars_p90": p90,
+        "chars_p99": p99,
+        "chars_max": max(values, default=0),
+        "over": {limit: lengths.over(config, limit) for limit in CONTEXT_LIMITS},
+    }

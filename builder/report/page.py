@@ -1,0 +1,574 @@
+"""The report page: every section of a build, as one self-contained HTML file.
+
+Styles and the one small script are inline, charts are inline SVG, and nothing refers to
+anything outside the file (no fonts, no CDN, no images by URL), so it opens offline. Every
+number a test (or a person) checks against the manifest carries ``data-metric``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder.report import charts, diff, lengths, stats
+from builder.report.folder import BuildFolder
+from builder.report.html import Node, Raw, el, num, render, table
+from builder.report.rows import render_row
+
+ROWS_PER_CONFIG = 3
+SPLITS = stats.SPLITS
+
+CSS = """
+:root { --fg:#1f2933; --muted:#616e7c; --line:#e4e7eb; --bg:#f8f9fa; --accent:#3b6ea8; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
+  margin: 0; background: #fff; }
+header { background: var(--bg); border-bottom: 1px solid var(--line); padding: 16px 32px; }
+header h1 { margin: 0 0 4px; font-size: 22px; }
+nav a { margin-right: 14px; color: var(--accent); text-decoration: none; font-size: 13px; }
+main { padding: 8px 32px 48px; max-width: 1280px; }
+section { border-bottom: 1px solid var(--line); padding: 8px 0 20px; }
+h2 { font-size: 18px; margin: 18px 0 8px; }
+h3 { font-size: 15px; margin: 14px 0 6px; }
+h4 { font-size: 12px; margin: 10px 0 4px; color: var(--muted); text-transform: uppercase; }
+.muted, .note { color: var(--muted); font-size: 12.5px; }
+table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; }
+th, td { border-bottom: 1px solid var(--line); padding: 3px 10px 3px 0; text-align: left;
+  vertical-align: top; }
+th { font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.pos { color: #1d7a3a; } td.neg { color: #b42318; }
+.mono, code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
+  font-size: 12px; }
+.tiles { display: flex; flex-wrap: wrap; gap: 10px; margin: 12px 0; }
+.tile { background: var(--bg); border: 1px solid var(--line); border-radius: 6px;
+  padding: 8px 14px; min-width: 130px; }
+.tile b { display: block; font-size: 20px; }
+.charts { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+figure.chart { margin: 0; border: 1px solid var(--line); border-radius: 6px; padding: 6px;
+  background: #fff; max-width: 100%; }
+figure.chart svg { display: block; max-width: 100%; height: auto; }
+figcaption { font-size: 12px; color: var(--muted); max-width: 460px; }
+.ok { color: #1d7a3a; font-weight: 600; } .bad { color: #b42318; font-weight: 600; }
+details.row { border: 1px solid var(--line); border-radius: 6px; margin: 8px 0; padding: 6px 10px; }
+details.row > summary { cursor: pointer; font-weight: 600; }
+.conversation { border-left: 3px solid var(--line); padding-left: 10px; }
+.msg { margin: 6px 0; padding: 6px 8px; border-radius: 6px; background: var(--bg); }
+.msg.role-assistant { background: #eef4fb; }
+.msg.role-system { background: #f4f1fa; }
+.msg.role-tool { background: #f3f7ee; }
+.msg.w0 { opacity: .45; }
+.msg-head { font-size: 12px; margin-bottom: 2px; }
+.role { font-weight: 700; margin-right: 8px; }
+.weight, .tag, .label { font-size: 11px; border: 1px solid var(--line); border-radius: 3px;
+  padding: 0 4px; margin-right: 6px; background: #fff; }
+.text .prose { white-space: pre-wrap; overflow-wrap: anywhere; }
+pre { background: #1f2933; color: #f5f7fa; padding: 6px 8px; border-radius: 4px;
+  overflow-x: auto; white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; }
+.tool-call { margin-top: 4px; }
+ol.steps li { margin: 4px 0; }
+.null { color: var(--muted); font-style: italic; }
+.raw pre { max-height: 220px; overflow: auto; }
+details.raw:target { outline: 2px solid var(--accent); }
+"""
+
+# Opens a linked raw line (the rejects' examples link to them).
+SCRIPT = """
+function openTarget() {
+  var id = decodeURIComponent(location.hash.slice(1));
+  var target = id && document.getElementById(id);
+  if (target && target.tagName === "DETAILS") { target.open = true; }
+}
+window.addEventListener("hashchange", openTarget);
+document.addEventListener("DOMContentLoaded", openTarget);
+"""
+
+
+@dataclass(frozen=True)
+class Options:
+    against: Path | None = None
+    tokenizer: Path | None = None
+    rows_per_config: int = ROWS_PER_CONFIG
+
+
+def figure(name: str, fig: Any, caption: str | None = None) -> Raw:
+    return el(
+        "figure",
+        Raw(charts.to_svg(fig, name)),
+        el("figcaption", caption) if caption else None,
+        class_="chart",
+        data_chart=name,
+    )
+
+
+def section(anchor: str, title: str, *body: Node) -> Raw:
+    return el("section", el("h2", title), body, id=anchor)
+
+
+def _header(build: BuildFolder) -> Raw:
+    m = build.manifest
+    hashing = m.get("hashing") or {}
+    scheme = hashing.get("scheme", "exact")
+    inputs = table(
+        ("input", "kind", "lines", "valid", "rejected", "blank", "sha256"),
+        [
+            (
+                el("td", i["path"], class_="mono"),
+                i.get("kind", ""),
+                num(i.get("lines", 0), f"input.{i['path']}.lines"),
+                num(i.get("valid", 0), f"input.{i['path']}.valid"),
+                num(i.get("rejected", 0), f"input.{i['path']}.rejected"),
+                num(i.get("blank", 0), f"input.{i['path']}.blank"),
+                el("td", str(i.get("sha256", ""))[:16] + "…", class_="mono"),
+            )
+            for i in m["inputs"]
+        ],
+    )
+    return el(
+        "header",
+        el("h1", "Build report"),
+        el(
+            "div",
+            f"{build.path.name}: builder {m['builder_version']}, schema "
+            f"{m.get('schema_version', '?')}, hash scheme {scheme}",
+            class_="muted",
+        ),
+        el(
+            "nav",
+            [
+                el("a", title, href=f"#{anchor}")
+                for anchor, title in (
+                    ("funnel", "Funnel"),
+                    ("rejects", "Rejects and checks"),
+                    ("distributions", "Distributions"),
+                    ("lengths", "Lengths"),
+                    ("splits", "Splits"),
+                    ("rows", "Rows"),
+                    ("changes", "Changes"),
+                )
+            ],
+        ),
+        el("details", el("summary", f"{len(m['inputs'])} inputs"), inputs),
+    )
+
+
+def _funnel(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
+    m = build.manifest
+    exclusions = m["training_exclusions"]
+    tiles = [
+        ("input lines", steps[0].count, "funnel.input_lines"),
+        ("rejected", m["rejects"]["total"], "rejects.total"),
+        ("verified", steps[5].count, "funnel.verified"),
+        ("train", steps[6].count, "funnel.trainable"),
+    ]
+    chart = charts.bars(
+        "From episode lines to training rows",
+        {s.label: s.count for s in steps},
+        "episodes (lines) / rows",
+        highlight=[s.label for s in steps if s.key.startswith("rows.")],
+    )
+    return section(
+        "funnel",
+        "Funnel",
+        el(
+            "div",
+            [
+                el("div", el("b", n, data_metric=k, data_value=n), label, class_="tile")
+                for label, n, k in tiles
+            ],
+            class_="tiles",
+        ),
+        el(
+            "div",
+            figure(
+                "funnel",
+                chart,
+                "Episode lines down to the episodes that train; then the rows each training "
+                "config derives from them (sft and self_correction also hold session rows).",
+            ),
+            el(
+                "div",
+                table(
+                    ("step", "count"),
+                    [(s.label, num(s.count, f"funnel.{s.key}")) for s in steps],
+                ),
+                el("h3", "Excluded from training, by reason"),
+                table(
+                    ("reason", "episodes"),
+                    [(k, num(int(v), f"exclusions.{k}")) for k, v in exclusions.items()],
+                ),
+            ),
+            class_="charts",
+        ),
+    )
+
+
+def _where(example: Any) -> str:
+    if example.line is not None:
+        return f"{example.source_file}:{example.line}"
+    return f"{example.source_file} [{example.key}]" if example.key else example.source_file
+
+
+def _rejects(build: BuildFolder, checks: Mapping[str, list[stats.CheckExample]]) -> Raw:
+    m = build.manifest
+    rejects = build.rejects
+    by_kind = {k: int(v) for k, v in m["rejects"]["by_kind"].items() if v}
+    episode_checks = {k: int(v) for k, v in (m["checks"].get("episodes_by_kind") or {}).items()}
+    question_checks = {k: int(v) for k, v in (m["checks"].get("questions_by_kind") or {}).items()}
+    parts: list[Node] = [
+        el(
+            "div",
+            figure("rejects", charts.bars("Rejected lines and rows, by kind", by_kind)),
+            figure(
+                "checks",
+                charts.bars(
+                    "Failed integrity checks, by kind",
+                    {
+                        **episode_checks,
+                        **{f"{k} (questions)": v for k, v in question_checks.items()},
+                    },
+                    "episodes (questions)",
+                ),
+            ),
+            class_="charts",
+        ),
+        el(
+            "p",
+            "Rejects file: ",
+            el("code", str(rejects.path) if rejects.path else "(none: no rejects)"),
+            ". It holds every rejected line unchanged; the examples below show its start.",
+            class_="note",
+        ),
+    ]
+    for kind, count in sorted(by_kind.items()):
+        rows: list[Sequence[Node]] = []
+        raws: list[Node] = []
+        for i, ex in enumerate(rejects.examples.get(kind, [])):
+            anchor = f"raw-{kind}-{i}"
+            rows.append(
+                (
+                    el("td", _where(ex), class_="mono"),
+                    el("td", ex.path, class_="mono"),
+                    ex.message,
+                    el("td", el("a", "raw line", href=f"#{anchor}")),
+                )
+            )
+            raws.append(
+                el(
+                    "details",
+                    el("summary", f"raw: {_where(ex)}"),
+                    el("pre", ex.raw),
+                    id=anchor,
+                    class_="raw",
+                )
+            )
+        parts += [
+            el(
+                "h3",
+                kind,
+                " ",
+                el("span", f"({count:,})", data_metric=f"rejects.{kind}", data_value=count),
+            ),
+            table(("where", "JSON path", "message", ""), rows),
+            raws,
+        ]
+    if not by_kind:
+        parts.append(el("p", "No line or row was rejected.", class_="ok"))
+    for kind, count in {**episode_checks, **question_checks}.items():
+        examples = checks.get(kind, [])
+        parts += [
+            el(
+                "h3",
+                f"check {kind} ",
+                el("span", f"({count:,})", data_metric=f"checks.{kind}", data_value=count),
+            ),
+            table(
+                ("where", "episode", "all failed checks"),
+                [
+                    (el("td", e.where, class_="mono"), e.episode_id, ", ".join(e.kinds))
+                    for e in examples
+                ],
+            )
+            if examples
+            else el(
+                "p", "(question checks: see the questions table's checks column)", class_="note"
+            ),
+        ]
+    if not episode_checks and not question_checks:
+        parts.append(el("p", "Every integrity check passed.", class_="ok"))
+    return section("rejects", "Rejects and checks", parts)
+
+
+DISTRIBUTIONS: tuple[tuple[str, str, str, str], ...] = (
+    # key, title, x label, kind
+    ("turns_per_trace", "Turns per trace", "turns", "columns"),
+    ("hooks_per_trace", "Hooks per trace", "hooks", "columns"),
+    ("consistency_per_episode", "Consistency traces per episode", "traces", "columns"),
+    (
+        "majority_agreement",
+        "Majority agreement (share of traces)",
+        "share",
+        "columns",
+    ),
+    ("success_by_role", "Execution success, gold vs consistency", "", "rates"),
+    ("answer_types", "Expected answer types (JSON)", "", "bars"),
+    ("difficulty", "Question difficulty", "", "bars"),
+    ("correction_error_types", "Self-correction: error types", "", "bars"),
+    ("correction_attempts", "Self-correction: attempts since the error", "attempts", "columns"),
+    ("actions_by_source", "Session actions by source", "", "bars"),
+)
+
+
+def _distributions(found: Mapping[str, Any]) -> Raw:
+    figures = []
+    for key, title, xlabel, kind in DISTRIBUTIONS:
+        if key not in found:
+            continue
+        values = found[key]
+        if kind == "columns":
+            fig = charts.columns(title, values, xlabel)
+        elif kind == "rates":
+            fig = charts.rates(title, values)
+        else:
+            fig = charts.bars(title, values, width=4.6)
+        figures.append(figure(key, fig))
+    return section(
+        "distributions",
+        "Distributions",
+        el("div", figures, class_="charts") if figures else el("p", "No episodes.", class_="note"),
+    )
+
+
+def _lengths(found: lengths.Lengths) -> Raw:
+    estimated = found.tokens is None
+    marks = {
+        f"{limit // 1024}k tok": limit * (lengths.CHARS_PER_TOKEN if estimated else 1)
+        for limit in lengths.CONTEXT_LIMITS
+    }
+    chart = charts.lengths(
+        "Characters per row" if estimated else f"Tokens per row ({found.tokenizer})",
+        found.chars if estimated else (found.tokens or {}),
+        "characters (log scale)" if estimated else "tokens (log scale)",
+        marks,
+    )
+    rows = []
+    for name in found.chars:
+        s = lengths.summary(found, name)
+        rows.append(
+            (
+                name,
+                num(s["rows"], f"lengths.{name}.rows"),
+                num(s["chars_p50"], f"lengths.{name}.p50"),
+                num(s["chars_p90"], f"lengths.{name}.p90"),
+                num(s["chars_p99"], f"lengths.{name}.p99"),
+                num(s["chars_max"], f"lengths.{name}.max"),
+                *(el("td", f"{share:.1%}", class_="num") for share in s["over"].values()),
+            )
+        )
+    header = ("config", "rows", "p50 chars", "p90", "p99", "max")
+    limits = tuple(f"> {limit // 1024}k tokens" for limit in lengths.CONTEXT_LIMITS)
+    return section(
+        "lengths",
+        "Lengths",
+        el(
+            "p",
+            "A row's text: every message content of the columns a trainer feeds the model "
+            "(dpo: the prompt and the longer answer). Token counts are "
+            + (
+                "ESTIMATED as characters / 4 (pass --tokenizer PATH for real counts); the "
+                "dashed lines mark 4k, 8k and 32k tokens at that rate."
+                if estimated
+                else f"from the tokenizer {found.tokenizer}, on the text without a chat template."
+            ),
+            class_="note",
+        ),
+        el("div", figure("lengths", chart), class_="charts"),
+        table(header + limits, rows),
+    )
+
+
+def _splits(build: BuildFolder, leak: stats.Leakage) -> Raw:
+    m = build.manifest
+    rows = []
+    for name, meta in m["configs"].items():
+        counts = meta["rows"]
+        rows.append(
+            (
+                el("td", name, class_="mono"),
+                meta.get("kind", ""),
+                *(num(int(counts.get(s, 0)), f"rows.{name}.{s}") for s in SPLITS),
+                num(sum(int(v) for v in counts.values()), f"rows.{name}.total"),
+            )
+        )
+    ratios = m["splits"].get("ratios", {})
+    clean = leak.shared_ids == 0 and leak.shared_texts == 0
+    return section(
+        "splits",
+        "Splits",
+        el(
+            "p",
+            "Ratios ",
+            ", ".join(f"{s} {ratios.get(s)}" for s in SPLITS),
+            f"; salt {m['splits'].get('salt')!s}; assignment sha256 ",
+            el("code", str(m["splits"].get("assignment_sha256", ""))[:16] + "…"),
+            class_="note",
+        ),
+        table(("config", "kind", *SPLITS, "total"), rows),
+        el("h3", "Leakage"),
+        el(
+            "p",
+            el("span", "no leakage" if clean else "LEAKAGE", class_="ok" if clean else "bad"),
+            f": of {leak.questions:,} questions in {len(leak.configs_checked)} configs, ",
+            el(
+                "b",
+                leak.shared_ids,
+                data_metric="leakage.shared_question_ids",
+                data_value=leak.shared_ids,
+            ),
+            " are found in more than one split, and ",
+            el(
+                "b",
+                leak.shared_texts,
+                data_metric="leakage.shared_texts",
+                data_value=leak.shared_texts,
+            ),
+            " normalized question texts (the splits config).",
+            el("span", " Examples: " + ", ".join(leak.examples)) if leak.examples else None,
+        ),
+    )
+
+
+def _rows(build: BuildFolder, options: Options) -> Raw:
+    parts: list[Node] = [
+        el(
+            "p",
+            "The first rows of each training config's train split, as a trainer sees them. "
+            "Greyed messages have weight 0 (context, not trained).",
+            class_="note",
+        )
+    ]
+    for name in build.configs("objective"):
+        rows = build.head(name, options.rows_per_config)
+        parts.append(el("h3", name))
+        parts += [render_row(row, name, i) for i, row in enumerate(rows)] or [
+            el("p", "(no rows)", class_="note")
+        ]
+    return section("rows", "Rows", parts)
+
+
+def _changes(build: BuildFolder, against: Path | None) -> Raw:
+    if against is None:
+        return section(
+            "changes",
+            "Changes",
+            el(
+                "p",
+                "Run with --against OTHER_BUILD (or its manifest.json) to compare.",
+                class_="note",
+            ),
+        )
+    name, other = diff.load_other(against)
+    changes = diff.compare(other, build.manifest)
+    files = diff.file_changes(other, build.manifest)
+    moved = [c for c in changes if c.delta]
+    rows = [
+        (
+            c.section,
+            el("td", c.key, class_="mono"),
+            num(c.before, f"diff.{c.section}.{c.key}.before"),
+            num(c.after, f"diff.{c.section}.{c.key}.after"),
+            el("td", f"{c.delta:+,}", class_="num " + ("pos" if c.delta > 0 else "neg")),
+        )
+        for c in moved
+    ]
+    return section(
+        "changes",
+        "Changes",
+        el(
+            "p",
+            "Against ",
+            el("code", name),
+            f" (builder {other['builder_version']}).",
+            class_="note",
+        ),
+        el(
+            "p",
+            "Files: ",
+            ", ".join(f"{k} {v:,}" for k, v in files.items()),
+            ".",
+            data_files_changed=files["changed"] + files["added"] + files["removed"],
+        ),
+        table(("what", "key", "before", "after", "change"), rows)
+        if rows
+        else el("p", "No count changed.", class_="ok"),
+    )
+
+
+def html_page(build: BuildFolder, options: Options) -> str:
+    verified = stats.verified_counts(build)
+    steps = stats.funnel(build.manifest, verified)
+    objectives = [n for n in build.configs("objective") if n in lengths.TEXT_COLUMNS]
+    frames = ((n, build.read(n, lengths.text_columns(n, build.columns(n)))) for n in objectives)
+    found = lengths.measure(frames, options.tokenizer)
+    body = el(
+        "body",
+        _header(build),
+        el(
+            "main",
+            _funnel(build, steps),
+            _rejects(build, stats.check_examples(build)),
+            _distributions(stats.distributions(build)),
+            _lengths(found),
+            _splits(build, stats.leakage(build)),
+            _rows(build, options),
+            _changes(build, options.against),
+        ),
+    )
+    head = el(
+        "head",
+        Raw('<meta charset="utf-8">'),
+        Raw('<meta name="viewport" content="width=device-width, initial-scale=1">'),
+        # Nothing may be fetched: no network at all, even by a chart or a pasted trace.
+        Raw(
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+        ),
+        el("title", f"Build report: {build.path.name}"),
+        el("style", Raw(CSS)),
+        el("script", Raw(SCRIPT)),
+    )
+    return "<!DOCTYPE html>\n" + render(el("html", head, body, lang="en")) + "\n"
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    bytes: int
+    seconds: float
+
+
+def default_output(folder: Path) -> Path:
+    """Beside the build folder, like its rejects file (it shows rejected lines, so it is no
+    part of the dataset): ``build/dataset`` → ``build/dataset-report.html``."""
+    return folder.parent / f"{folder.name}-report.html"
+
+
+def write_report(
+    folder: Path,
+    out: Path | None = None,
+    rejects: Path | None = None,
+    options: Options | None = None,
+) -> Written:
+    started = time.perf_counter()
+    build = BuildFolder(folder, rejects)
+    _ = build.rejects  # fails early, before any chart, on a missing or stale rejects file
+    text = html_page(build, options or Options())
+    target = out or default_output(folder)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.partial")
+    temporary.write_text(text, encoding="utf-8")
+    temporary.replace(target)
+    return Written(target, len(text.encode()), time.perf_counter() - started)
