@@ -136,6 +136,12 @@ def export_dataset(
             "max_output_chars": config.max_output_chars,
         },
     }
+    # The card's charts (``images/*.png``), listed with the data files.
+    from builder.report.card_images import write_card_images
+
+    memo = card_memo.parent / "card-images" if card_memo is not None else None
+    images = write_card_images(out, manifest, memo)
+    manifest["files"] = dict(sorted({**manifest["files"], **images}.items()))
     write_manifest(out, manifest)
     episode_count = result.rows.get("episodes", 0)
     dataset = config.publish_repo or "path/to/dataset"  # never a local path: same card anywhere

@@ -19,6 +19,7 @@ import pyarrow as pa
 from builder.config import CardConfig
 from builder.export.catalog import doc_for
 from builder.export.recipes import recipes_section
+from builder.report.card_images import card_section
 from builder.splits import SPLITS
 from schemas.tables import column_docs, describe, role_of
 
@@ -258,6 +259,7 @@ def card_markdown(
         "",
         counts,
         "",
+        *card_section(manifest.get("files") or {}),
         "## How splits were assigned",
         "",
         "A question's split is a keyed hash of its normalized question text (NFKC, casefolded, "

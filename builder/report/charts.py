@@ -149,15 +149,18 @@ def lengths(
             ax.axvline(value, color=MUTED, linestyle="--", linewidth=0.8)
             ax.annotate(
                 label,
-                (value, 1.0),
+                (value, 0.98),
                 xycoords=("data", "axes fraction"),
+                xytext=(2, 0),
+                textcoords="offset points",
                 fontsize=7,
                 color="#555",
+                rotation=90,
                 ha="left",
-                va="bottom",
+                va="top",
             )
         ax.set_xlabel(unit)
-        ax.set_title(title, loc="left", pad=14)
+        ax.set_title(title, loc="left")
         return fig
 
     return _styled(build)

@@ -141,9 +141,12 @@ def read_rejects(path: Path | None, expected: Mapping[str, int]) -> Rejects:
 class BuildFolder:
     """A finished build: the manifest, and the Parquet files of each config it lists."""
 
-    def __init__(self, folder: Path, rejects: Path | None = None) -> None:
+    def __init__(
+        self, folder: Path, rejects: Path | None = None, manifest: dict[str, Any] | None = None
+    ) -> None:
+        """``manifest``: the one being written (a build's card charts), else the folder's."""
         self.path = folder
-        self.manifest = load_manifest(folder)
+        self.manifest = manifest if manifest is not None else load_manifest(folder)
         files = self.manifest["files"]
         if not isinstance(files, dict):
             raise BuildFolderError(f"{folder / MANIFEST}: 'files' is not a mapping")

@@ -44,7 +44,7 @@ def funnel(manifest: Mapping[str, Any], verified: Mapping[str, int]) -> list[Ste
         Step("verified_captured", "verified as captured", verified.get("captured", 0)),
         Step("verified_recomputed", "verified as recomputed", verified.get("recomputed", 0)),
         Step("verified", "verified, captured and recomputed", verified.get("both", 0)),
-        Step("trainable", "train (no exclusion)", valid - excluded),
+        Step("trainable", "episodes that train", valid - excluded),
     ]
     for name, meta in manifest["configs"].items():
         if meta.get("kind") == "objective":

@@ -162,13 +162,22 @@ def test_an_upload_sends_only_the_files_that_changed(bucket: str, tmp_path: Path
     assert first.upload == {"sent": len(local_files(first.out)), "unchanged": 0, "deleted": 0}
 
     again = build(config_for(tmp_path, "again", episodes=(str(first_day),), upload_to=target))
-    data = [name for name in local_files(again.out) if name.endswith(".parquet")]
+    # The data files and the card's images: unchanged, so not sent again.
+    data = [name for name in local_files(again.out) if name.endswith((".parquet", ".png"))]
     assert again.upload == {"sent": 2, "unchanged": len(data), "deleted": 0}
 
     days = (str(first_day), str(second_day))
     more = build(config_for(tmp_path, "more", episodes=days, upload_to=target))
     added = [name for name in local_files(more.out) if "-00002-" in name]
-    assert added and more.upload == {"sent": len(added) + 2, "unchanged": len(data), "deleted": 0}
+    before, after = local_files(again.out), local_files(more.out)
+    redrawn = [n for n in after if n.startswith("images/") and after[n] != before[n]]
+    assert redrawn  # the card's charts show the new rows
+    sent = len(added) + 2 + len(redrawn)
+    assert added and more.upload == {
+        "sent": sent,
+        "unchanged": len(data) - len(redrawn),
+        "deleted": 0,
+    }
     assert listing(target) == local_files(more.out)
 
 

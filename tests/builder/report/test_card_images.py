@@ -1,0 +1,75 @@
+"""The card's charts: PNG files in ``images/``, listed in the manifest with their sha256,
+shown by the card, ignored by ``datasets`` (every config still loads, no config more)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from builder.build import BuildReport, build
+from builder.config import BuildConfig
+from builder.report import card_images
+
+from .conftest import SAMPLE_EPISODES
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_images_are_listed_and_shown(sample_build: BuildReport) -> None:
+    folder = sample_build.out
+    manifest = json.loads((folder / "manifest.json").read_text())
+    images = {p: d for p, d in manifest["files"].items() if p.startswith("images/")}
+    assert sorted(images) == [f"images/{n}.png" for n in sorted(card_images.CHARTS)]
+    card = (folder / "README.md").read_text()
+    for path, digest in images.items():
+        data = (folder / path).read_bytes()
+        assert data.startswith(PNG) and 2_000 < len(data) < 100_000
+        assert hashlib.sha256(data).hexdigest() == digest
+        assert f"]({path})" in card  # a relative link: the Hub shows it from the repository
+    assert sorted(
+        p.relative_to(folder).as_posix() for p in (folder / "images").iterdir()
+    ) == sorted(images)
+
+
+def test_datasets_loads_every_config_and_finds_no_image_config(sample_build: BuildReport) -> None:
+    import datasets
+
+    folder = str(sample_build.out)
+    manifest = json.loads((sample_build.out / "manifest.json").read_text())
+    with_rows = sorted(n for n, m in manifest["configs"].items() if sum(m["rows"].values()))
+    assert sorted(datasets.get_dataset_config_names(folder)) == with_rows
+    for name in ("sft", "dpo", "episodes"):
+        loaded = datasets.load_dataset(folder, name)
+        rows = manifest["configs"][name]["rows"]
+        assert {s: len(d) for s, d in loaded.items()} == {s: n for s, n in rows.items() if n}
+        assert all("image" not in d.features for d in loaded.values())
+
+
+def test_a_cached_rebuild_reuses_the_images_without_drawing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = BuildConfig(
+        episodes=(str(SAMPLE_EPISODES),),
+        out=tmp_path / "a" / "dataset",
+        rejects=tmp_path / "a" / "rejects.jsonl",
+        cache_dir=tmp_path / "cache",
+    )
+    first = build(config)
+
+    def no_drawing(data: object) -> dict[str, bytes]:
+        raise AssertionError("drew the card's charts again")
+
+    monkeypatch.setattr(card_images, "draw", no_drawing)
+    second = build(replace(config, out=tmp_path / "b" / "dataset"))
+    for name in card_images.CHARTS:
+        relative = f"images/{name}.png"
+        assert (second.out / relative).read_bytes() == (first.out / relative).read_bytes()
+    assert second.manifest["files"] == first.manifest["files"]
+
+
+def test_the_card_has_no_image_section_without_images() -> None:
+    assert card_images.card_section({"sft/train-0.parquet": "x"}) == []
