@@ -1,0 +1,47 @@
+"""The report file itself: size, self-containment, escaping, determinism."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from builder.build import BuildReport
+from builder.report.page import default_output, write_report
+
+from .conftest import XSS
+
+MAX_BYTES = 2_000_000
+
+
+def test_the_sample_report_is_small_and_refers_to_nothing_outside(
+    sample_build: BuildReport, tmp_path: Path
+) -> None:
+    written = write_report(sample_build.out, tmp_path / "report.html")
+    text = written.path.read_text(encoding="utf-8")
+    print(f"sample report: {written.bytes:,} bytes in {written.seconds:.2f} s")
+    assert written.bytes == written.path.stat().st_size < MAX_BYTES
+    assert not re.search(r"<(link|iframe|object|embed|img)\b", text)
+    assert not re.search(r"\b(src|srcset|action)\s*=", text)
+    assert all(h.startswith("#") for h in re.findall(r'\bhref="([^"]*)"', text))  # xlink: too
+    assert all(u.startswith("#") for u in re.findall(r"url\(([^)]*)\)", text))  # SVG clips
+    assert "@import" not in text
+    assert text.count("<script>") == 1  # the page's own, inline
+    assert "default-src 'none'" in text  # and the browser may fetch nothing anyway
+
+
+def test_default_output_is_beside_the_build_folder(sample_build: BuildReport) -> None:
+    assert default_output(sample_build.out) == sample_build.out.parent / "dataset-report.html"
+
+
+def test_two_reports_of_one_build_are_identical(sample_build: BuildReport, tmp_path: Path) -> None:
+    first = write_report(sample_build.out, tmp_path / "a.html").path.read_bytes()
+    assert write_report(sample_build.out, tmp_path / "b.html").path.read_bytes() == first
+
+
+def test_markup_in_traces_and_rejects_is_text(hostile_build: Path, tmp_path: Path) -> None:
+    text = write_report(hostile_build, tmp_path / "report.html").path.read_text(encoding="utf-8")
+    assert XSS not in text
+    assert "onerror=" not in text.replace("onerror=&quot;", "")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert text.count("<script>") == 1
+    assert text.count("<img") == 0
