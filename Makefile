@@ -8,7 +8,7 @@ TRL_STAMP := $(VENV)/.installed-trl
 # The CPU build of torch (a file on these machines) keeps TRL from pulling a CUDA build.
 TORCH ?= torch==2.13.0
 
-.PHONY: build test test-fast lint format bench schema publish clean
+.PHONY: build test test-fast browser lint format bench schema publish clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,14 +21,28 @@ $(TRL_STAMP): $(STAMP)
 	$(PIP) install -e '.[test,trl,ray]'
 	touch $@
 
-build: $(STAMP)  ## build the sample dataset into build/dataset
+build: $(STAMP)  ## build the sample dataset into build/dataset, its report beside it
 	$(VENV)/bin/episodes build
+	$(VENV)/bin/episodes report
 
-test: $(TRL_STAMP)  ## the whole suite, TRL format checks and PostgreSQL included
+test: $(TRL_STAMP) browser  ## the whole suite, TRL format checks, PostgreSQL and Chromium included
 	$(PY) -m pytest -q
 
-test-fast: $(STAMP)  ## the suite without installing TRL (its tests are skipped)
-	$(PY) -m pytest -q
+# The report's tests open it in Debian's Chromium: installed here when missing (as root, with
+# apt-get). Without it those tests fail and say so; only test-fast may skip them.
+BROWSERS := chromium chromium-browser google-chrome google-chrome-stable
+browser:
+	@for b in $(BROWSERS); do command -v $$b >/dev/null 2>&1 && exit 0; done; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+			|| echo "apt-get could not install chromium: the report's browser tests will fail" >&2; \
+	else \
+		echo "Chromium is missing and cannot be installed here (needs root and apt-get):" \
+			"install it, or the report's browser tests fail" >&2; \
+	fi
+
+test-fast: $(STAMP)  ## the suite without installing TRL or Chromium (their tests are skipped)
+	REPORT_BROWSER=optional $(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -345,7 +345,8 @@ def _distributions(found: Mapping[str, Any]) -> Raw:
 def _lengths(found: lengths.Lengths) -> Raw:
     estimated = found.tokens is None
     marks = {
-        f"{limit // 1024}k tok": limit * (lengths.CHARS_PER_TOKEN if estimated else 1)
+        f"{limit // 1024}k tokens" + (" (est.)" if estimated else ""): limit
+        * (lengths.CHARS_PER_TOKEN if estimated else 1)
         for limit in lengths.CONTEXT_LIMITS
     }
     chart = charts.lengths(
@@ -354,6 +355,14 @@ def _lengths(found: lengths.Lengths) -> Raw:
         "characters (log scale)" if estimated else "tokens (log scale)",
         marks,
     )
+
+    def token_stats(name: str) -> list[tuple[str, int]]:
+        if estimated:
+            return []
+        counts = found.token_counts(name)
+        p50, p90 = lengths.percentiles(counts, (0.5, 0.9))
+        return [("p50", p50), ("p90", p90), ("max", max(counts, default=0))]
+
     rows = []
     for name in found.chars:
         s = lengths.summary(found, name)
@@ -365,11 +374,18 @@ def _lengths(found: lengths.Lengths) -> Raw:
                 num(s["chars_p90"], f"lengths.{name}.p90"),
                 num(s["chars_p99"], f"lengths.{name}.p99"),
                 num(s["chars_max"], f"lengths.{name}.max"),
-                *(el("td", f"{share:.1%}", class_="num") for share in s["over"].values()),
+                *(num(v, f"lengths.{name}.tokens_{q}") for q, v in token_stats(name)),
+                *(
+                    el("td", f"{share:.1%}", class_="num", data_metric=f"lengths.{name}.over_{k}")
+                    for k, share in s["over"].items()
+                ),
             )
         )
+
     header = ("config", "rows", "p50 chars", "p90", "p99", "max")
-    limits = tuple(f"> {limit // 1024}k tokens" for limit in lengths.CONTEXT_LIMITS)
+    header += ("p50 tokens", "p90", "max") if not estimated else ()
+    kind = "tokens" if not estimated else "tokens (est.)"
+    limits = tuple(f"> {limit // 1024}k {kind}" for limit in lengths.CONTEXT_LIMITS)
     return section(
         "lengths",
         "Lengths",

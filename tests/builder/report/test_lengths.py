@@ -1,0 +1,90 @@
+"""Row lengths: characters of the text a trainer reads, tokens from a local tokenizer, and the
+share over context limits."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from builder.build import BuildReport
+from builder.report import lengths
+from builder.report.errors import BuildFolderError
+from builder.report.page import Options, write_report
+
+MESSAGES = [
+    [
+        {"role": "user", "content": "load the data"},
+        {"role": "assistant", "content": "```python\ndf = 1\n```"},
+    ],
+    [{"role": "user", "content": None}],
+]
+
+
+def word_tokenizer(folder: Path) -> Path:
+    """A whitespace word-level tokenizer saved as ``tokenizer.json`` (offline)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"[UNK]": 0, "load": 1, "the": 2, "data": 3}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    folder.mkdir(parents=True, exist_ok=True)
+    core.save(str(folder / "tokenizer.json"))
+    return folder
+
+
+def test_characters_add_up_every_message_and_column() -> None:
+    sft = pl.DataFrame({"messages": MESSAGES})
+    dpo = pl.DataFrame(
+        {
+            "prompt": [[{"role": "user", "content": "abc"}]],
+            "chosen": [[{"role": "assistant", "content": "12345"}]],
+            "rejected": [[{"role": "assistant", "content": "12"}]],
+        }
+    )
+    prm = pl.DataFrame({"step": ["x = 1", None]})
+    stepwise = pl.DataFrame({"prompt": ["ab"], "completions": [["c", "de"]]})
+    found = lengths.measure([("sft", sft), ("dpo", dpo), ("prm", prm), ("prm_stepwise", stepwise)])
+    assert found.chars == {
+        "sft": [13 + 20, 0],
+        "dpo": [3 + 5],  # the prompt and the longer answer
+        "prm": [5, 0],
+        "prm_stepwise": [2 + 1 + 2],
+    }
+    assert found.tokens is None and found.token_counts("sft") == [9, 0]  # ceil(chars / 4)
+
+
+def test_tokens_come_from_the_tokenizer(tmp_path: Path) -> None:
+    folder = word_tokenizer(tmp_path / "tok")
+    sft = pl.DataFrame({"messages": MESSAGES})
+    found = lengths.measure([("sft", sft)], folder)
+    # "load the data" + "\n" + the code block: 3 words, then 5 unknown pieces
+    assert found.tokens == {"sft": [3 + 5, 0]}
+    assert found.tokenizer == "tok"
+    assert lengths.measure([("sft", sft)], folder / "tokenizer.json").tokens == found.tokens
+
+
+def test_share_over_a_limit() -> None:
+    found = lengths.Lengths({"sft": [4 * 5000, 10, 4 * 40000, 1]}, None, None)
+    assert found.over("sft", 4096) == 0.5
+    assert found.over("sft", 32768) == 0.25
+    assert lengths.summary(found, "sft")["chars_max"] == 160000
+
+
+def test_a_missing_tokenizer_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(BuildFolderError, match="--tokenizer .*no such file"):
+        lengths.load_tokenizer(tmp_path / "nothing")
+
+
+def test_the_report_counts_tokens_with_a_tokenizer(
+    sample_build: BuildReport, tmp_path: Path
+) -> None:
+    folder = word_tokenizer(tmp_path / "tok")
+    page = write_report(sample_build.out, tmp_path / "r.html", options=Options(tokenizer=folder))
+    text = page.path.read_text(encoding="utf-8")
+    assert "from the tokenizer tok" in text and "ESTIMATED" not in text
+    assert re.search(r'data-metric="lengths\.sft\.tokens_max" data-value="[1-9]', text)
+    plain = write_report(sample_build.out, tmp_path / "p.html").path.read_text(encoding="utf-8")
+    assert "ESTIMATED as characters / 4" in plain and "tokens_max" not in plain
