@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import build
+from builder.build import BuildReport, build
 from builder.config import BuildConfig
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -28,6 +28,16 @@ def hostile_episode() -> dict:
     for message in episode["conversation_for_sft"]["messages"]:
         message["content"] = f"{MARKUP}\n{message['content']}"
     return episode
+
+
+@pytest.fixture(scope="session")
+def sample_report(sample_build: BuildReport, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample build's report, written once for the tests that only read it."""
+    from builder.report.page import write_report
+
+    written = write_report(sample_build.out, tmp_path_factory.mktemp("report") / "sample.html")
+    print(f"sample report: {written.bytes:,} bytes in {written.seconds:.2f} s")
+    return written.path
 
 
 @pytest.fixture(scope="session")

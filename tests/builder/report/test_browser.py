@@ -50,11 +50,6 @@ def open_report(browser: Any, path: Path) -> Iterator[Opened]:
         context.close()
 
 
-@pytest.fixture(scope="module")
-def sample_report(sample_build: BuildReport, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_report(sample_build.out, tmp_path_factory.mktemp("report") / "r.html").path
-
-
 @pytest.fixture
 def opened(browser: Any, sample_report: Path) -> Iterator[Opened]:
     yield from open_report(browser, sample_report)

@@ -74,7 +74,7 @@ def test_share_over_a_limit() -> None:
 
 
 def test_a_missing_tokenizer_is_a_user_error(tmp_path: Path) -> None:
-    with pytest.raises(BuildFolderError, match="--tokenizer .*no such file"):
+    with pytest.raises(BuildFolderError, match=r"--tokenizer .*no such file"):
         lengths.load_tokenizer(tmp_path / "nothing")
 
 
