@@ -7,7 +7,6 @@ rejects file: exit 1), printed in one line by ``builder.cli``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +68,5 @@ def run(args: argparse.Namespace) -> int:
 
     folder, rejects = _locations(args)
     written = write_report(folder, args.out, rejects, Options(args.against, args.tokenizer))
-    print(
-        f"{written.path} ({written.bytes / 1e6:.2f} MB, {written.seconds:.1f} s)", file=sys.stderr
-    )
+    print(f"{written.path} ({written.bytes / 1e6:.2f} MB, {written.seconds:.1f} s)")
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from builder.errors import UsageError
+from builder.errors import EnvironmentProblem, UsageError
 
 
 class BuildFolderError(UsageError):
@@ -15,3 +15,16 @@ class RejectsFileError(UsageError):
     """The rejects file is missing or is not the one of this build."""
 
     hint = "pass the build's rejects file with --rejects FILE"
+
+
+class ReportOutputError(EnvironmentProblem):
+    """The report cannot be written where asked (exit 5, like an unwritable build output)."""
+
+    hint = "choose another --out"
+
+
+class OutputInBuildError(UsageError):
+    """``--out`` inside the build folder: a file the manifest does not list (``publish``
+    refuses such a folder), and gone at the next build."""
+
+    hint = "write it beside the build folder (the default)"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.report import charts, diff, lengths, stats
+from builder.report.errors import OutputInBuildError, ReportOutputError
 from builder.report.folder import BuildFolder
 from builder.report.html import Node, Raw, el, num, render, table
 from builder.report.rows import render_row
@@ -580,11 +581,17 @@ def write_report(
 ) -> Written:
     started = time.perf_counter()
     build = BuildFolder(folder, rejects)
+    target = out or default_output(folder)
+    if target.resolve().is_relative_to(folder.resolve()):
+        raise OutputInBuildError(f"--out {target} is inside the build folder {folder}")
     _ = build.rejects  # fails early, before any chart, on a missing or stale rejects file
     text = html_page(build, options or Options())
-    target = out or default_output(folder)
-    target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.partial")
-    temporary.write_text(text, encoding="utf-8")
-    temporary.replace(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(text, encoding="utf-8")
+        temporary.replace(target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise ReportOutputError(f"cannot write {target}: {exc.strerror}") from exc
     return Written(target, len(text.encode()), time.perf_counter() - started)

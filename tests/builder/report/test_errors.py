@@ -84,6 +84,11 @@ def missing_rejects(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
     return [str(folder), "--rejects", str(gone)], f"{gone}: no such file"
 
 
+def out_inside(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
+    folder = _copy(build, tmp)
+    return [str(folder), "--out", str(folder / "report.html")], "is inside the build folder"
+
+
 CASES = [
     no_folder,
     no_manifest,
@@ -93,6 +98,7 @@ CASES = [
     missing_image,
     stale_rejects,
     missing_rejects,
+    out_inside,
 ]
 
 
@@ -104,8 +110,10 @@ def test_an_incomplete_build_is_one_line(
 ) -> None:
     argv, named = case(sample_build, tmp_path)
     out = tmp_path / "report.html"
+    if "--out" not in argv:
+        argv += ["--out", str(out)]
     proc = subprocess.run(
-        [str(EPISODES), "report", *argv, "--out", str(out)],
+        [str(EPISODES), "report", *argv],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -117,7 +125,20 @@ def test_an_incomplete_build_is_one_line(
     assert lines[0].startswith("episodes report: ") and " — " in lines[0], lines[0]
     assert named in lines[0]
     assert "Traceback" not in proc.stderr
-    assert not out.exists()
+    assert not out.exists() and not (tmp_path / "dataset" / "report.html").exists()
+
+
+def test_an_unwritable_output_is_an_environment_problem(
+    sample_build: BuildReport, tmp_path: Path
+) -> None:
+    rejects = sample_build.out.parent / "rejects.jsonl"
+    argv = [str(sample_build.out), "--rejects", str(rejects), "--out", "/proc/x/r.html"]
+    proc = subprocess.run(
+        [str(EPISODES), "report", *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert proc.stderr.startswith("episodes report: cannot write /proc/x/r.html")
+    assert "— choose another --out" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_the_command_writes_the_report(sample_build: BuildReport, tmp_path: Path) -> None:
@@ -129,4 +150,4 @@ def test_the_command_writes_the_report(sample_build: BuildReport, tmp_path: Path
     )
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 10_000
-    assert str(out) in proc.stderr
+    assert str(out) in proc.stdout and proc.stderr == ""
