@@ -201,10 +201,39 @@ def _funnel(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
                     ("reason", "episodes"),
                     [(k, num(int(v), f"exclusions.{k}")) for k, v in exclusions.items()],
                 ),
+                _sessions(m.get("sessions")),
             ),
             class_="charts",
         ),
     )
+
+
+def _sessions(summary: Mapping[str, Any] | None) -> Node:
+    """The session database's own funnel (manifest ``sessions``), when there is one."""
+    if not summary:
+        return None
+    rows: list[tuple[str, int, str]] = [
+        ("sessions read", summary.get("sessions", 0), "sessions.sessions"),
+        ("verified", summary.get("verified_sessions", 0), "sessions.verified_sessions"),
+    ]
+    rows += [
+        (f"not replayed: {k}", v, f"sessions.excluded.{k}")
+        for k, v in (summary.get("excluded_sessions") or {}).items()
+    ]
+    rows += [
+        ("sft rows", summary.get("sft_rows", 0), "sessions.sft_rows"),
+        ("self_correction rows", summary.get("self_correction_rows", 0), "sessions.sc_rows"),
+        ("actions", summary.get("actions", 0), "sessions.actions"),
+    ]
+    rejected = summary.get("rejected") or {}
+    rows += [
+        (f"rejected {k}", rejected.get(k, 0), f"sessions.rejected.{k}")
+        for k in ("sessions", "actions")
+    ]
+    return [
+        el("h3", "Sessions"),
+        table(("step", "count"), [(label, num(int(n), key)) for label, n, key in rows]),
+    ]
 
 
 def _where(example: Any) -> str:
@@ -217,8 +246,12 @@ def _rejects(build: BuildFolder, checks: Mapping[str, list[stats.CheckExample]])
     m = build.manifest
     rejects = build.rejects
     by_kind = {k: int(v) for k, v in m["rejects"]["by_kind"].items() if v}
-    episode_checks = {k: int(v) for k, v in (m["checks"].get("episodes_by_kind") or {}).items()}
-    question_checks = {k: int(v) for k, v in (m["checks"].get("questions_by_kind") or {}).items()}
+    episode_checks = {
+        k: int(v) for k, v in (m["checks"].get("episodes_by_kind") or {}).items() if v
+    }
+    question_checks = {
+        k: int(v) for k, v in (m["checks"].get("questions_by_kind") or {}).items() if v
+    }
     parts: list[Node] = [
         el(
             "div",
@@ -278,7 +311,8 @@ def _rejects(build: BuildFolder, checks: Mapping[str, list[stats.CheckExample]])
         ]
     if not by_kind:
         parts.append(el("p", "No line or row was rejected.", class_="ok"))
-    for kind, count in {**episode_checks, **question_checks}.items():
+    failed = {**episode_checks, **{f"{k} (questions)": v for k, v in question_checks.items()}}
+    for kind, count in failed.items():
         examples = checks.get(kind, [])
         parts += [
             el(
@@ -287,15 +321,18 @@ def _rejects(build: BuildFolder, checks: Mapping[str, list[stats.CheckExample]])
                 el("span", f"({count:,})", data_metric=f"checks.{kind}", data_value=count),
             ),
             table(
-                ("where", "episode", "all failed checks"),
+                ("where", "question" if kind.endswith("(questions)") else "episode", "failed"),
                 [
-                    (el("td", e.where, class_="mono"), e.episode_id, ", ".join(e.kinds))
+                    (el("td", e.where, class_="mono"), e.row_id, ", ".join(e.kinds))
                     for e in examples
                 ],
             )
             if examples
             else el(
-                "p", "(question checks: see the questions table's checks column)", class_="note"
+                "p",
+                "No row of the tables carries this check: the record it failed on was "
+                "rejected (see the rejects above).",
+                class_="note",
             ),
         ]
     if not episode_checks and not question_checks:

@@ -197,23 +197,24 @@ def leakage(build: BuildFolder) -> Leakage:
 @dataclass(frozen=True)
 class CheckExample:
     where: str
-    episode_id: str
+    row_id: str  # the episode's id, or the question's
     kinds: list[str]
 
 
 def check_examples(build: BuildFolder, per_kind: int = 3) -> dict[str, list[CheckExample]]:
-    """A few episodes (file:line, id) of each failed integrity check kind."""
-    episodes = build.read("episodes", ["episode_id", "source_file", "source_line", "checks"])
+    """A few rows (file:line, id) of each failed integrity check kind: episodes, then
+    questions (a question check is named ``kind (questions)`` when the kind is both)."""
     out: dict[str, list[CheckExample]] = {}
-    if episodes.is_empty():
-        return out
-    failed = episodes.filter(pl.col("checks").list.len() > 0)
-    for row in failed.iter_rows(named=True):
-        example = CheckExample(
-            f"{row['source_file']}:{row['source_line']}", row["episode_id"], row["checks"]
-        )
-        for kind in row["checks"]:
-            kept = out.setdefault(kind, [])
-            if len(kept) < per_kind:
-                kept.append(example)
+    for table, key in (("episodes", "episode_id"), ("questions", "question_id")):
+        rows = build.read(table, [key, "source_file", "source_line", "checks"])
+        if rows.is_empty():
+            continue
+        for row in rows.filter(pl.col("checks").list.len() > 0).iter_rows(named=True):
+            example = CheckExample(
+                f"{row['source_file']}:{row['source_line']}", str(row[key]), row["checks"]
+            )
+            for kind in row["checks"]:
+                kept = out.setdefault(kind if table == "episodes" else f"{kind} (questions)", [])
+                if len(kept) < per_kind:
+                    kept.append(example)
     return dict(sorted(out.items()))

@@ -96,6 +96,10 @@ def test_numbers_on_the_page_are_the_manifests(opened: Opened, sample_build: Bui
     assert opened.metric("rejects.total") == manifest["rejects"]["total"]
     for i in manifest["inputs"]:
         assert opened.metric(f"input.{i['path']}.lines") == i["lines"]
+    sessions = manifest["sessions"]
+    assert opened.metric("sessions.sessions") == sessions["sessions"]
+    assert opened.metric("sessions.verified_sessions") == sessions["verified_sessions"]
+    assert opened.metric("sessions.sft_rows") == sessions["sft_rows"]
     assert opened.metric("leakage.shared_question_ids") == 0
     assert opened.metric("leakage.shared_texts") == 0
     # What the page shows is what its data attribute says.

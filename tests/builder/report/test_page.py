@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from builder.build import BuildReport
 from builder.report.page import default_output, write_report
 
@@ -43,3 +45,40 @@ def test_markup_in_traces_and_rejects_is_text(hostile_build: Path, tmp_path: Pat
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert text.count("<script>") == 1
     assert text.count("<img") == 0
+
+
+def test_failed_checks_show_their_rows(tmp_path: Path) -> None:
+    import json
+
+    from builder.build import build
+    from builder.config import BuildConfig
+
+    from .conftest import hostile_episode
+
+    episode = hostile_episode()
+    episode["teacher_gold_trace"]["final_answer_hash"] = "0" * 16  # no longer its answer's
+    source = tmp_path / "checked.jsonl"
+    source.write_text(json.dumps(episode) + "\n", encoding="utf-8")
+    out = tmp_path / "dataset"
+    config = BuildConfig(episodes=(str(source),), out=out, rejects=tmp_path / "rejects.jsonl")
+    failed = build(config).manifest["checks"]["episodes_by_kind"]
+    assert failed
+    text = write_report(out, tmp_path / "r.html").path.read_text(encoding="utf-8")
+    for kind, count in failed.items():
+        assert f'data-metric="checks.{kind}" data-value="{count}"' in text
+    assert f"{source}:1" in text and episode["episode_id"] in text
+
+
+def test_without_chromium_the_browser_tests_fail_and_say_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from .conftest import chromium_path
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CHROMIUM", raising=False)
+    monkeypatch.delenv("REPORT_BROWSER", raising=False)
+    with pytest.raises(pytest.fail.Exception, match=r"no Chromium found.*apt-get install chromium"):
+        chromium_path()
+    monkeypatch.setenv("REPORT_BROWSER", "optional")  # make test-fast only
+    with pytest.raises(pytest.skip.Exception, match="make test-fast"):
+        chromium_path()
