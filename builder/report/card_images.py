@@ -31,9 +31,7 @@ def chart_data(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """What each card chart shows: plain numbers, the key of the image memo."""
     build = BuildFolder(folder, manifest=manifest)
     steps = stats.funnel(manifest, stats.verified_counts(build))
-    objectives = [n for n in build.configs("objective") if n in lengths.TEXT_COLUMNS]
-    frames = ((n, build.read(n, lengths.text_columns(n, build.columns(n)))) for n in objectives)
-    found = lengths.measure(frames)
+    found = lengths.of_build(build)
     failed = {
         f"check: {k}": int(v)
         for part in ("episodes_by_kind", "questions_by_kind")

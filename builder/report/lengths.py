@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from builder.report.errors import BuildFolderError
+from builder.report.folder import BuildFolder
 
 # The text columns of each training config, added up per row; a tuple inside is "the longest".
 TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
@@ -141,6 +142,14 @@ def measure(
     if count is None or tokenizer is None:
         return Lengths(characters, None, None)
     return Lengths(characters, tokens, tokenizer.name)
+
+
+def of_build(build: BuildFolder, tokenizer: Path | None = None) -> Lengths:
+    """The lengths of every training config of ``build`` that has text columns."""
+    names = [n for n in build.configs("objective") if n in TEXT_COLUMNS]
+    return measure(
+        ((n, build.read(n, text_columns(n, build.columns(n)))) for n in names), tokenizer
+    )
 
 
 def text_columns(name: str, available: Sequence[str]) -> list[str]:
