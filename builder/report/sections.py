@@ -356,7 +356,8 @@ def lengths_section(found: lengths.Lengths) -> Raw:
                 "ESTIMATED as characters / 4 (pass --tokenizer PATH for real counts); the "
                 "dashed lines mark 4k, 8k and 32k tokens at that rate."
                 if estimated
-                else f"from the tokenizer {found.tokenizer}, on the text without a chat template."
+                else f"from the tokenizer {found.tokenizer}, on the text without a chat "
+                "template (with the special tokens the tokenizer adds)."
             ),
             class_="note",
         ),

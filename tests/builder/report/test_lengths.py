@@ -88,3 +88,14 @@ def test_the_report_counts_tokens_with_a_tokenizer(
     assert re.search(r'data-metric="lengths\.sft\.tokens_max" data-value="[1-9]', text)
     plain = write_report(sample_build.out, tmp_path / "p.html").path.read_text(encoding="utf-8")
     assert "ESTIMATED as characters / 4" in plain and "tokens_max" not in plain
+
+
+def test_a_tokenizer_folder_without_tokenizer_json_goes_through_transformers(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nload\nthe\ndata\n")
+    (folder / "tokenizer_config.json").write_text('{"tokenizer_class": "BertTokenizer"}')
+    count = lengths.load_tokenizer(folder)
+    assert count(["load the data", "x"]) == [3 + 2, 1 + 2]  # with [CLS] and [SEP]
