@@ -101,8 +101,8 @@ def _steps(values: Sequence[Any], labels: Sequence[Any] | None) -> Raw:
 
 def _scalar(value: Any) -> str:
     if isinstance(value, dict | list):
-        return json.dumps(value, default=str, ensure_ascii=False)
-    return "null" if value is None else str(value)
+        return _clip(json.dumps(value, default=str, ensure_ascii=False))
+    return "null" if value is None else _clip(str(value))
 
 
 def render_row(row: Mapping[str, Any], config: str, index: int) -> Raw:

@@ -80,11 +80,12 @@ def header(build: BuildFolder) -> Raw:
 def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
     m = build.manifest
     exclusions = m["training_exclusions"]
+    step = {s.key: s.count for s in steps}
     tiles = [
-        ("input lines", steps[0].count, "funnel.input_lines"),
+        ("input lines", step["input_lines"], "tile.input_lines"),
         ("rejected", m["rejects"]["total"], "rejects.total"),
-        ("verified", steps[5].count, "funnel.verified"),
-        ("train", steps[6].count, "funnel.trainable"),
+        ("verified", step["verified"], "tile.verified"),
+        ("train", step["trainable"], "tile.trainable"),
     ]
     chart = charts.bars(
         "From episode lines to training rows",

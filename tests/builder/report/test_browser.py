@@ -94,6 +94,8 @@ def test_numbers_on_the_page_are_the_manifests(opened: Opened, sample_build: Bui
             assert opened.metric(f"funnel.rows.{name}") == sum(meta["rows"].values())
             assert opened.metric(f"lengths.{name}.rows") == sum(meta["rows"].values())
     assert opened.metric("rejects.total") == manifest["rejects"]["total"]
+    for tile in ("input_lines", "verified", "trainable"):
+        assert opened.metric(f"tile.{tile}") == opened.metric(f"funnel.{tile}")
     for i in manifest["inputs"]:
         assert opened.metric(f"input.{i['path']}.lines") == i["lines"]
     sessions = manifest["sessions"]
