@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -27,7 +28,11 @@ WRITE_OPTIONS = {
 # in the tens of MB however large the input.
 TABLE_GROUP_ROWS = 10_000
 CONVERSATION_GROUP_ROWS = 1_000
-NAME_DIGEST_CHARS = 16  # of the file's sha256, in its name
+NAME_DIGEST_CHARS = 16
+# ``DataFrame.to_arrow(compat_level=ARROW_VIEWS)``: Polars' own string layout (Arrow string
+# views) converts without a copy, and the cast to the declared ``string`` columns is then
+# the one copy; the default conversion (``large_string``) copies every string once more.
+ARROW_VIEWS = pl.CompatLevel.newest()  # of the file's sha256, in its name
 
 
 def file_sha256(path: Path) -> str:

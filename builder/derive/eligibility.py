@@ -14,6 +14,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from builder.derive.options import PLAN_ENGINE
+
 NOT_VERIFIED = "not_verified"
 VERIFIED_MISMATCH = "verified_mismatch"
 FAILED_CHECKS = "failed_checks"
@@ -61,7 +63,7 @@ def exclusion_counts(tables: Mapping[str, pl.LazyFrame]) -> dict[str, int]:
         .filter(pl.col("reason").is_not_null())
         .group_by("reason")
         .len()
-        .collect()
+        .collect(engine=PLAN_ENGINE)
     )
     found = dict(zip(counts["reason"].to_list(), counts["len"].to_list(), strict=True))
     return {reason: int(found.get(reason, 0)) for reason in REASONS}

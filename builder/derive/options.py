@@ -9,6 +9,11 @@ DEFAULT_SYSTEM_PROMPT = (
     "code block is executed and its output is shown to you. Call submit() with the final answer."
 )
 DEFAULT_MAX_OUTPUT_CHARS = 8_000
+# The derive plans run on Polars' in-memory engine: a bucket's tables are in memory already,
+# and on these plans (many joins and group-bys over a few thousand rows) the streaming
+# engine that ``"auto"`` picks spent about twice the CPU time for the same rows
+# (BENCHMARKS.md).
+PLAN_ENGINE = "in-memory"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builder.parquet import ARROW_VIEWS
 from schemas.tables import TABLES
 
 EPISODES_PER_BUCKET = 500
@@ -116,7 +117,9 @@ def partition(
     for name, frames in sources.items():
         if buckets == 1:  # a small input: its one bucket is the staging tables, as read
             out[0].held[name] = [
-                (frame if redact is None or name == LOOKUP else redact(name, frame)).to_arrow()
+                (frame if redact is None or name == LOOKUP else redact(name, frame)).to_arrow(
+                    compat_level=ARROW_VIEWS
+                )
                 for frame in frames
             ]
             continue
@@ -135,7 +138,7 @@ def partition(
             # bucket: the cost per bucket stays a slice however many buckets there are.
             ordered = keyed.sort("_bucket", maintain_order=True)
             sizes = ordered.group_by("_bucket", maintain_order=True).len()
-            table = ordered.drop("_bucket").to_arrow().cast(schemas[name])
+            table = ordered.drop("_bucket").to_arrow(compat_level=ARROW_VIEWS).cast(schemas[name])
             offset = 0
             for k, n in sizes.iter_rows():
                 scratch.add(k, table.slice(offset, n))

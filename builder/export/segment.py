@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS, exclusion_counts
+from builder.derive.options import PLAN_ENGINE
 from builder.engine import default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, load
 from builder.export.manifest import SplitTally
@@ -161,7 +162,8 @@ class SegmentExporter:
             sources = {**loaded, "questions": every_question.sort("question_id")}
             frames = [m.derive(sources, self.options) for m in OBJECTIVE_MODULES.values()]
             frames += [loaded[name] for name in TABLES]
-            collected = pl.collect_all([*map(keys.attach, frames), published.lazy()])
+            plans = [*map(keys.attach, frames), published.lazy()]
+            collected = pl.collect_all(plans, engine=PLAN_ENGINE)
             pieces = dict(zip(self.layouts, collected, strict=True))
             writers.write("questions", *self.layouts["questions"], pieces.pop("questions"))
             self._submit(functools.partial(self._write_all, writers, pieces))
@@ -204,10 +206,10 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
         "self_correction": sessions.self_correction.lazy(),
     }
     for name, frame in pieces.items():
-        piece = keys.attach(frame).collect()
+        piece = keys.attach(frame).collect(engine=PLAN_ENGINE)
         writers.write(name, OBJECTIVE_MODULES[name].SCHEMA, CONVERSATION_GROUP_ROWS, piece)
     for name, schema in SESSION_TABLES.items():
-        piece = keys.attach(_frame(sessions.tables[name]).lazy()).collect()
+        piece = keys.attach(_frame(sessions.tables[name]).lazy()).collect(engine=PLAN_ENGINE)
         writers.write(name, schema, TABLE_GROUP_ROWS, piece)
     writers.write("splits", SPLIT_ASSIGNMENT, TABLE_GROUP_ROWS, splits)
     tally = SplitTally()

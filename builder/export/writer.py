@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from builder.parquet import ShardedWriter
+from builder.parquet import ARROW_VIEWS, ShardedWriter
 from builder.splits import SPLITS
 
 
@@ -89,7 +89,7 @@ class ConfigWriter:
                         self.max_rows_per_file,
                         self.group_rows,
                     )
-                self._writers[split].write(part.to_arrow())
+                self._writers[split].write(part.to_arrow(compat_level=ARROW_VIEWS))
 
     def close(self) -> dict[str, int]:
         """Rows per split. An empty split gets no file: ``datasets`` cannot load a split
