@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -249,6 +250,7 @@ class _Redactor:
         allow = self.options.allowlist
         self._allow = sorted(set(allow), key=lambda s: (-len(s), s))
         self._marks = [f"\ue000REDACT-ALLOW-{i}\ue001" for i in range(len(self._allow))]
+        self._lock = threading.Lock()
 
     def hits(self, values: pl.Expr) -> pl.Expr:
         """Does a value contain anything to redact? (one regex pass and one literal pass)"""
@@ -270,13 +272,15 @@ class _Redactor:
         for p in self._patterns:
             n = _total(frame, on(lambda e, p=p: e.str.count_matches(p.regex)))
             if n:
-                self.counts[p.kind] += n
+                with self._lock:  # batches may be redacted on several threads at once
+                    self.counts[p.kind] += n
                 frame = step(lambda e, p=p: e.str.replace_all(p.regex, p.replacement))
         if self.values:
             values = list(self.values)
             n = _total(frame, on(lambda e: e.str.extract_many(values, leftmost=True).list.len()))
             if n:
-                self.counts[SECRET_ASSIGNMENT] += n
+                with self._lock:
+                    self.counts[SECRET_ASSIGNMENT] += n
                 replacement = PLACEHOLDER.format(kind=SECRET_ASSIGNMENT)
                 replacements = [replacement] * len(values)
                 frame = step(lambda e: e.str.replace_many(values, replacements, leftmost=True))

@@ -10,7 +10,7 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
@@ -56,6 +56,32 @@ class LocalEngine:
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class ThreadEngine:
+    """A pool of threads, for work that spends its time in Polars or Arrow (which release
+    the GIL): at most ``ahead + 1`` items in flight, results in item order, so the output is
+    the same as one thread's and memory stays that of a few items."""
+
+    def __init__(self, workers: int, ahead: int | None = None, name: str = "engine") -> None:
+        self.workers, self.ahead = workers, workers if ahead is None else ahead
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=name)
+
+    def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
+        pending: deque[Future[R]] = deque()
+        try:
+            for item in items:
+                pending.append(self._pool.submit(fn, *item))
+                if len(pending) > self.ahead:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for job in pending:  # a failure or an early stop: nothing more is started
+                job.cancel()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

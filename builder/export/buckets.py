@@ -16,6 +16,7 @@ buckets there are, and a bucket is read back from a few large pieces.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builder.engine import ThreadEngine, default_workers
 from builder.parquet import ARROW_VIEWS
 from schemas.tables import TABLES
 
@@ -114,37 +116,57 @@ def partition(
     }
     if lookup is not None and lookup.height:
         sources[LOOKUP] = lookup.iter_slices(PARTITION_BATCH_ROWS)
-    for name, frames in sources.items():
-        if buckets == 1:  # a small input: its one bucket is the staging tables, as read
-            out[0].held[name] = [
-                (frame if redact is None or name == LOOKUP else redact(name, frame)).to_arrow(
-                    compat_level=ARROW_VIEWS
-                )
-                for frame in frames
-            ]
-            continue
-        (directory / name).mkdir(parents=True, exist_ok=True)
-        scratch = _Scratch(directory / name, name, schemas[name], out)
-        for frame in frames:
-            if redact is not None and name != LOOKUP:  # lookup rows are published rows
-                frame = redact(name, frame)
-            if "question_id" in frame.columns:
-                keyed = frame.with_columns(_bucket=bucket_index(buckets))
+    engine = ThreadEngine(max(2, default_workers()), name="partition")
+    try:
+        for name, frames in sources.items():
+            if name == LOOKUP:  # lookup rows are published rows: never redacted again
+                cut = functools.partial(_cut, name, schemas[name], None, buckets, episode_bucket)
             else:
-                keyed = frame.join(
-                    episode_bucket, on="episode_id", how="left", maintain_order="left"
-                )
-            # One stable sort and one conversion per batch, then a zero-copy slice per
-            # bucket: the cost per bucket stays a slice however many buckets there are.
-            ordered = keyed.sort("_bucket", maintain_order=True)
-            sizes = ordered.group_by("_bucket", maintain_order=True).len()
-            table = ordered.drop("_bucket").to_arrow(compat_level=ARROW_VIEWS).cast(schemas[name])
-            offset = 0
-            for k, n in sizes.iter_rows():
-                scratch.add(k, table.slice(offset, n))
-                offset += n
-        scratch.flush()
+                cut = functools.partial(_cut, name, schemas[name], redact, buckets, episode_bucket)
+            jobs = ((frame,) for frame in frames)
+            if buckets == 1:  # a small input: its one bucket is the staging tables, as read
+                out[0].held[name] = [t for ((_, t),) in engine.map(cut, jobs)]
+                continue
+            (directory / name).mkdir(parents=True, exist_ok=True)
+            scratch = _Scratch(directory / name, name, schemas[name], out)
+            for pieces in engine.map(cut, jobs):
+                for k, table in pieces:
+                    scratch.add(k, table)
+            scratch.flush()
+    finally:
+        engine.close()
     return out
+
+
+def _cut(
+    name: str,
+    schema: pa.Schema,
+    redact: Redact | None,
+    buckets: int,
+    episode_bucket: pl.DataFrame,
+    frame: pl.DataFrame,
+) -> list[tuple[int, pa.Table]]:
+    """One batch of table ``name``, redacted, as (bucket, rows) pieces in bucket order (rows
+    in input order within each): batches are cut on a few threads at once (Polars and the
+    regexes release the GIL) and their pieces gathered in batch order."""
+    if redact is not None:
+        frame = redact(name, frame)
+    if buckets == 1:
+        return [(0, frame.to_arrow(compat_level=ARROW_VIEWS).cast(schema))]
+    if "question_id" in frame.columns:
+        keyed = frame.with_columns(_bucket=bucket_index(buckets))
+    else:
+        keyed = frame.join(episode_bucket, on="episode_id", how="left", maintain_order="left")
+    # One stable sort and one conversion per batch, then a zero-copy slice per bucket: the
+    # cost per bucket stays a slice however many buckets there are.
+    ordered = keyed.sort("_bucket", maintain_order=True)
+    sizes = ordered.group_by("_bucket", maintain_order=True).len()
+    table = ordered.drop("_bucket").to_arrow(compat_level=ARROW_VIEWS).cast(schema)
+    pieces, offset = [], 0
+    for k, n in sizes.iter_rows():
+        pieces.append((k, table.slice(offset, n)))
+        offset += n
+    return pieces
 
 
 class _Scratch:

@@ -24,7 +24,7 @@ import pyarrow as pa
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS, exclusion_counts
 from builder.derive.options import PLAN_ENGINE
-from builder.engine import default_workers
+from builder.engine import ThreadEngine, default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
@@ -116,8 +116,10 @@ class SegmentExporter:
     """Segments exported one after the other, a bucket of question ids at a time. A
     bucket's tables are read into memory once; its questions (its own and those it looks
     up) get their splits; all its configs come from one ``collect_all`` (shared sub-plans
-    run once) and are written on a second thread while the next bucket — of this segment
-    or the next — is derived; that thread hands each config's piece to a pool of writer
+    run once, on Polars' in-memory engine). Two derive threads each read and derive a
+    bucket, the next while the current one is derived (Polars releases the GIL), and the
+    results are taken in bucket order; each bucket's configs are written on another thread
+    while the next buckets are derived; that thread hands each config's piece to a pool of writer
     threads, one per available core (Parquet encoding and zstd release the GIL), each config
     on one thread at a time, so every file gets the same bytes in the same order. At most
     one bucket waits to be written. The ``questions`` config is written at once, so the next
@@ -135,6 +137,7 @@ class SegmentExporter:
         self.layouts = _layouts()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="export-write")
         self._writers = ThreadPoolExecutor(write_threads(), thread_name_prefix="config-write")
+        self._derive = ThreadEngine(2, ahead=1, name="derive")
         self._pending: Future[Any] | None = None
 
     def _submit(self, job: Callable[[], Any]) -> Future[Any]:
@@ -145,31 +148,35 @@ class SegmentExporter:
 
     def export(self, segment: str, parts: list[Bucket]) -> Future[SegmentOutput]:
         """Segment ``segment``, cut into ``parts``; its output once its files are written."""
-        from builder.derive import OBJECTIVE_MODULES
-
         writers = _Writers(self.out, segment, self.config)
         tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
-        for part in parts:
-            loaded = load(part)
-            own = loaded["questions"].select("question_id", "normalized_text").collect()
-            looked_up = loaded[LOOKUP].select("question_id", "normalized_text").collect()
-            splits = assign_splits(pl.concat([own, looked_up]), SplitConfig.of(self.config))
-            published = splits.join(own, on="question_id", how="semi", maintain_order="left")
+        for published, exclusions, pieces in self._derive.map(self._bucket, ((p,) for p in parts)):
             tally.add(published)
-            excluded.update(exclusion_counts(loaded))
-            keys = SplitKeys.of(splits, loaded["episodes"])
-            every_question = pl.concat([loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP]])
-            sources = {**loaded, "questions": every_question.sort("question_id")}
-            frames = [m.derive(sources, self.options) for m in OBJECTIVE_MODULES.values()]
-            frames += [loaded[name] for name in TABLES]
-            plans = [*map(keys.attach, frames), published.lazy()]
-            collected = pl.collect_all(plans, engine=PLAN_ENGINE)
-            pieces = dict(zip(self.layouts, collected, strict=True))
+            excluded.update(exclusions)
             writers.write("questions", *self.layouts["questions"], pieces.pop("questions"))
             self._submit(functools.partial(self._write_all, writers, pieces))
         output = SegmentOutput(segment, excluded=dict(excluded)).tallied(tally)
         writers.close(output, ["questions"])
         return self._submit(functools.partial(writers.close, output))
+
+    def _bucket(self, part: Bucket) -> tuple[pl.DataFrame, dict[str, int], dict[str, pl.DataFrame]]:
+        """One bucket read and derived (on a derive thread): its questions' splits, its
+        training exclusions and every config's piece, by config."""
+        from builder.derive import OBJECTIVE_MODULES
+
+        loaded = load(part)
+        own = loaded["questions"].select("question_id", "normalized_text").collect()
+        looked_up = loaded[LOOKUP].select("question_id", "normalized_text").collect()
+        splits = assign_splits(pl.concat([own, looked_up]), SplitConfig.of(self.config))
+        published = splits.join(own, on="question_id", how="semi", maintain_order="left")
+        keys = SplitKeys.of(splits, loaded["episodes"])
+        every_question = pl.concat([loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP]])
+        sources = {**loaded, "questions": every_question.sort("question_id")}
+        frames = [m.derive(sources, self.options) for m in OBJECTIVE_MODULES.values()]
+        frames += [loaded[name] for name in TABLES]
+        plans = [*map(keys.attach, frames), published.lazy()]
+        collected = pl.collect_all(plans, engine=PLAN_ENGINE)
+        return published, exclusion_counts(loaded), dict(zip(self.layouts, collected, strict=True))
 
     def _write_all(self, writers: _Writers, pieces: dict[str, pl.DataFrame]) -> None:
         jobs = [
@@ -186,6 +193,7 @@ class SegmentExporter:
             if self._pending is not None:
                 self._pending.result()
         finally:
+            self._derive.close()
             self._thread.shutdown()
             self._writers.shutdown()
 
