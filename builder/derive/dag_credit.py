@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from builder.derive.options import PLAN_ENGINE
+
 _KEY = ["trace_id", "gold"]
 MATCHED = {"trace_id": pl.String, "hook_index": pl.Int32}
 
@@ -50,26 +52,33 @@ def matched_hooks(hooks: pl.DataFrame) -> pl.DataFrame:
     free = pairs.filter(~has_deps).select(*_KEY, r=pl.lit(-1, pl.Int64))
     names = pairs.select(*_KEY, "name").drop_nulls("name")
 
-    credited = pl.DataFrame(schema={"trace_id": pl.String, "gold": pl.UInt32, "t": pl.Int64})
-    while True:
+    def ready(credited: pl.DataFrame) -> pl.LazyFrame:
+        """The positions where each gold hook may count, given what ``credited`` holds."""
         earliest = (
-            names.join(credited, on=_KEY, how="inner")
+            names.lazy()
+            .join(credited.lazy(), on=_KEY, how="inner")
             .group_by("trace_id", "name")
             .agg(n=pl.col("t").min())
         )
         bound = (
-            trace_edges.join(
-                earliest, left_on=["trace_id", "dep"], right_on=["trace_id", "name"], how="left"
-            )
+            trace_edges.lazy()
+            .join(earliest, left_on=["trace_id", "dep"], right_on=["trace_id", "name"], how="left")
             .group_by(_KEY)
             .agg(r=pl.col("n").max(), unmet=pl.col("n").null_count())
             .filter(pl.col("unmet") == 0)
             .select(*_KEY, "r")
         )
-        ready = pl.concat([free, bound]).join(candidates, on=_KEY, how="inner")
-        ready = ready.filter(pl.col("p") > pl.col("r"))
-        step = ready.group_by(_KEY).agg(t=pl.col("p").min().cast(pl.Int64)).sort(_KEY)
+        joined = pl.concat([free.lazy(), bound]).join(candidates.lazy(), on=_KEY, how="inner")
+        return joined.filter(pl.col("p") > pl.col("r"))
+
+    # One plan per round (a handful of rounds, one per level of the DAG): the data is small,
+    # so the cost is per operation, not per row.
+    credited = pl.DataFrame(schema={"trace_id": pl.String, "gold": pl.UInt32, "t": pl.Int64})
+    while True:
+        step = ready(credited).group_by(_KEY).agg(t=pl.col("p").min().cast(pl.Int64)).sort(_KEY)
+        step = step.collect(engine=PLAN_ENGINE)
         if step.equals(credited):
             break
         credited = step
-    return ready.select("trace_id", hook_index=pl.col("p").cast(pl.Int32)).unique()
+    matched = ready(credited).select("trace_id", hook_index=pl.col("p").cast(pl.Int32)).unique()
+    return matched.collect(engine=PLAN_ENGINE)
