@@ -13,7 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -205,12 +205,14 @@ def export_segments(
 ) -> list[SegmentOutput]:
     """Every episode segment's files, in order: a stored one (``builder.segments``) linked
     in, any other exported from its staging tables. Before any config is derived, secrets
-    are redacted as a segment is cut into buckets (one pass, nothing rewritten); a secret
+    are redacted as a bucket is read (nothing rewritten; the values assigned to secret names
+    are found by a pre-pass that runs while the segment is cut into buckets); a secret
     value assigned in one segment is redacted in every later one."""
     outputs: list[Future[SegmentOutput] | SegmentOutput] = []
     known: tuple[str, ...] = ()
     exporter = SegmentExporter(staged, config)
     index = QuestionIndex(work / "questions.sqlite")
+    scans = ThreadPoolExecutor(1, thread_name_prefix="redact-scan")
     try:
         for name in segment_names(config):
             stored = cache.segments.reused.get(name) if cache is not None else None
@@ -221,13 +223,15 @@ def export_segments(
                 known = tuple(stored.output.secret_values)
                 continue
             tables = work / "tables" / name
-            redactor = TableRedactor(tables, config.redaction_options(), known)
+            # The redaction pre-pass reads the staging tables while they are cut.
+            scan = scans.submit(TableRedactor, tables, config.redaction_options(), known)
             sizes = (pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKET_SIZED)
             rows = max(sizes)
             buckets = work / "buckets" / name
             looked_up = lookup(index, tables)
-            parts = partition(tables, bucket_count(rows), buckets, redactor.frame, looked_up)
-            written = exporter.export(name, parts)  # its questions are written on return
+            parts = partition(tables, bucket_count(rows), buckets, looked_up)
+            redactor = scan.result()
+            written = exporter.export(name, parts, redactor.frame)  # questions written on return
             index.add_published(staged, name)
             counts, known = redactor.counts(), redactor.values
             written.add_done_callback(functools.partial(_finish, counts, known, buckets))
@@ -235,6 +239,7 @@ def export_segments(
     finally:
         exporter.close()
         index.close()
+        scans.shutdown()
     done = [o if isinstance(o, SegmentOutput) else o.result() for o in outputs]
     if cache is not None:
         for output in done:

@@ -7,8 +7,9 @@ fixed-size row groups (``builder.parquet``) the files are the same bytes whateve
 of buckets, which therefore follows the input's size: about ``EPISODES_PER_BUCKET`` episodes
 a bucket, at any scale (up to 65,536 buckets).
 
-The staging tables are cut into buckets once, in one streaming pass per table that also
-redacts them, so each bucket reads only its own rows: the work stays linear in the input.
+The staging tables are cut into buckets once, in one streaming pass per table, so each
+bucket reads only its own rows: the work stays linear in the input. A bucket's rows are
+redacted when it is read (``load``), on the thread that derives it.
 Rows are gathered by bucket and written every ``SCRATCH_FILE_BYTES`` as one scratch file
 (Arrow IPC) holding one record batch per bucket, so one file is open at a time however many
 buckets there are, and a bucket is read back from a few large pieces.
@@ -97,13 +98,13 @@ def partition(
     tables_dir: Path,
     buckets: int,
     directory: Path,
-    redact: Redact | None = None,
     lookup: pl.DataFrame | None = None,
 ) -> list[Bucket]:
     """Cut the staging tables into ``buckets`` buckets, in one streaming pass over each
-    (rows keep their order within a bucket), each batch redacted on the way (``redact``):
-    the staging tables are read once and never rewritten. ``lookup``: question rows of
-    earlier segments that this one's episodes refer to, as those segments published them
+    (rows keep their order within a bucket): the staging tables are read once and never
+    rewritten. Rows are redacted when a bucket is read (``load``), so the cut needs no
+    redaction pre-pass and runs while it is made. ``lookup``: question rows of earlier
+    segments that this one's episodes refer to, as those segments published them
     (redacted), cut the same way (table ``LOOKUP``), so a bucket can join every question
     its episodes need."""
     scan = pl.scan_parquet(tables_dir / "episodes.parquet")
@@ -119,10 +120,7 @@ def partition(
     engine = ThreadEngine(max(2, default_workers()), name="partition")
     try:
         for name, frames in sources.items():
-            if name == LOOKUP:  # lookup rows are published rows: never redacted again
-                cut = functools.partial(_cut, name, schemas[name], None, buckets, episode_bucket)
-            else:
-                cut = functools.partial(_cut, name, schemas[name], redact, buckets, episode_bucket)
+            cut = functools.partial(_cut, schemas[name], buckets, episode_bucket)
             jobs = ((frame,) for frame in frames)
             if buckets == 1:  # a small input: its one bucket is the staging tables, as read
                 out[0].held[name] = [t for ((_, t),) in engine.map(cut, jobs)]
@@ -139,18 +137,11 @@ def partition(
 
 
 def _cut(
-    name: str,
-    schema: pa.Schema,
-    redact: Redact | None,
-    buckets: int,
-    episode_bucket: pl.DataFrame,
-    frame: pl.DataFrame,
+    schema: pa.Schema, buckets: int, episode_bucket: pl.DataFrame, frame: pl.DataFrame
 ) -> list[tuple[int, pa.Table]]:
-    """One batch of table ``name``, redacted, as (bucket, rows) pieces in bucket order (rows
-    in input order within each): batches are cut on a few threads at once (Polars and the
-    regexes release the GIL) and their pieces gathered in batch order."""
-    if redact is not None:
-        frame = redact(name, frame)
+    """One batch of a table as (bucket, rows) pieces in bucket order (rows in input order
+    within each): batches are cut on a few threads at once (Polars and Arrow release the
+    GIL) and their pieces gathered in batch order."""
     if buckets == 1:
         return [(0, frame.to_arrow(compat_level=ARROW_VIEWS).cast(schema))]
     if "question_id" in frame.columns:
@@ -199,18 +190,25 @@ class _Scratch:
         self.parts, self.bytes, self.files = {}, 0, self.files + 1
 
 
-def load(bucket: Bucket) -> dict[str, pl.LazyFrame]:
-    """A bucket's tables, read into memory and sorted by question id (stable: input order
-    within a question; child rows follow their episode's question). The buckets' rows, one
-    after the other, are then the whole tables in that order, whatever the bucket count.
-    ``LOOKUP`` holds the earlier segments' questions the bucket's episodes refer to."""
-    episodes = bucket.read("episodes").sort("question_id", maintain_order=True)
-    questions = bucket.read("questions").sort("question_id", maintain_order=True)
+def load(bucket: Bucket, redact: Redact | None = None) -> dict[str, pl.LazyFrame]:
+    """A bucket's tables, read into memory, redacted (``redact``: a row's redaction depends
+    on that row alone, and each row is read once) and sorted by question id (stable: input
+    order within a question; child rows follow their episode's question). The buckets'
+    rows, one after the other, are then the whole tables in that order, whatever the bucket
+    count. ``LOOKUP`` holds the earlier segments' questions the bucket's episodes refer to
+    (published rows: redacted already)."""
+
+    def read(name: str) -> pl.DataFrame:
+        frame = bucket.read(name)
+        return frame if redact is None else redact(name, frame)
+
+    episodes = read("episodes").sort("question_id", maintain_order=True)
+    questions = read("questions").sort("question_id", maintain_order=True)
     keys = episodes.select("episode_id", "question_id")
     loaded = {"questions": questions.lazy(), "episodes": episodes.lazy()}
     loaded[LOOKUP] = bucket.read(LOOKUP).sort("question_id", maintain_order=True).lazy()
     for name in CHILD_TABLES:
-        child = bucket.read(name)
+        child = read(name)
         order = child.join(keys, on="episode_id", how="left", maintain_order="left")
         loaded[name] = order.sort("question_id", maintain_order=True).drop("question_id").lazy()
     return loaded

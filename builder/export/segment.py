@@ -25,7 +25,7 @@ from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS, exclusion_counts
 from builder.derive.options import PLAN_ENGINE
 from builder.engine import ThreadEngine, default_workers
-from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, load
+from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, Redact, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS
@@ -146,11 +146,16 @@ class SegmentExporter:
         self._pending = self._thread.submit(job)
         return self._pending
 
-    def export(self, segment: str, parts: list[Bucket]) -> Future[SegmentOutput]:
-        """Segment ``segment``, cut into ``parts``; its output once its files are written."""
+    def export(
+        self, segment: str, parts: list[Bucket], redact: Redact | None = None
+    ) -> Future[SegmentOutput]:
+        """Segment ``segment``, cut into ``parts``, each redacted as it is read (``redact``);
+        its output once its files are written."""
         writers = _Writers(self.out, segment, self.config)
         tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
-        for published, exclusions, pieces in self._derive.map(self._bucket, ((p,) for p in parts)):
+        for published, exclusions, pieces in self._derive.map(
+            self._bucket, ((p, redact) for p in parts)
+        ):
             tally.add(published)
             excluded.update(exclusions)
             writers.write("questions", *self.layouts["questions"], pieces.pop("questions"))
@@ -159,12 +164,14 @@ class SegmentExporter:
         writers.close(output, ["questions"])
         return self._submit(functools.partial(writers.close, output))
 
-    def _bucket(self, part: Bucket) -> tuple[pl.DataFrame, dict[str, int], dict[str, pl.DataFrame]]:
-        """One bucket read and derived (on a derive thread): its questions' splits, its
-        training exclusions and every config's piece, by config."""
+    def _bucket(
+        self, part: Bucket, redact: Redact | None
+    ) -> tuple[pl.DataFrame, dict[str, int], dict[str, pl.DataFrame]]:
+        """One bucket read, redacted and derived (on a derive thread): its questions'
+        splits, its training exclusions and every config's piece, by config."""
         from builder.derive import OBJECTIVE_MODULES
 
-        loaded = load(part)
+        loaded = load(part, redact)
         own = loaded["questions"].select("question_id", "normalized_text").collect()
         looked_up = loaded[LOOKUP].select("question_id", "normalized_text").collect()
         splits = assign_splits(pl.concat([own, looked_up]), SplitConfig.of(self.config))
