@@ -1,5 +1,6 @@
-"""A build with no options uses more than one thread for its Parquet writes, and its output
-is byte for byte that of the sample build."""
+"""A build with no options uses more than one thread for its Parquet writes, for cutting
+the staging tables into buckets and for deriving buckets, and its output is byte for byte
+that of the sample build."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 from builder.build import BuildReport, build
 from builder.config import load_config
-from builder.export import segment, writer
+from builder.engine import ThreadEngine
+from builder.export import buckets, segment, writer
 from tests.builder.test_build import ROOT, folder_digest
 
 
@@ -44,3 +46,65 @@ def test_default_build_writes_configs_on_several_threads_at_once(
     report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
     assert len({t for t in threads if t.startswith("config-write")}) >= 2
     assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_default_build_derives_two_buckets_at_once_and_cuts_on_several_threads(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small buckets, so the sample's episodes make several: the first two buckets of the
+    # episode segment must be derived at once (each waits for the other at the barrier,
+    # which breaks, failing the build, if one thread derived both), and the partition's
+    # batches are cut on more than one thread. The files do not depend on the bucket count.
+    monkeypatch.setattr(buckets, "EPISODES_PER_BUCKET", 5)
+    monkeypatch.setattr(buckets, "PARTITION_BATCH_ROWS", 20)
+    barrier = threading.Barrier(2, timeout=60)
+    derive_threads: set[str] = set()
+    cut_threads: set[str] = set()
+    derived, lock = [], threading.Lock()
+    bucket, cut = segment.SegmentExporter._bucket, buckets._cut
+
+    def meeting(self: segment.SegmentExporter, part: buckets.Bucket, redact: object) -> object:
+        derive_threads.add(threading.current_thread().name)
+        with lock:
+            derived.append(part)
+            meet = len(derived) <= 2
+        if meet:
+            barrier.wait()
+        return bucket(self, part, redact)  # type: ignore[arg-type]
+
+    def cutting(*args: object) -> object:
+        cut_threads.add(threading.current_thread().name)
+        return cut(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(segment.SegmentExporter, "_bucket", meeting)
+    monkeypatch.setattr(buckets, "_cut", cutting)
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    assert len(derived) > 2
+    assert len({t for t in derive_threads if t.startswith("derive")}) == 2
+    assert len({t for t in cut_threads if t.startswith("partition")}) >= 2
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_thread_engine_keeps_item_order_and_bounds_what_is_in_flight() -> None:
+    started: list[int] = []
+    taken: list[int] = []
+    engine = ThreadEngine(2, ahead=1)
+
+    def items():  # type: ignore[no-untyped-def]
+        for i in range(20):
+            # Before item i is handed out, every item up to i - 2 has been taken.
+            assert all(k in taken for k in range(i - 1))
+            yield (i,)
+
+    def work(i: int) -> int:
+        started.append(i)
+        return i * i
+
+    try:
+        for result in engine.map(work, items()):
+            taken.append(int(result**0.5))
+    finally:
+        engine.close()
+    assert taken == list(range(20))
+    assert sorted(started) == list(range(20))
