@@ -59,12 +59,12 @@ def wrap(owner, attr, stage):
     setattr(owner, attr, timed)
 
 
-def per_config(frames):
+def per_config(frames, kwargs):
     from builder.derive import OBJECTIVE_MODULES
 
     for name, frame in zip(OBJECTIVE_MODULES, frames):
         started = time.perf_counter()
-        frame.collect()
+        frame.collect(**kwargs)  # on the engine the build's collect_all used
         timing["derive " + name] = timing.get("derive " + name, 0.0) + time.perf_counter() - started
 
 
@@ -81,7 +81,7 @@ def instrument():
     wrap(i, "to_table", "normalize (Arrow tables)")
     wrap(redact.TableRedactor, "__init__", "redact (pre-pass)")
     wrap(redact.TableRedactor, "frame", "redact (buckets)")
-    wrap(b, "partition", "partition into buckets (redact included)")
+    wrap(b, "partition", "partition into buckets")
     wrap(pl, "collect_all", "derive (collect_all, every config)")
     wrap(writer.ConfigWriter, "write", "write Parquet")
     wrap(writer.ConfigWriter, "close", "write Parquet")
@@ -91,7 +91,7 @@ def instrument():
     def collect_all_and_each(frames, *args, **kwargs):
         out = timed(frames, *args, **kwargs)
         if len(frames) > 1:
-            per_config(frames)
+            per_config(frames, {k: v for k, v in kwargs.items() if k == "engine"})
         return out
 
     pl.collect_all = collect_all_and_each
