@@ -13,7 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -205,14 +205,14 @@ def export_segments(
 ) -> list[SegmentOutput]:
     """Every episode segment's files, in order: a stored one (``builder.segments``) linked
     in, any other exported from its staging tables. Before any config is derived, secrets
-    are redacted as a bucket is read (nothing rewritten; the values assigned to secret names
-    are found by a pre-pass that runs while the segment is cut into buckets); a secret
-    value assigned in one segment is redacted in every later one."""
+    are redacted as a bucket is read, on the thread that derives it (nothing rewritten; the
+    values assigned to secret names are found by a pre-pass before the segment is cut: run
+    beside the cut, its memory added to the cut's and the peak grew with the input); a
+    secret value assigned in one segment is redacted in every later one."""
     outputs: list[Future[SegmentOutput] | SegmentOutput] = []
     known: tuple[str, ...] = ()
     exporter = SegmentExporter(staged, config)
     index = QuestionIndex(work / "questions.sqlite")
-    scans = ThreadPoolExecutor(1, thread_name_prefix="redact-scan")
     try:
         for name in segment_names(config):
             stored = cache.segments.reused.get(name) if cache is not None else None
@@ -223,14 +223,12 @@ def export_segments(
                 known = tuple(stored.output.secret_values)
                 continue
             tables = work / "tables" / name
-            # The redaction pre-pass reads the staging tables while they are cut.
-            scan = scans.submit(TableRedactor, tables, config.redaction_options(), known)
+            redactor = TableRedactor(tables, config.redaction_options(), known)
             sizes = (pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKET_SIZED)
             rows = max(sizes)
             buckets = work / "buckets" / name
             looked_up = lookup(index, tables)
             parts = partition(tables, bucket_count(rows), buckets, looked_up)
-            redactor = scan.result()
             written = exporter.export(name, parts, redactor.frame)  # questions written on return
             index.add_published(staged, name)
             counts, known = redactor.counts(), redactor.values
@@ -239,7 +237,6 @@ def export_segments(
     finally:
         exporter.close()
         index.close()
-        scans.shutdown()
     done = [o if isinstance(o, SegmentOutput) else o.result() for o in outputs]
     if cache is not None:
         for output in done:

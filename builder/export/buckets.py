@@ -31,7 +31,7 @@ from builder.engine import ThreadEngine, default_workers
 from builder.parquet import ARROW_VIEWS
 from schemas.tables import TABLES
 
-EPISODES_PER_BUCKET = 500
+EPISODES_PER_BUCKET = 250
 PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 BUCKETED = ("questions", "episodes", *CHILD_TABLES)
