@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from builder.report import lengths, stats
 from builder.report.folder import BuildFolder
 
@@ -71,7 +73,15 @@ def _memo_key(data: Mapping[str, Any]) -> str:
     code = b"".join(
         (Path(__file__).parent / name).read_bytes() for name in ("card_images.py", "charts.py")
     )
-    material = [data, importlib.metadata.version("matplotlib"), hashlib.sha256(code).hexdigest()]
+    # Row lengths enter the key by digest: one number per row of every config.
+    shown = {
+        **data,
+        "lengths": {
+            name: hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32).tobytes()).hexdigest()
+            for name, values in data["lengths"].items()
+        },
+    }
+    material = [shown, importlib.metadata.version("matplotlib"), hashlib.sha256(code).hexdigest()]
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 

@@ -8,6 +8,8 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 STYLE: dict[str, Any] = {
     "font.family": "DejaVu Sans",  # shipped with matplotlib: the same glyphs on every machine
     "font.size": 9,
@@ -135,7 +137,7 @@ def lengths(
         fig = _figure(6.4, 0.9 + 0.34 * len(names))
         ax = fig.subplots()
         ax.boxplot(
-            [[max(1, x) for x in d] for d in data],
+            [np.maximum(np.asarray(d), 1) for d in data],
             orientation="horizontal",
             tick_labels=names,
             widths=0.6,

@@ -4,6 +4,10 @@ tokens when a local tokenizer is given; and the share of rows over common contex
 A row's text is every message content (or string) of the columns a trainer feeds the model:
 for ``dpo`` the prompt and the longer of chosen and rejected. Without a tokenizer, tokens are
 *estimated* as characters / 4 and labelled so.
+
+The build draws the card's length chart from these, so they are read the way the build
+writes: a config's text columns a batch of rows at a time, and only one number per row kept
+(an int32 array), so memory does not grow with the text of the configs.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from builder.report.errors import BuildFolderError
 from builder.report.folder import BuildFolder
@@ -31,6 +37,8 @@ TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
 }
 CONTEXT_LIMITS = (4096, 8192, 32768)
 CHARS_PER_TOKEN = 4  # the usual rough estimate for English and code
+BATCH_ROWS = 8192  # rows of a config's text read at once
+Counts = np.ndarray  # one int per row
 
 
 def chars(dtype: pl.DataType, column: str) -> pl.Expr:
@@ -79,23 +87,27 @@ def _row_expr(
 class Lengths:
     """Per training config: every row's characters (and tokens, when counted)."""
 
-    chars: dict[str, list[int]]
-    tokens: dict[str, list[int]] | None  # None: no tokenizer, tokens are chars / 4
+    chars: dict[str, Counts]
+    tokens: dict[str, Counts] | None  # None: no tokenizer, tokens are chars / 4
     tokenizer: str | None
 
-    def token_counts(self, config: str) -> list[int]:
+    def token_counts(self, config: str) -> Counts:
         if self.tokens is not None:
             return self.tokens[config]
-        return [-(-n // CHARS_PER_TOKEN) for n in self.chars[config]]
+        return -(-np.asarray(self.chars[config]) // CHARS_PER_TOKEN)
 
     def over(self, config: str, limit: int) -> float:
-        counts = self.token_counts(config)
-        return sum(1 for n in counts if n > limit) / len(counts) if counts else 0.0
+        counts = np.asarray(self.token_counts(config))
+        return float((counts > limit).mean()) if len(counts) else 0.0
 
 
-def row_chars(name: str, frame: pl.DataFrame) -> list[int]:
+def _counts(values: Iterable[int] | np.ndarray) -> Counts:
+    return np.asarray(values, dtype=np.int32)
+
+
+def row_chars(name: str, frame: pl.DataFrame) -> Counts:
     expr = _row_expr(frame.schema, TEXT_COLUMNS[name], chars)
-    return [] if expr is None else frame.select(expr).to_series().to_list()
+    return _counts([] if expr is None else frame.select(expr).to_series().to_numpy())
 
 
 def load_tokenizer(path: Path) -> Callable[[list[str]], list[int]]:
@@ -124,31 +136,44 @@ def load_tokenizer(path: Path) -> Callable[[list[str]], list[int]]:
 
 
 def measure(
-    frames: Iterable[tuple[str, pl.DataFrame]], tokenizer: Path | None = None, batch: int = 1024
+    frames: Iterable[tuple[str, pl.DataFrame | Iterable[pl.DataFrame]]],
+    tokenizer: Path | None = None,
+    batch: int = 1024,
 ) -> Lengths:
-    """Lengths of every row of each config in ``frames`` (name, its text columns), read one
-    config at a time."""
+    """Lengths of every row of each config in ``frames``: (name, its text columns as one
+    frame or as batches of rows), one config and one batch at a time."""
     count = load_tokenizer(tokenizer) if tokenizer is not None else None
-    characters: dict[str, list[int]] = {}
-    tokens: dict[str, list[int]] = {}
-    for name, frame in frames:
-        characters[name] = row_chars(name, frame)
-        if count is not None:
-            expr = _row_expr(frame.schema, TEXT_COLUMNS[name], texts)
-            rows: list[str] = [] if expr is None else frame.select(expr).to_series().to_list()
-            tokens[name] = [
-                n for i in range(0, len(rows), batch) for n in count(rows[i : i + batch])
-            ]
+    characters: dict[str, Counts] = {}
+    tokens: dict[str, Counts] = {}
+    for name, parts in frames:
+        char_parts, token_parts = [_counts([])], [_counts([])]
+        for frame in [parts] if isinstance(parts, pl.DataFrame) else parts:
+            char_parts.append(row_chars(name, frame))
+            if count is not None:
+                expr = _row_expr(frame.schema, TEXT_COLUMNS[name], texts)
+                rows = [] if expr is None else frame.select(expr).to_series().to_list()
+                token_parts += [
+                    _counts(count(rows[i : i + batch])) for i in range(0, len(rows), batch)
+                ]
+        characters[name] = np.concatenate(char_parts)
+        tokens[name] = np.concatenate(token_parts)
     if count is None or tokenizer is None:
         return Lengths(characters, None, None)
     return Lengths(characters, tokens, tokenizer.name)
+
+
+def batches(build: BuildFolder, config: str, columns: Sequence[str]) -> Iterable[pl.DataFrame]:
+    """``config``'s ``columns``, ``BATCH_ROWS`` rows at a time, file by file."""
+    for path in build.files(config):
+        for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=list(columns)):
+            yield pl.from_arrow(batch)  # type: ignore[misc]
 
 
 def of_build(build: BuildFolder, tokenizer: Path | None = None) -> Lengths:
     """The lengths of every training config of ``build`` that has text columns."""
     names = [n for n in build.configs("objective") if n in TEXT_COLUMNS]
     return measure(
-        ((n, build.read(n, text_columns(n, build.columns(n)))) for n in names), tokenizer
+        ((n, batches(build, n, text_columns(n, build.columns(n)))) for n in names), tokenizer
     )
 
 
@@ -162,21 +187,23 @@ def text_columns(name: str, available: Sequence[str]) -> list[str]:
     return [c for c in wanted if c in available]
 
 
-def percentiles(values: Sequence[int], qs: Sequence[float] = (0.5, 0.9, 0.99)) -> list[int]:
-    ordered = sorted(values)
-    if not ordered:
+def percentiles(
+    values: Sequence[int] | Counts, qs: Sequence[float] = (0.5, 0.9, 0.99)
+) -> list[int]:
+    ordered = np.sort(np.asarray(values))
+    if not len(ordered):
         return [0 for _ in qs]
-    return [ordered[min(len(ordered) - 1, int(q * len(ordered)))] for q in qs]
+    return [int(ordered[min(len(ordered) - 1, int(q * len(ordered)))]) for q in qs]
 
 
 def summary(lengths: Lengths, config: str) -> dict[str, Any]:
-    values = lengths.chars[config]
+    values = np.asarray(lengths.chars[config])
     p50, p90, p99 = percentiles(values)
     return {
         "rows": len(values),
         "chars_p50": p50,
         "chars_p90": p90,
         "chars_p99": p99,
-        "chars_max": max(values, default=0),
+        "chars_max": int(values.max()) if len(values) else 0,
         "over": {limit: lengths.over(config, limit) for limit in CONTEXT_LIMITS},
     }

@@ -321,7 +321,7 @@ def lengths_section(found: lengths.Lengths) -> Raw:
             return []
         counts = found.token_counts(name)
         p50, p90 = lengths.percentiles(counts, (0.5, 0.9))
-        return [("p50", p50), ("p90", p90), ("max", max(counts, default=0))]
+        return [("p50", p50), ("p90", p90), ("max", int(max(counts, default=0)))]
 
     rows = []
     for name in found.chars:
