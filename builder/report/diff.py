@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.report.folder import load_manifest, read_manifest
-
-SPLITS = ("train", "validation", "test")
+from builder.splits import SPLITS
 
 
 @dataclass(frozen=True)

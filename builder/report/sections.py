@@ -12,8 +12,7 @@ from builder.report import charts, diff, lengths, stats
 from builder.report.folder import BuildFolder
 from builder.report.html import Node, Raw, el, num, table
 from builder.report.rows import render_row
-
-SPLITS = stats.SPLITS
+from builder.splits import SPLITS
 
 
 def figure(name: str, fig: Any, caption: str | None = None) -> Raw:

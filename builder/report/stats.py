@@ -15,8 +15,6 @@ import polars as pl
 
 from builder.report.folder import BuildFolder
 
-SPLITS = ("train", "validation", "test")
-
 
 @dataclass(frozen=True)
 class Step:
