@@ -37,6 +37,7 @@ CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 BUCKETED = ("questions", "episodes", *CHILD_TABLES)
 LOOKUP = "lookup_questions"  # question rows of earlier segments (``partition``)
 LOOKUP_COLUMNS = ("question_id", "question_text", "normalized_text", "difficulty")
+LOOKUP_SCHEMA = pa.schema([TABLES["questions"].field(name) for name in LOOKUP_COLUMNS])
 PREFIX_RANGE = 16**4  # buckets are ranges of the ids' first four hex digits
 SCRATCH_FILE_BYTES = 128 << 20  # rows gathered (in memory) before a scratch file is written
 
@@ -110,7 +111,7 @@ def partition(
     scan = pl.scan_parquet(tables_dir / "episodes.parquet")
     episode_bucket = scan.select("episode_id", _bucket=bucket_index(buckets)).collect()
     schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
-    schemas[LOOKUP] = pa.schema([TABLES["questions"].field(name) for name in LOOKUP_COLUMNS])
+    schemas[LOOKUP] = LOOKUP_SCHEMA
     out = [Bucket(schemas) for _ in range(buckets)]
     sources: dict[str, Iterable[pl.DataFrame]] = {
         name: batches(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED

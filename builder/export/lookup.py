@@ -16,14 +16,11 @@ from pathlib import Path
 
 import polars as pl
 
+from builder.export.buckets import LOOKUP_SCHEMA
 from builder.splits import SPLITS
 
-COLUMNS = {
-    "question_id": pl.String,
-    "question_text": pl.String,
-    "normalized_text": pl.String,
-    "difficulty": pl.String,
-}
+# The question columns derive joins, with their declared types.
+COLUMNS = dict(pl.from_arrow(LOOKUP_SCHEMA.empty_table()).schema)  # type: ignore[union-attr]
 
 
 class QuestionIndex:
@@ -46,7 +43,8 @@ class QuestionIndex:
             return
         rows = pl.read_parquet(files, columns=list(COLUMNS)).iter_rows()
         with self._db:
-            self._db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?)", rows)
+            marks = ", ".join("?" for _ in COLUMNS)
+            self._db.executemany(f"INSERT INTO questions VALUES ({marks})", rows)
 
     def get(self, ids: pl.Series) -> pl.DataFrame:
         """The indexed rows among ``ids`` (ids not indexed are left out), in id order."""
