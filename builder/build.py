@@ -9,8 +9,10 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import functools
+import importlib
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
@@ -27,15 +29,44 @@ from builder.cache import open_cache
 from builder.config import BuildConfig
 from builder.errors import DataRefused, EnvironmentProblem, LockHeld
 from builder.export.buckets import bucket_count, partition
+from builder.export.card import CardImages
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput, export_sessions
 from builder.ingest import CHECK_FAILED, IngestResult, ingest_files, segment_names
-from builder.redact import TableRedactor
+from builder.redact import RedactionOptions, TableRedactor
 from builder.rejects import RejectsWriter
+from builder.report import card_images
 from builder.sources import expand_inputs
 
 # A segment's buckets follow its episodes, or its questions (the banks' segment has only those).
 BUCKET_SIZED = ("episodes", "questions")
+# The card's charts are drawn by the report's code from the folder the export wrote.
+CARD_IMAGES = CardImages(card_images.write_card_images, card_images.card_section)
+# What the card needs at the end of a build: ``datasets`` (its features) and matplotlib (its
+# charts), about a second of imports.
+CARD_IMPORTS = (
+    "datasets",
+    "huggingface_hub",
+    "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
+)
+
+
+def warm_imports(modules: tuple[str, ...]) -> threading.Thread:
+    """Import ``modules`` on a thread. Started when the configs are derived and written —
+    work that runs in Polars and Arrow, outside the GIL, with this thread waiting — so the
+    imports cost the build's end nothing. A failure is left for the real import to report."""
+
+    def run() -> None:
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # the import where it is used says what is wrong
+                return
+
+    thread = threading.Thread(target=run, name="warm-imports", daemon=True)
+    thread.start()
+    return thread
 
 
 class BuildFailed(DataRefused, RuntimeError):
@@ -143,7 +174,7 @@ def read_sessions(config: BuildConfig, rejects: RejectsWriter) -> Any:
     result = run(
         config.sessions,
         options=ReplayOptions(config.null_correct_trains, max_output_chars=config.max_output_chars),
-        redaction=config.redaction_options() if config.redaction_enabled else None,
+        redaction=RedactionOptions.of(config) if config.redaction_enabled else None,
     )
     for reject in result.rejects:
         rejects.add(reject)
@@ -171,12 +202,16 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
         staged = work / "dataset"
+        # A cached rebuild usually reuses the card's YAML and images: nothing to import.
+        warming = warm_imports(CARD_IMPORTS) if cache is None else None
         outputs = export_segments(work, staged, config, cache)
         if sessions:
             outputs.append(export_sessions(staged, sessions, config))
         memo = cache.directory / "card.json" if cache is not None else None
+        if warming is not None:
+            warming.join()  # the card imports these next: one thread at a time
         manifest = export.export_dataset(
-            staged, outputs, config, result, normalizer, rejects, sessions, memo
+            staged, outputs, config, result, normalizer, rejects, sessions, memo, CARD_IMAGES
         )
         served = None
         if cache is not None:
@@ -223,7 +258,7 @@ def export_segments(
                 known = tuple(stored.output.secret_values)
                 continue
             tables = work / "tables" / name
-            redactor = TableRedactor(tables, config.redaction_options(), known)
+            redactor = TableRedactor(tables, RedactionOptions.of(config), known)
             sizes = (pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKET_SIZED)
             rows = max(sizes)
             buckets = work / "buckets" / name

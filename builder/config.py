@@ -72,15 +72,6 @@ class BuildConfig:
     redaction_allowlist: tuple[str, ...] = ()
     redaction_extra_patterns: tuple[tuple[str, str], ...] = ()
 
-    def redaction_options(self) -> Any:
-        from builder.redact import RedactionOptions
-
-        return RedactionOptions(
-            enabled=self.redaction_enabled,
-            extra_patterns=dict(self.redaction_extra_patterns),
-            allowlist=self.redaction_allowlist,
-        )
-
     card: CardConfig = field(default_factory=CardConfig)
     config_path: Path | None = None
 

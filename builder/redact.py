@@ -57,6 +57,7 @@ from pathlib import Path
 
 import polars as pl
 
+from builder.config import BuildConfig
 from builder.hashing import normalize_question_text
 from schemas.tables import REDACTED_ROLES, TABLES, columns_with_role
 
@@ -219,6 +220,15 @@ class RedactionOptions:
                 raise ValueError(f"redaction pattern {kind!r} matches the empty string")
         if any(not s for s in self.allowlist):
             raise ValueError("redaction allowlist entries must be non-empty strings")
+
+    @classmethod
+    def of(cls, config: BuildConfig) -> RedactionOptions:
+        """The options a build's ``[redaction]`` settings ask for."""
+        return cls(
+            enabled=config.redaction_enabled,
+            extra_patterns=dict(config.redaction_extra_patterns),
+            allowlist=config.redaction_allowlist,
+        )
 
     @property
     def patterns(self) -> tuple[Pattern, ...]:

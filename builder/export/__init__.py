@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS
-from builder.export.card import ExportedConfig, card_markdown
+from builder.export.card import CardImages, ExportedConfig, card_markdown
 from builder.export.manifest import builder_version, split_section, write_manifest
 from builder.export.segment import SegmentOutput
 from builder.ingest import IngestResult
@@ -71,6 +71,7 @@ def export_dataset(
     rejects: RejectsWriter,
     sessions: Any = None,
     card_memo: Path | None = None,
+    images: CardImages | None = None,
 ) -> dict[str, Any]:
     """The card and manifest of the dataset folder whose configs' files the ``segments``
     (``builder.export.segment``) wrote, in segment order; ``sessions``: the session
@@ -136,15 +137,13 @@ def export_dataset(
             "max_output_chars": config.max_output_chars,
         },
     }
-    # The card's charts (``images/*.png``), listed with the data files.
-    from builder.report.card_images import write_card_images
-
-    memo = card_memo.parent / "card-images" if card_memo is not None else None
-    images = write_card_images(out, manifest, memo)
-    manifest["files"] = dict(sorted({**manifest["files"], **images}.items()))
+    if images is not None:  # the card's charts (``images/*.png``), listed with the data files
+        memo = card_memo.parent / "card-images" if card_memo is not None else None
+        drawn = images.write(out, manifest, memo)
+        manifest["files"] = dict(sorted({**manifest["files"], **drawn}.items()))
     write_manifest(out, manifest)
     episode_count = result.rows.get("episodes", 0)
     dataset = config.publish_repo or "path/to/dataset"  # never a local path: same card anywhere
-    card = card_markdown(exported, config.card, manifest, episode_count, card_memo, dataset)
+    card = card_markdown(exported, config.card, manifest, episode_count, card_memo, dataset, images)
     (out / "README.md").write_text(card, encoding="utf-8")
     return manifest

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,6 @@ import pyarrow as pa
 from builder.config import CardConfig
 from builder.export.catalog import doc_for
 from builder.export.recipes import recipes_section
-from builder.report.card_images import card_section
 from builder.splits import SPLITS
 from schemas.tables import column_docs, describe, role_of
 
@@ -32,6 +31,18 @@ class ExportedConfig:
     kind: str  # "objective" or "table"
     # split -> its data files (dataset-relative, in order): the card lists them by name
     files: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CardImages:
+    """The card's charts, drawn by a later stage from the folder this one wrote (the
+    build passes ``builder.report.card_images``), so the export does not import the
+    report. ``write(folder, manifest, memo)`` draws them into the folder and returns
+    ``{path: sha256}`` for the manifest; ``section(files)`` is the card's markdown for the
+    images the manifest lists."""
+
+    write: Callable[[Path, dict[str, Any], Path | None], dict[str, str]]
+    section: Callable[[Mapping[str, str]], list[str]]
 
 
 def size_category(n: int) -> str:
@@ -227,6 +238,7 @@ def card_markdown(
     episodes: int,
     yaml_memo: Path | None = None,
     dataset: str = "path/to/dataset",
+    images: CardImages | None = None,
 ) -> str:
     counts = _table(
         ("config", *SPLITS, "total"),
@@ -259,7 +271,7 @@ def card_markdown(
         "",
         counts,
         "",
-        *card_section(manifest.get("files") or {}),
+        *(images.section(manifest.get("files") or {}) if images is not None else ()),
         "## How splits were assigned",
         "",
         "A question's split is a keyed hash of its normalized question text (NFKC, casefolded, "

@@ -72,3 +72,73 @@ def test_the_graph_sees_imports_inside_functions() -> None:
 def test_builder_has_no_import_cycle() -> None:
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+# The stages in the order data flows through them. A module belongs to the longest entry
+# that is its name or a package above it; it may import its own layer and the layers before
+# it, never a later one. The wrappers (cache, segments) come after the stages they wrap, and
+# the commands last: they put the stages together.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "foundation",
+        (
+            "builder",
+            "builder.errors",
+            "builder.exit_codes",
+            "builder.config",
+            "builder.storage",
+            "builder.hashing",
+            "builder.parquet",
+            "builder.splits",
+            "builder.summaries",
+            "builder.rewards",
+            "builder.teach",
+            "builder.engine",
+        ),
+    ),
+    ("sources", ("builder.sources",)),
+    ("validate", ("builder.validate", "builder.fastpath", "builder.rejects")),
+    ("normalize", ("builder.checks", "builder.normalize", "builder.redact")),
+    ("ingest", ("builder.ingest", "builder.engine.codec", "builder.engine.ray_engine")),
+    ("derive", ("builder.derive",)),
+    ("sessions", ("builder.sessions",)),
+    ("export", ("builder.export",)),
+    ("wrappers", ("builder.cache", "builder.segments")),
+    ("readers", ("builder.report", "builder.publish")),
+    ("commands", ("builder.build", "builder.summary", "builder.cli", "builder.__main__")),
+)
+
+
+def layer_of(module: str) -> int:
+    matches = [
+        (len(name), rank)
+        for rank, (_, names) in enumerate(LAYERS)
+        for name in names
+        if module == name or module.startswith(name + ".")
+    ]
+    assert matches, f"{module} is in no layer: add it to LAYERS"
+    return max(matches)[1]
+
+
+def backward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
+        f"({LAYERS[layer_of(target)][0]})"
+        for module, targets in graph.items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
+
+
+def test_the_layer_check_finds_an_import_against_the_flow() -> None:
+    graph = {"builder.export.card": {"builder.report.card_images"}, "builder.report.x": set()}
+    assert backward_imports(graph) == [
+        "builder.export.card (export) imports builder.report.card_images (readers)"
+    ]
+    assert layer_of("builder.engine.codec") > layer_of("builder.engine")
+
+
+def test_imports_follow_the_data() -> None:
+    """sources → validate → normalize → ingest → derive → export, then what wraps or reads
+    them: a stage never imports one that comes after it."""
+    assert backward_imports(import_graph()) == []
