@@ -48,7 +48,11 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--max-reject-ratio", type=float, help="refuse the build above this share")
     b.add_argument("--strict", action="store_true", default=None, help="checks become rejects")
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
-    b.add_argument("--workers", type=int, help="ingest processes (default 0: in-process)")
+    b.add_argument(
+        "--workers",
+        type=int,
+        help="ingest processes (default 0: one per core from 64 MB of episodes; 1: in-process)",
+    )
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
@@ -95,7 +99,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if args.upload_to is not None and not is_uri(args.upload_to):
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
     if args.workers is not None and args.workers < 0:
-        raise ConfigError(f"--workers {args.workers}: must be 0 (in-process) or more")
+        raise ConfigError(f"--workers {args.workers}: must be 0 (automatic) or more")
     if args.max_reject_ratio is not None and not 0.0 <= args.max_reject_ratio <= 1.0:
         raise ConfigError(f"--max-reject-ratio {args.max_reject_ratio}: must be from 0 to 1")
     config = load_config(find_config(args.config, Path.cwd()))

@@ -14,6 +14,8 @@ an appended file leaves every earlier segment's files as they were (``builder.se
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +31,7 @@ from pydantic import BaseModel
 from builder import fastpath
 from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
-from builder.engine import Engine, InlineEngine, local_engine
+from builder.engine import Engine, InlineEngine, default_workers, local_engine
 from builder.engine.codec import BatchResult
 from builder.normalize import (
     EPISODE_TABLES,
@@ -43,6 +45,7 @@ from builder.normalize import (
 )
 from builder.rejects import RejectsWriter
 from builder.sources import InputFile, InputStats, SourceLine
+from builder.storage import is_uri
 from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank
 from schemas.episode import Episode, Question
 from schemas.layouts import SEEDS
@@ -387,13 +390,30 @@ def _engine(config: BuildConfig, workers: int | None) -> Engine:
 
 
 def _workers(config: BuildConfig, workers: int | None) -> int:
-    """Explicit ``workers`` (argument, else a ``workers`` config key); 0/None: one process.
-
-    A pool is not the default: on the 2-core benchmark machine the spawn, import and
-    transfer costs of two workers outweighed their gain (BENCHMARKS.md)."""
+    """Explicit ``workers`` (argument, else a ``workers`` config key; 1: in this process);
+    0/None: one worker per available core once the episode files reach
+    ``POOL_FROM_BYTES``, else this process alone (a pool's start costs about a second)."""
     if workers is None:
         workers = getattr(config, "workers", 0) or 0
-    return max(1, workers)
+    if workers <= 0:
+        large = local_bytes(config.episodes) >= POOL_FROM_BYTES
+        workers = default_workers() if large else 1
+    return workers
+
+
+# Below this much episode input, a pool's start (a fork server importing the ingest, about
+# a second of one core) costs more than the second core gives back.
+POOL_FROM_BYTES = 4 * BATCH_BYTES
+
+
+def local_bytes(paths: Iterable[str]) -> int:
+    """Bytes of the local files among ``paths`` (an object-store URI counts as none)."""
+    total = 0
+    for path in paths:
+        if not is_uri(path):
+            with contextlib.suppress(OSError):  # reading it reports the problem
+                total += os.stat(path).st_size
+    return total
 
 
 def validate_files(

@@ -79,3 +79,54 @@ def test_full_build_is_identical_with_two_workers(tmp_path: Path, monkeypatch: A
         return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     assert run("one", 1) == run("two", 2)
+
+
+def test_by_default_a_large_input_gets_one_worker_per_core(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """No ``--workers``: the sample-sized input stays in this process, an input of
+    ``POOL_FROM_BYTES`` or more gets a pool of one worker per core, and the build writes
+    the same bytes either way."""
+    from builder import ingest as ingest_module
+    from builder.engine import LocalEngine
+
+    config = tricky_input(tmp_path)
+    assert ingest_module.local_bytes(config.episodes) < ingest_module.POOL_FROM_BYTES
+    assert ingest_module._workers(config, None) == 1
+    assert ingest_module._workers(config, 1) == 1  # explicit: in-process, however large
+
+    started: list[int] = []
+    original = LocalEngine.__init__
+
+    def recorded(self: LocalEngine, workers: int) -> None:
+        started.append(workers)
+        original(self, workers)
+
+    monkeypatch.setattr(LocalEngine, "__init__", recorded)
+
+    def run(name: str) -> dict[str, bytes]:
+        out = tmp_path / name / "dataset"
+        build(
+            BuildConfig(**{**config.__dict__, "out": out, "rejects": tmp_path / name / "r.jsonl"})
+        )
+        return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    small = run("small")
+    assert started == []
+    # The same input counted as large, on a machine with two cores.
+    monkeypatch.setattr(ingest_module, "POOL_FROM_BYTES", 1)
+    monkeypatch.setattr(ingest_module, "default_workers", lambda: 2)
+    assert run("large") == small
+    assert started == [2]
+
+
+def test_a_pool_leaves_no_fork_server_behind(tmp_path: Path) -> None:
+    """Closing the engine stops and reaps its fork server: no process outlives the ingest
+    (and the workers' CPU time counts as this process's children)."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    config = tricky_input(tmp_path)
+    ingest(config, tmp_path / "two", workers=2)
+    assert forkserver._forkserver._forkserver_pid is None
+    assert multiprocessing.active_children() == []

@@ -122,8 +122,7 @@ def layer_of(module: str) -> int:
 
 def backward_imports(graph: dict[str, set[str]]) -> list[str]:
     return sorted(
-        f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} "
-        f"({LAYERS[layer_of(target)][0]})"
+        f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
         for module, targets in graph.items()
         for target in targets
         if layer_of(target) > layer_of(module)

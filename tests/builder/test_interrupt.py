@@ -3,6 +3,7 @@ build untouched and no work files left behind."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -31,9 +32,19 @@ def large_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("sig", "code", "workers"),
+    [
+        (signal.SIGINT, 130, "1"),
+        (signal.SIGTERM, 143, "1"),
+        # A pool: the signal reaches the whole process group, workers included, as Ctrl-C
+        # in a terminal does.
+        (signal.SIGINT, 130, "2"),
+        (signal.SIGTERM, 143, "2"),
+    ],
+)
 def test_an_interrupted_build_leaves_the_previous_one(
-    tmp_path: Path, large_input: Path, sig: signal.Signals, code: int
+    tmp_path: Path, large_input: Path, sig: signal.Signals, code: int, workers: str
 ) -> None:
     out, rejects = tmp_path / "dataset", tmp_path / "rejects.jsonl"
     common = ("--out", str(out), "--rejects", str(rejects))
@@ -50,12 +61,13 @@ def test_an_interrupted_build_leaves_the_previous_one(
     before, rejects_before = snapshot(out), rejects.read_bytes()
     around = sorted(p.name for p in tmp_path.iterdir())
     process = subprocess.Popen(
-        episodes_cmd("--episodes", str(large_input), *common),
+        episodes_cmd("--episodes", str(large_input), "--workers", workers, *common),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, which the signal is sent to
     )
     work = tmp_path / ".dataset.work"
     deadline = time.monotonic() + 60
@@ -63,7 +75,7 @@ def test_an_interrupted_build_leaves_the_previous_one(
         time.sleep(0.05)
     assert work.exists(), "the build never started"
     time.sleep(0.5)  # well inside the ingest of 1,500 episodes
-    process.send_signal(sig)
+    os.killpg(process.pid, sig)
     _, err = process.communicate(timeout=120)
     assert process.returncode == code, err
     lines = err.strip().splitlines()
@@ -73,3 +85,9 @@ def test_an_interrupted_build_leaves_the_previous_one(
     assert not work.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == around
     assert not any(name.startswith(".") for name in around)  # no lock file either
+    # No worker or fork server of the build is left running (an exited process that the
+    # system has not reaped yet, state Z, is not running).
+    table = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True)
+    group = [line.split(None, 2) for line in table.stdout.splitlines()]
+    running = [g for g in group if g[0] == str(process.pid) and not g[1].startswith("Z")]
+    assert running == []
