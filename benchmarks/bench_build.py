@@ -60,9 +60,11 @@ def wrap(owner, attr, stage):
 
 
 def per_config(frames, kwargs):
-    from builder.derive import OBJECTIVE_MODULES
+    from builder.derive import OBJECTIVE_MODULES, RESHAPED
 
-    for name, frame in zip(OBJECTIVE_MODULES, frames):
+    # The plans collected together: every objective but those reshaped from another's rows.
+    derived = [name for name in OBJECTIVE_MODULES if name not in RESHAPED]
+    for name, frame in zip(derived, frames):
         started = time.perf_counter()
         frame.collect(**kwargs)  # on the engine the build's collect_all used
         timing["derive " + name] = timing.get("derive " + name, 0.0) + time.perf_counter() - started
@@ -219,10 +221,12 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
 
 def stages(work: Path, episodes: int, workers: int, root: Path | None) -> dict[str, float]:
     """One more build of the 1× file with every stage timed (slower: per-config plans are
-    collected a second time, alone); thread-seconds per stage ÷ that build's wall time."""
+    collected a second time, alone); thread-seconds per stage ÷ that build's wall time.
+    Its ingest runs in this process (``workers`` 1 unless given), where the parse and
+    normalize steps can be timed: a pool's workers are other processes."""
     source = (work / f"profile-{episodes}.jsonl").resolve()
     out = (work / f"out-{episodes}-stages").resolve()
-    options = build_options(source, out, workers, stages=True)
+    options = build_options(source, out, workers or 1, stages=True)
     _, _, stdout, _ = run_child(TIMED_BUILD, options, root=root)
     timing = json.loads(stdout.rsplit("TIMING ", 1)[1])
     wall = timing.pop("build_s")
@@ -233,7 +237,10 @@ def stages(work: Path, episodes: int, workers: int, root: Path | None) -> dict[s
     inside += ("normalize (Arrow tables)",)
     rest = timing["ingest (all)"] - sum(timing.get(k, 0.0) for k in inside)
     timing["ingest: read lines, checks, staging"] = rest
-    print(f"\nstages at {episodes} episodes (thread-seconds ÷ wall {wall:.2f} s of this run):")
+    print(
+        f"\nstages at {episodes} episodes, ingest in-process (thread-seconds ÷ wall"
+        f" {wall:.2f} s of this run):"
+    )
     print("| stage | s | share of wall |\n|---|---|---|")
     for name, seconds in timing.items():
         print(f"| {name} | {seconds:.2f} | {seconds / wall:.0%} |")

@@ -9,7 +9,7 @@ their keys so builds are reproducible. Only training-eligible episodes feed the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
 
 import polars as pl
@@ -23,6 +23,12 @@ OBJECTIVE_MODULES: dict[str, ModuleType] = {
     m.NAME: m for m in (sft, sft_turns, rl, prm, prm_stepwise, orm, dpo, self_correction)
 }
 assert list(OBJECTIVE_MODULES) == list(OBJECTIVES), "objective modules out of schema order"
+# Objectives that are a reshaping of another one's rows: built from that objective's
+# collected frame (``name -> (source, reshape)``) rather than derived a second time from the
+# tables; ``reshape(source rows)`` gives exactly ``derive(tables)``'s rows.
+RESHAPED: dict[str, tuple[str, Callable[[pl.LazyFrame], pl.LazyFrame]]] = {
+    sft_turns.NAME: (sft.NAME, sft_turns.from_sft),
+}
 
 
 def derive_all(
@@ -36,6 +42,7 @@ def derive_all(
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
     "OBJECTIVE_MODULES",
+    "RESHAPED",
     "DeriveOptions",
     "derive_all",
     "eligible_episodes",

@@ -169,7 +169,7 @@ class SegmentExporter:
     ) -> tuple[pl.DataFrame, dict[str, int], dict[str, pl.DataFrame]]:
         """One bucket read, redacted and derived (on a derive thread): its questions'
         splits, its training exclusions and every config's piece, by config."""
-        from builder.derive import OBJECTIVE_MODULES
+        from builder.derive import OBJECTIVE_MODULES, RESHAPED
 
         loaded = load(part, redact)
         own = loaded["questions"].select("question_id", "normalized_text").collect()
@@ -179,11 +179,19 @@ class SegmentExporter:
         keys = SplitKeys.of(splits, loaded["episodes"])
         every_question = pl.concat([loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP]])
         sources = {**loaded, "questions": every_question.sort("question_id")}
-        frames = [m.derive(sources, self.options) for m in OBJECTIVE_MODULES.values()]
-        frames += [loaded[name] for name in TABLES]
-        plans = [*map(keys.attach, frames), published.lazy()]
+        frames = {
+            name: m.derive(sources, self.options)
+            for name, m in OBJECTIVE_MODULES.items()
+            if name not in RESHAPED
+        }
+        frames |= {name: loaded[name] for name in TABLES}
+        plans = [keys.attach(f) for f in frames.values()]
         collected = pl.collect_all(plans, engine=PLAN_ENGINE)
-        return published, exclusion_counts(loaded), dict(zip(self.layouts, collected, strict=True))
+        pieces = dict(zip(frames, collected, strict=True)) | {"splits": published}
+        for name, (source, reshape) in RESHAPED.items():
+            rows = reshape(pieces[source].lazy().drop("split"))
+            pieces[name] = keys.attach(rows).collect(engine=PLAN_ENGINE)
+        return published, exclusion_counts(loaded), {name: pieces[name] for name in self.layouts}
 
     def _write_all(self, writers: _Writers, pieces: dict[str, pl.DataFrame]) -> None:
         jobs = [
