@@ -13,6 +13,7 @@ writes: a config's text columns a batch of rows at a time, and only one number p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
+from builder.engine import default_workers
 from builder.report.errors import BuildFolderError
 from builder.report.folder import BuildFolder
 
@@ -170,11 +172,19 @@ def batches(build: BuildFolder, config: str, columns: Sequence[str]) -> Iterable
 
 
 def of_build(build: BuildFolder, tokenizer: Path | None = None) -> Lengths:
-    """The lengths of every training config of ``build`` that has text columns."""
+    """The lengths of every training config of ``build`` that has text columns. Characters
+    alone (the card's charts, at the end of every build) are counted a config per thread:
+    Parquet decoding and Polars' string lengths release the GIL."""
     names = [n for n in build.configs("objective") if n in TEXT_COLUMNS]
-    return measure(
-        ((n, batches(build, n, text_columns(n, build.columns(n)))) for n in names), tokenizer
-    )
+
+    def frames(name: str) -> tuple[str, Iterable[pl.DataFrame]]:
+        return name, batches(build, name, text_columns(name, build.columns(name)))
+
+    if tokenizer is not None:
+        return measure(map(frames, names), tokenizer)
+    with ThreadPoolExecutor(default_workers(), thread_name_prefix="lengths") as pool:
+        parts = list(pool.map(lambda name: measure([frames(name)]), names))
+    return Lengths({n: c for part in parts for n, c in part.chars.items()}, None, None)
 
 
 def text_columns(name: str, available: Sequence[str]) -> list[str]:
