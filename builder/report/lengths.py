@@ -39,7 +39,7 @@ TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
 }
 CONTEXT_LIMITS = (4096, 8192, 32768)
 CHARS_PER_TOKEN = 4  # the usual rough estimate for English and code
-BATCH_ROWS = 8192  # rows of a config's text read at once
+BATCH_ROWS = 2048  # rows of a config's text read at once (a config per thread)
 Counts = np.ndarray  # one int per row
 
 
