@@ -5,7 +5,9 @@ Inputs are the issue's realistic profile (``benchmarks.episodes_profile``: ≈56
 RSS is sampled over the whole process tree (the build and its worker processes, summed), so
 a parallel build cannot hide memory in its workers. The floor is ``orjson.loads`` over every
 line of the same file (measured before and after each build; the lower is taken): the least
-any builder must do. CPU time ÷ wall of the process tree shows the cores used.
+any builder must do. CPU time ÷ wall of the process tree shows the cores used. The write
+floor is the build's own output, already in memory, written again with the project's Parquet
+settings on one thread: what the export cannot spend less than on one core.
 
 ``python -m benchmarks.bench_build --base 1000 [--workers N] [--baseline-root DIR]``
 (``--no-stages``: skip the extra instrumented build that gives the stage breakdown.)
@@ -123,6 +125,23 @@ if __name__ == "__main__":
     main()
 """
 
+# The least the export must spend: the build's own output (every Parquet file it wrote),
+# already in memory as Arrow, written again with the project's settings (zstd, statistics,
+# page index, content-defined chunking) on one thread; only the writes are timed.
+WRITE_FLOOR = """
+import sys, time
+from pathlib import Path
+import pyarrow as pa, pyarrow.parquet as pq
+from builder.parquet import WRITE_OPTIONS
+files = sorted(Path(sys.argv[1]).rglob("*.parquet"))
+tables = [(pq.read_table(f), pq.ParquetFile(f).metadata) for f in files]
+started = time.perf_counter()
+for table, meta in tables:
+    group = meta.row_group(0).num_rows if meta.num_row_groups else 1
+    pq.write_table(table, pa.BufferOutputStream(), row_group_size=max(1, group), **WRITE_OPTIONS)
+print(time.perf_counter() - started)
+"""
+
 
 def _tree_rss(pid: int) -> int:
     """Resident bytes of ``pid`` and all its descendants (Linux /proc)."""
@@ -204,6 +223,7 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
     build_s, rss, stdout, cpu = run_child(TIMED_BUILD, options, root=root)
     ingest_s = json.loads(stdout.rsplit("TIMING ", 1)[1]).get("ingest_s", float("nan"))
     floor_s = min(before, floor(source))  # the floor before and after; the lower
+    write_s = float(run_child(WRITE_FLOOR, str(out / "ds"), root=root)[2].strip())
     return {
         "episodes": episodes,
         "mb": round(mb, 1),
@@ -214,6 +234,8 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
         "ingest_s": round(ingest_s, 2),
         "build_over_floor": round(build_s / floor_s, 1),
         "ingest_over_floor": round(ingest_s / floor_s, 1),
+        "write_floor_s": round(write_s, 2),  # writing the output alone, one thread
+        "write_over_floor": round(write_s / floor_s, 1),
         "cpu_over_wall": round(cpu / build_s, 2),
         "peak_rss_mib": round(rss),
     }

@@ -18,6 +18,7 @@ def test_build_benchmark_reports_every_scale(tmp_path: Path) -> None:
     for row in rows:
         assert row["build_s"] > 0 and row["floor_s"] > 0 and row["peak_rss_mib"] > 0
         assert row["build_over_floor"] > 0 and row["ingest_s"] > 0
+        assert 0 < row["write_floor_s"] < row["build_s"]
     assert (tmp_path / "build.json").is_file()
 
 
