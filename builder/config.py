@@ -61,7 +61,7 @@ class BuildConfig:
     publish_repo: str = ""
     publish_private: bool = False
     max_output_chars: int = 8000
-    workers: int = 0  # ingest processes; 0: one per core for large inputs; 1: in-process
+    workers: int = 0  # ingest processes; 0: one per core for files of 64 MB+; 1: in-process
     engine: str = "local"  # "local" or "ray"
     ray_address: str = ""  # empty: a local Ray with 2 CPUs; "auto" or "ray://host:10001"
     cache_dir: Path | None = None  # per-file normalized results for incremental rebuilds

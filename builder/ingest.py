@@ -14,8 +14,6 @@ an appended file leaves every earlier segment's files as they were (``builder.se
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,7 +29,14 @@ from pydantic import BaseModel
 from builder import fastpath
 from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
-from builder.engine import Engine, InlineEngine, default_workers, local_engine
+from builder.engine import (
+    Engine,
+    InlineEngine,
+    PerFileEngine,
+    default_workers,
+    for_file,
+    local_engine,
+)
 from builder.engine.codec import BatchResult
 from builder.normalize import (
     EPISODE_TABLES,
@@ -45,7 +50,6 @@ from builder.normalize import (
 )
 from builder.rejects import RejectsWriter
 from builder.sources import InputFile, InputStats, SourceLine
-from builder.storage import is_uri
 from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank
 from schemas.episode import Episode, Question
 from schemas.layouts import SEEDS
@@ -280,7 +284,8 @@ class Ingest:
                 sent.append(item[1])
                 yield item
 
-        for result in self.engine.map(normalize_batch, batches()):
+        engine = for_file(self.engine, path)
+        for result in engine.map(normalize_batch, batches()):
             self._commit(sent.popleft(), result, counts)
         self.result.inputs.append(source.stats)
 
@@ -359,7 +364,7 @@ def ingest_files(
     cache: Any = None,
 ) -> tuple[IngestResult, Normalizer]:
     """Read every input into the staging tables. ``workers``: processes for the per-batch
-    work (default one: in this process). The output is byte-identical for any number.
+    work (default: chosen per file, ``_local``). The output is byte-identical for any number.
     ``cache``: an open ``builder.cache.IngestCache`` (``builder.cache.open_cache``), which
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
     does not import it."""
@@ -386,34 +391,24 @@ def _engine(config: BuildConfig, workers: int | None) -> Engine:
         from builder.engine.ray_engine import RayEngine
 
         return RayEngine(getattr(config, "ray_address", None) or None)
-    return local_engine(_workers(config, workers))
+    return _local(config, workers)
 
 
-def _workers(config: BuildConfig, workers: int | None) -> int:
-    """Explicit ``workers`` (argument, else a ``workers`` config key; 1: in this process);
-    0/None: one worker per available core once the episode files reach
-    ``POOL_FROM_BYTES``, else this process alone (a pool's start costs about a second)."""
+def _local(config: BuildConfig, workers: int | None) -> Engine:
+    """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
+    (1: this one). 0/None, the default: one worker per available core for each episode file
+    of ``POOL_FROM_BYTES`` or more, this process for smaller ones (``PerFileEngine``)."""
     if workers is None:
         workers = getattr(config, "workers", 0) or 0
-    if workers <= 0:
-        large = local_bytes(config.episodes) >= POOL_FROM_BYTES
-        workers = default_workers() if large else 1
-    return workers
+    if workers >= 1:
+        return local_engine(workers)
+    cores = default_workers()
+    return InlineEngine() if cores <= 1 else PerFileEngine(cores, POOL_FROM_BYTES)
 
 
-# Below this much episode input, a pool's start (a fork server importing the ingest, about
-# a second of one core) costs more than the second core gives back.
+# Below this much of one file, a pool's start (a fork server importing the ingest, about a
+# second of one core) costs more than the second core gives back.
 POOL_FROM_BYTES = 4 * BATCH_BYTES
-
-
-def local_bytes(paths: Iterable[str]) -> int:
-    """Bytes of the local files among ``paths`` (an object-store URI counts as none)."""
-    total = 0
-    for path in paths:
-        if not is_uri(path):
-            with contextlib.suppress(OSError):  # reading it reports the problem
-                total += os.stat(path).st_size
-    return total
 
 
 def validate_files(

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from builder.storage import is_uri
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -114,6 +116,47 @@ class ThreadEngine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class PerFileEngine:
+    """The automatic choice, file by file: this process for an input file under
+    ``from_bytes`` (a pool's start, a fork server importing the ingest, costs about a second
+    of one core), a pool of ``workers`` for a larger one; once started, the pool serves every
+    later file. An incremental rebuild that normalizes one small new file starts no pool."""
+
+    def __init__(self, workers: int, from_bytes: int) -> None:
+        self.workers, self.from_bytes = workers, from_bytes
+        self._inline = InlineEngine()
+        self._pool: LocalEngine | None = None
+
+    def for_file(self, path: str) -> Engine:
+        if self._pool is None and local_size(path) >= self.from_bytes:
+            self._pool = LocalEngine(self.workers)
+        return self._pool or self._inline
+
+    def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
+        return (self._pool or self._inline).map(fn, items)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+
+
+def for_file(engine: Engine, path: str) -> Engine:
+    """The engine to run ``path``'s batches on."""
+    choose = getattr(engine, "for_file", None)
+    return engine if choose is None else choose(path)
+
+
+def local_size(path: str) -> int:
+    """Bytes of a local file; 0 for an object-store URI or a file that cannot be read
+    (reading it reports the problem, with its file and line)."""
+    if is_uri(path):
+        return 0
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def default_workers() -> int:

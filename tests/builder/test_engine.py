@@ -16,6 +16,7 @@ import pytest
 import builder.build as build_module
 from builder.build import build
 from builder.config import BuildConfig
+from builder.engine import InlineEngine, LocalEngine, PerFileEngine
 from builder.ingest import ingest_files
 from builder.rejects import RejectsWriter
 from samples.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
@@ -81,19 +82,16 @@ def test_full_build_is_identical_with_two_workers(tmp_path: Path, monkeypatch: A
     assert run("one", 1) == run("two", 2)
 
 
-def test_by_default_a_large_input_gets_one_worker_per_core(
-    tmp_path: Path, monkeypatch: Any
-) -> None:
-    """No ``--workers``: the sample-sized input stays in this process, an input of
-    ``POOL_FROM_BYTES`` or more gets a pool of one worker per core, and the build writes
-    the same bytes either way."""
+def test_by_default_a_large_file_gets_one_worker_per_core(tmp_path: Path, monkeypatch: Any) -> None:
+    """No ``--workers``: files under ``POOL_FROM_BYTES`` are normalized in this process, a
+    file of that size or more starts a pool of one worker per core, which then serves the
+    files after it; the build writes the same bytes either way."""
     from builder import ingest as ingest_module
-    from builder.engine import LocalEngine
 
     config = tricky_input(tmp_path)
-    assert ingest_module.local_bytes(config.episodes) < ingest_module.POOL_FROM_BYTES
-    assert ingest_module._workers(config, None) == 1
-    assert ingest_module._workers(config, 1) == 1  # explicit: in-process, however large
+    first, second = (Path(p).stat().st_size for p in config.episodes)
+    assert max(first, second) < ingest_module.POOL_FROM_BYTES  # the sample size: no pool
+    monkeypatch.setattr(ingest_module, "default_workers", lambda: 2)  # any machine: 2 cores
 
     started: list[int] = []
     original = LocalEngine.__init__
@@ -113,11 +111,28 @@ def test_by_default_a_large_input_gets_one_worker_per_core(
 
     small = run("small")
     assert started == []
-    # The same input counted as large, on a machine with two cores.
-    monkeypatch.setattr(ingest_module, "POOL_FROM_BYTES", 1)
-    monkeypatch.setattr(ingest_module, "default_workers", lambda: 2)
+    monkeypatch.setattr(ingest_module, "POOL_FROM_BYTES", first)  # the first file is large
     assert run("large") == small
-    assert started == [2]
+    assert started == [2]  # one pool, for both files
+    started.clear()
+    explicit = BuildConfig(**{**config.__dict__, "workers": 1})
+    assert isinstance(ingest_module._engine(explicit, None), InlineEngine)
+
+
+def test_a_small_file_after_none_large_starts_no_pool(tmp_path: Path) -> None:
+    """What an incremental rebuild does: only its new, small file is normalized."""
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_bytes(b"x" * 10)
+    large.write_bytes(b"x" * 100)
+    engine = PerFileEngine(2, from_bytes=50)
+    try:
+        assert isinstance(engine.for_file(str(small)), InlineEngine)
+        assert isinstance(engine.for_file("s3://bucket/remote.jsonl"), InlineEngine)
+        pool = engine.for_file(str(large))
+        assert isinstance(pool, LocalEngine) and pool.workers == 2
+        assert engine.for_file(str(small)) is pool  # started: it serves what follows
+    finally:
+        engine.close()
 
 
 def test_a_pool_leaves_no_fork_server_behind(tmp_path: Path) -> None:
