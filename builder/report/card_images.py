@@ -29,11 +29,12 @@ CHARTS = {
 }
 
 
-def chart_data(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """What each card chart shows: plain numbers, the key of the image memo."""
+def chart_data(folder: Path, manifest: dict[str, Any], memo: Path | None = None) -> dict[str, Any]:
+    """What each card chart shows: plain numbers, the key of the image memo. ``memo``: a
+    folder keeping each data file's row lengths (``lengths.of_build``)."""
     build = BuildFolder(folder, manifest=manifest)
     steps = stats.funnel(manifest, stats.verified_counts(build))
-    found = lengths.of_build(build)
+    found = lengths.of_build(build, memo=memo)
     failed = {
         f"check: {k}": int(v)
         for part in ("episodes_by_kind", "questions_by_kind")
@@ -90,7 +91,7 @@ def write_card_images(
 ) -> dict[str, str]:
     """Write ``images/*.png`` into ``folder``; return ``{path: sha256}`` for the manifest.
     ``memo``: a folder keeping the last images by what they show."""
-    data = chart_data(folder, manifest)
+    data = chart_data(folder, manifest, memo / "lengths" if memo is not None else None)
     images: dict[str, bytes] | None = None
     key = _memo_key(data) if memo is not None else ""
     if memo is not None:

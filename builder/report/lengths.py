@@ -12,6 +12,10 @@ writes: a config's text columns a batch of rows at a time, and only one number p
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -167,24 +171,71 @@ def measure(
 def batches(build: BuildFolder, config: str, columns: Sequence[str]) -> Iterable[pl.DataFrame]:
     """``config``'s ``columns``, ``BATCH_ROWS`` rows at a time, file by file."""
     for path in build.files(config):
-        for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=list(columns)):
-            yield pl.from_arrow(batch)  # type: ignore[misc]
+        yield from _file_batches(path, columns)
 
 
-def of_build(build: BuildFolder, tokenizer: Path | None = None) -> Lengths:
+def _file_batches(path: Path, columns: Sequence[str]) -> Iterable[pl.DataFrame]:
+    for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=list(columns)):
+        yield pl.from_arrow(batch)  # type: ignore[misc]
+
+
+def of_build(
+    build: BuildFolder, tokenizer: Path | None = None, memo: Path | None = None
+) -> Lengths:
     """The lengths of every training config of ``build`` that has text columns. Characters
-    alone (the card's charts, at the end of every build) are counted a config per thread:
-    Parquet decoding and Polars' string lengths release the GIL."""
+    alone (the card's charts, at the end of every build) are counted a config per thread
+    (Parquet decoding and Polars' string lengths release the GIL), and with ``memo`` (a
+    folder) a file's counts are kept by its sha256: an incremental rebuild reads only the
+    files it wrote."""
     names = [n for n in build.configs("objective") if n in TEXT_COLUMNS]
-
-    def frames(name: str) -> tuple[str, Iterable[pl.DataFrame]]:
-        return name, batches(build, name, text_columns(name, build.columns(name)))
-
     if tokenizer is not None:
-        return measure(map(frames, names), tokenizer)
+        return measure(
+            ((n, batches(build, n, text_columns(n, build.columns(n)))) for n in names), tokenizer
+        )
+    used: set[str] = set()
     with ThreadPoolExecutor(default_workers(), thread_name_prefix="lengths") as pool:
-        parts = list(pool.map(lambda name: measure([frames(name)]), names))
-    return Lengths({n: c for part in parts for n, c in part.chars.items()}, None, None)
+        chars = list(pool.map(lambda name: _config_chars(build, name, memo, used), names))
+    if memo is not None:
+        for old in memo.glob("*.npy"):
+            if old.name not in used:
+                old.unlink(missing_ok=True)
+    return Lengths(dict(zip(names, chars, strict=True)), None, None)
+
+
+@functools.cache
+def _code_digest() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
+def _config_chars(build: BuildFolder, name: str, memo: Path | None, used: set[str]) -> Counts:
+    columns = text_columns(name, build.columns(name))
+    parts = [_counts([])]
+    for path in build.files(name):
+        digest = build.manifest["files"].get(str(path.relative_to(build.path)))
+        stored = None
+        if memo is not None and digest:
+            material = f"{digest}|{name}|{','.join(columns)}|{_code_digest()}"
+            stored = memo / f"{hashlib.sha256(material.encode()).hexdigest()}.npy"
+            used.add(stored.name)
+        parts.append(_file_chars(name, path, columns, stored))
+    return np.concatenate(parts)
+
+
+def _file_chars(name: str, path: Path, columns: Sequence[str], stored: Path | None) -> Counts:
+    """One file's characters per row, from ``stored`` when it holds them."""
+    if stored is not None and stored.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            return _counts(np.load(stored, allow_pickle=False))
+    values = np.concatenate(
+        [_counts([]), *(row_chars(name, f) for f in _file_batches(path, columns))]
+    )
+    if stored is not None:
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        partial = stored.with_name(f"{stored.stem}.{threading.get_ident()}.tmp")
+        with partial.open("wb") as out:
+            np.save(out, values, allow_pickle=False)
+        partial.replace(stored)
+    return values
 
 
 def text_columns(name: str, available: Sequence[str]) -> list[str]:

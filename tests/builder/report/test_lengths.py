@@ -110,3 +110,45 @@ def test_rows_read_in_batches_measure_as_one_frame() -> None:
     whole = lengths.measure([("sft", sft)]).chars["sft"]
     parts = lengths.measure([("sft", (sft.slice(i, 2) for i in range(0, 6, 2)))]).chars["sft"]
     assert parts.dtype == np.int32 and parts.tolist() == whole.tolist() == [33, 0] * 3
+
+
+def test_the_memo_keeps_each_files_lengths_by_its_digest(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a memo, counting again reads no data file and gives the same lengths; a file
+    whose digest changed is read again, and counts of files no longer built are dropped."""
+    import json
+
+    from builder.report.folder import BuildFolder
+
+    memo = tmp_path / "memo"
+    manifest = json.loads((sample_build.out / "manifest.json").read_text())
+    build = BuildFolder(sample_build.out, manifest=manifest)
+    first = lengths.of_build(build, memo=memo)
+    plain = lengths.of_build(build)  # no memo
+    assert first.chars and {k: v.tolist() for k, v in first.chars.items()} == {
+        k: v.tolist() for k, v in plain.chars.items()
+    }
+    stored = sorted(p.name for p in memo.glob("*.npy"))
+    assert stored
+
+    read: list[Path] = []
+    real = lengths._file_batches
+
+    def counting(path: Path, columns: list[str]):  # type: ignore[no-untyped-def]
+        read.append(path)
+        return real(path, columns)
+
+    monkeypatch.setattr(lengths, "_file_batches", counting)
+    again = lengths.of_build(build, memo=memo)
+    assert read == []
+    assert {k: v.tolist() for k, v in again.chars.items()} == {
+        k: v.tolist() for k, v in first.chars.items()
+    }
+    # One file "changed": a new digest, so it is read; the old entry goes.
+    changed = next(p for p in manifest["files"] if p.startswith("sft/"))
+    manifest["files"][changed] = "0" * 64
+    lengths.of_build(BuildFolder(sample_build.out, manifest=manifest), memo=memo)
+    assert [str(p.relative_to(sample_build.out)) for p in read] == [changed]
+    now = sorted(p.name for p in memo.glob("*.npy"))
+    assert len(now) == len(stored) and now != stored
