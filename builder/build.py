@@ -202,8 +202,10 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
         check_reject_ratio(config, result, rejects, session_rows)
         staged = work / "dataset"
-        # A cached rebuild usually reuses the card's YAML and images: nothing to import.
-        warming = warm_imports(CARD_IMPORTS) if cache is None else None
+        # A rebuild that reuses every segment reuses the card's YAML and images as well:
+        # nothing to import. One that builds a segment draws and writes them again.
+        changed = cache is None or bool(cache.segments.pending)
+        warming = warm_imports(CARD_IMPORTS) if changed else None
         outputs = export_segments(work, staged, config, cache)
         if sessions:
             outputs.append(export_sessions(staged, sessions, config))
