@@ -145,3 +145,52 @@ def test_a_pool_leaves_no_fork_server_behind(tmp_path: Path) -> None:
     ingest(config, tmp_path / "two", workers=2)
     assert forkserver._forkserver._forkserver_pid is None
     assert multiprocessing.active_children() == []
+
+
+SCRIPT = """
+import sys
+print("top level ran", flush=True)
+from builder import ingest
+from builder.build import build
+from builder.config import BuildConfig
+from pathlib import Path
+
+ingest.POOL_FROM_BYTES = 1  # every file counts as large
+ingest.default_workers = lambda: 2
+{call}
+"""
+CALL = (
+    "build(BuildConfig(episodes=(sys.argv[1],), out=Path(sys.argv[2]), "
+    "rejects=Path(sys.argv[3]), max_reject_ratio=1.0))"
+)
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_that_calls_build_at_its_top_level_is_not_run_again(
+    tmp_path: Path, guarded: bool
+) -> None:
+    """Workers import the main script again. By default a script without the
+    ``if __name__ == "__main__"`` guard gets the in-process ingest, so its top level runs
+    once; a guarded script gets the pool (its unguarded lines run again in each worker)."""
+    import subprocess
+    import sys
+
+    config = tricky_input(tmp_path)
+    call = f'if __name__ == "__main__":\n    {CALL}' if guarded else CALL
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT.format(call=call))
+    root = Path(__file__).resolve().parents[2]
+    out, rejects = tmp_path / "ds", tmp_path / "r.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(script), config.episodes[0], str(out), str(rejects)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (out / "manifest.json").is_file()
+    runs = done.stdout.count("top level ran")
+    # Guarded: the pool's workers (started as work arrives) each ran the top level too.
+    assert runs >= 2 if guarded else runs == 1
