@@ -14,7 +14,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -42,14 +42,11 @@ from builder.sources import expand_inputs
 BUCKET_SIZED = ("episodes", "questions")
 # The card's charts are drawn by the report's code from the folder the export wrote.
 CARD_IMAGES = CardImages(card_images.write_card_images, card_images.card_section)
-# What the card needs at the end of a build: ``datasets`` (its features) and matplotlib (its
-# charts), about a second of imports.
-CARD_IMPORTS = (
-    "datasets",
-    "huggingface_hub",
-    "matplotlib.figure",
-    "matplotlib.backends.backend_agg",
-)
+# What the card needs at the end of a build: matplotlib (its charts) and ``datasets`` (its
+# features), about a second of imports. With a card memo, ``datasets`` only if the schemas
+# changed (``export.card.card_yaml``): not warmed.
+CHART_IMPORTS = ("matplotlib.figure", "matplotlib.backends.backend_agg")
+CARD_IMPORTS = ("datasets", "huggingface_hub", *CHART_IMPORTS)
 
 
 def warm_imports(modules: tuple[str, ...]) -> threading.Thread:
@@ -203,15 +200,20 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         check_reject_ratio(config, result, rejects, session_rows)
         staged = work / "dataset"
         # A rebuild that reuses every segment reuses the card's YAML and images as well:
-        # nothing to import. One that builds a segment draws and writes them again.
-        changed = cache is None or bool(cache.segments.pending)
-        warming = warm_imports(CARD_IMPORTS) if changed else None
-        outputs = export_segments(work, staged, config, cache)
+        # nothing to import. One that exports a segment draws and writes them again.
+        memo = cache.directory / "card.json" if cache is not None else None
+        imports = CHART_IMPORTS if memo is not None and memo.is_file() else CARD_IMPORTS
+        warming: list[threading.Thread] = []
+
+        def warm() -> None:
+            if not warming:
+                warming.append(warm_imports(imports))
+
+        outputs = export_segments(work, staged, config, cache, warm)
         if sessions:
             outputs.append(export_sessions(staged, sessions, config))
-        memo = cache.directory / "card.json" if cache is not None else None
-        if warming is not None:
-            warming.join()  # the card imports these next: one thread at a time
+        for thread in warming:
+            thread.join()  # the card imports these next: one thread at a time
         manifest = export.export_dataset(
             staged, outputs, config, result, normalizer, rejects, sessions, memo, CARD_IMAGES
         )
@@ -238,14 +240,21 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
 
 
 def export_segments(
-    work: Path, staged: Path, config: BuildConfig, cache: Any
+    work: Path,
+    staged: Path,
+    config: BuildConfig,
+    cache: Any,
+    exporting: Callable[[], None] = lambda: None,
 ) -> list[SegmentOutput]:
     """Every episode segment's files, in order: a stored one (``builder.segments``) linked
     in, any other exported from its staging tables. Before any config is derived, secrets
     are redacted as a bucket is read, on the thread that derives it (nothing rewritten; the
     values assigned to secret names are found by a pre-pass before the segment is cut: run
     beside the cut, its memory added to the cut's and the peak grew with the input); a
-    secret value assigned in one segment is redacted in every later one."""
+    secret value assigned in one segment is redacted in every later one. ``exporting`` is
+    called before each segment that is exported rather than linked from the cache: not
+    while stored ones are linked, thousands of short system calls that a thread holding the
+    GIL would slow down tenfold."""
     outputs: list[Future[SegmentOutput] | SegmentOutput] = []
     known: tuple[str, ...] = ()
     exporter = SegmentExporter(staged, config)
@@ -255,10 +264,11 @@ def export_segments(
             stored = cache.segments.reused.get(name) if cache is not None else None
             if stored is not None:
                 stored.link_into(staged)
-                index.add_published(staged, name)
+                index.add_published(staged, name, stored.output.files)
                 outputs.append(stored.output)
                 known = tuple(stored.output.secret_values)
                 continue
+            exporting()
             tables = work / "tables" / name
             redactor = TableRedactor(tables, RedactionOptions.of(config), known)
             sizes = (pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKET_SIZED)

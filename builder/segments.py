@@ -274,8 +274,18 @@ class StoredSegment:
         )
 
     def link_into(self, dataset: Path) -> None:
-        for relative in self.meta["output"]["files"]:
-            _link(self.directory / "data" / relative, dataset / relative)
+        """Hard link (else copy) the segment's files into ``dataset``. They were made
+        read-only when stored (``_link``), so a rebuild linking thousands of them makes one
+        directory per config and one link per file, nothing more."""
+        files = self.meta["output"]["files"]
+        for folder in {str(dataset / relative).rpartition("/")[0] for relative in files}:
+            os.makedirs(folder, exist_ok=True)
+        data = self.directory / "data"
+        for relative in files:
+            try:
+                os.link(data / relative, dataset / relative)
+            except OSError:
+                _link(data / relative, dataset / relative)
 
 
 def _link(source: Path, target: Path) -> None:

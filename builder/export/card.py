@@ -62,47 +62,82 @@ def card_yaml(
     configs: Sequence[ExportedConfig], card: CardConfig, episodes: int, memo: Path | None = None
 ) -> str:
     """The card's YAML. ``memo``: a file remembering the last YAML with what it was made
-    from (the schemas, which splits have rows, the card settings, the library versions),
-    so that a rebuild that changes none of these need not import ``datasets`` (≈ 1 s)."""
+    from (the schemas, which splits have rows and their files, the card settings, the
+    library versions), and apart from it the features ``datasets`` derived from the
+    schemas: a rebuild that changes none of these reuses the YAML, and one that changes only
+    files or settings need not import ``datasets`` (≈ 1 s) to write it again."""
     import importlib.metadata
 
+    versions = [importlib.metadata.version(p) for p in ("datasets", "huggingface_hub")]
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    loadable = _loadable(configs)
+    features = [(c.name, c.schema.serialize().to_pybytes().hex()) for c in loadable]
+    info_key = _key({"features": features, "versions": versions, "code": code})
     material = {
         "card": repr(card),
         "episodes": card.size_category or size_category(episodes),
         "configs": [
             (
                 c.name,
-                c.schema.serialize().to_pybytes().hex(),
                 [s for s in SPLITS if c.rows.get(s)],
                 {s: list(f) for s, f in sorted(c.files.items())},
             )
-            for c in configs
+            for c in loadable
         ],
-        "versions": [importlib.metadata.version(p) for p in ("datasets", "huggingface_hub")],
-        "code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        "info": info_key,
     }
-    key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+    key = _key(material)
+    remembered: dict[str, Any] = {}
     if memo is not None:
         try:
-            remembered = json.loads(memo.read_text(encoding="utf-8"))
-            if remembered.get("key") == key and isinstance(remembered.get("yaml"), str):
-                return str(remembered["yaml"])
-        except (OSError, ValueError, AttributeError):
-            pass
-    text = _card_yaml(configs, card, episodes)
+            remembered = dict(json.loads(memo.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            remembered = {}
+        if remembered.get("key") == key and isinstance(remembered.get("yaml"), str):
+            return str(remembered["yaml"])
+    info = remembered.get("info") if remembered.get("info_key") == info_key else None
+    if info is None:
+        info = _dataset_info(loadable)
+    text = _card_yaml(loadable, card, episodes, info)
     if memo is not None:
         memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(json.dumps({"key": key, "yaml": text}), encoding="utf-8")
+        kept = {"key": key, "yaml": text, "info_key": info_key, "info": info}
+        memo.write_text(json.dumps(kept), encoding="utf-8")
     return text
 
 
-def _card_yaml(configs: Sequence[ExportedConfig], card: CardConfig, episodes: int) -> str:
+def _key(material: object) -> str:
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _loadable(configs: Sequence[ExportedConfig]) -> list[ExportedConfig]:
+    # datasets cannot load a split without files, so empty splits and configs are left out.
+    return [c for c in configs if any(c.rows.values())]
+
+
+def _dataset_info(loadable: Sequence[ExportedConfig]) -> Any:
+    """The card's ``dataset_info``: each config's features, by ``datasets``' own conversion
+    of its Arrow schema (what ``load_dataset`` checks the files against)."""
     from datasets import Features
     from datasets.info import DatasetInfo, DatasetInfosDict
     from huggingface_hub import DatasetCardData
 
-    # datasets cannot load a split without files, so empty splits and configs are left out.
-    loadable = [c for c in configs if any(c.rows.values())]
+    infos = DatasetInfosDict(
+        {
+            c.name: DatasetInfo(features=Features.from_arrow_schema(c.schema), config_name=c.name)
+            for c in loadable
+        }
+    )
+    data = DatasetCardData()
+    infos.to_dataset_card_data(data)
+    return data.get("dataset_info")
+
+
+def _card_yaml(
+    loadable: Sequence[ExportedConfig], card: CardConfig, episodes: int, info: Any
+) -> str:
+    from huggingface_hub import DatasetCardData
+
     data = DatasetCardData(
         pretty_name=card.pretty_name,
         license=card.license,
@@ -126,13 +161,8 @@ def _card_yaml(configs: Sequence[ExportedConfig], card: CardConfig, episodes: in
             for c in loadable
         ],
     )
-    infos = DatasetInfosDict(
-        {
-            c.name: DatasetInfo(features=Features.from_arrow_schema(c.schema), config_name=c.name)
-            for c in loadable
-        }
-    )
-    infos.to_dataset_card_data(data)
+    if info is not None:
+        data["dataset_info"] = info
     return data.to_yaml()
 
 

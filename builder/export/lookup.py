@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -31,14 +32,24 @@ class QuestionIndex:
         self._db.execute("PRAGMA synchronous = OFF")
         columns = ", ".join(f"{name} TEXT" for name in list(COLUMNS)[1:])
         self._db.execute(f"CREATE TABLE questions (question_id TEXT PRIMARY KEY, {columns})")
+        self._waiting: list[Path] = []
 
-    def add_published(self, dataset: Path, segment: str) -> None:
-        """Index the ``questions`` rows segment ``segment`` wrote into ``dataset``."""
-        files = [
-            path
-            for split in SPLITS
-            for path in sorted((dataset / "questions").glob(f"{split}-{segment}-*.parquet"))
-        ]
+    def add_published(
+        self, dataset: Path, segment: str, files: Sequence[str] | None = None
+    ) -> None:
+        """Index the ``questions`` rows segment ``segment`` wrote into ``dataset`` (``files``:
+        its files relative to ``dataset``, when known). Indexed at the next lookup, every
+        segment waiting in one read: a rebuild that reuses fifty segments reads them once."""
+        if files is None:
+            found = (
+                sorted((dataset / "questions").glob(f"{s}-{segment}-*.parquet")) for s in SPLITS
+            )
+            self._waiting += [path for paths in found for path in paths]
+        else:
+            self._waiting += [dataset / f for f in files if f.startswith("questions/")]
+
+    def _index_waiting(self) -> None:
+        files, self._waiting = self._waiting, []
         if not files:
             return
         rows = pl.read_parquet(files, columns=list(COLUMNS)).iter_rows()
@@ -48,6 +59,7 @@ class QuestionIndex:
 
     def get(self, ids: pl.Series) -> pl.DataFrame:
         """The indexed rows among ``ids`` (ids not indexed are left out), in id order."""
+        self._index_waiting()
         query = (
             "SELECT * FROM questions WHERE question_id IN (SELECT value FROM json_each(?)) "
             "ORDER BY question_id"

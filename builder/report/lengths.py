@@ -192,13 +192,11 @@ def of_build(
         return measure(
             ((n, batches(build, n, text_columns(n, build.columns(n)))) for n in names), tokenizer
         )
-    used: set[str] = set()
+    kept = Memo.load(memo) if memo is not None else None
     with ThreadPoolExecutor(default_workers(), thread_name_prefix="lengths") as pool:
-        chars = list(pool.map(lambda name: _config_chars(build, name, memo, used), names))
-    if memo is not None:
-        for old in memo.glob("*.npy"):
-            if old.name not in used:
-                old.unlink(missing_ok=True)
+        chars = list(pool.map(lambda name: _config_chars(build, name, kept), names))
+    if kept is not None and memo is not None:
+        kept.save(memo)
     return Lengths(dict(zip(names, chars, strict=True)), None, None)
 
 
@@ -207,35 +205,77 @@ def _code_digest() -> str:
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
-def _config_chars(build: BuildFolder, name: str, memo: Path | None, used: set[str]) -> Counts:
+class Memo:
+    """Row lengths of data files by key (file digest, config, columns, this code), kept in
+    one file: a rebuild of thousands of data files loads one, and keeps only the entries it
+    used."""
+
+    FILE = "lengths.npz"
+
+    def __init__(self, entries: dict[str, Counts]) -> None:
+        self.entries = entries
+        self.used: dict[str, Counts] = {}
+        self.lock = threading.Lock()
+
+    @classmethod
+    def load(cls, folder: Path) -> Memo:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            with np.load(folder / cls.FILE, allow_pickle=False) as stored:
+                keys, sizes = stored["keys"].tolist(), stored["sizes"].tolist()
+                values = _counts(stored["values"])
+            ends = np.cumsum([0, *sizes]).tolist()
+            if ends[-1] == len(values):
+                return cls({k: values[ends[i] : ends[i + 1]] for i, k in enumerate(keys)})
+        return cls({})
+
+    def get(self, key: str) -> Counts | None:
+        with self.lock:
+            found = self.entries.get(key)
+            if found is not None:
+                self.used[key] = found
+            return found
+
+    def put(self, key: str, values: Counts) -> None:
+        with self.lock:
+            self.used[key] = values
+
+    def save(self, folder: Path) -> None:
+        """Write the entries used, unless they are exactly those loaded."""
+        if self.used.keys() == self.entries.keys():
+            return
+        keys = sorted(self.used)
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f"{self.FILE}.{threading.get_ident()}.tmp"
+        with partial.open("wb") as out:
+            np.savez(
+                out,
+                keys=np.array(keys, dtype="<U64"),
+                sizes=np.array([len(self.used[k]) for k in keys], dtype=np.int64),
+                values=np.concatenate([_counts([]), *(self.used[k] for k in keys)]),
+            )
+        partial.replace(folder / self.FILE)
+
+
+def _config_chars(build: BuildFolder, name: str, memo: Memo | None) -> Counts:
     columns = text_columns(name, build.columns(name))
     parts = [_counts([])]
     for path in build.files(name):
         digest = build.manifest["files"].get(str(path.relative_to(build.path)))
-        stored = None
+        key = None
         if memo is not None and digest:
             material = f"{digest}|{name}|{','.join(columns)}|{_code_digest()}"
-            stored = memo / f"{hashlib.sha256(material.encode()).hexdigest()}.npy"
-            used.add(stored.name)
-        parts.append(_file_chars(name, path, columns, stored))
+            key = hashlib.sha256(material.encode()).hexdigest()
+            stored = memo.get(key)
+            if stored is not None:
+                parts.append(stored)
+                continue
+        values = np.concatenate(
+            [_counts([]), *(row_chars(name, f) for f in _file_batches(path, columns))]
+        )
+        if memo is not None and key is not None:
+            memo.put(key, values)
+        parts.append(values)
     return np.concatenate(parts)
-
-
-def _file_chars(name: str, path: Path, columns: Sequence[str], stored: Path | None) -> Counts:
-    """One file's characters per row, from ``stored`` when it holds them."""
-    if stored is not None and stored.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            return _counts(np.load(stored, allow_pickle=False))
-    values = np.concatenate(
-        [_counts([]), *(row_chars(name, f) for f in _file_batches(path, columns))]
-    )
-    if stored is not None:
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        partial = stored.with_name(f"{stored.stem}.{threading.get_ident()}.tmp")
-        with partial.open("wb") as out:
-            np.save(out, values, allow_pickle=False)
-        partial.replace(stored)
-    return values
 
 
 def text_columns(name: str, available: Sequence[str]) -> list[str]:

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,6 +199,42 @@ def test_an_appended_file_rebuilds_only_its_own_segment(
     assert sft.height and sft.get_column("difficulty").null_count() == 0
     prompts = sft.select(pl.col("messages").list.get(1).struct.field("content"))
     assert all(q in p for q, p in zip(sft["question_text"], prompts.to_series(), strict=True))
+
+
+IMPORTED_BY_A_BUILD = """
+import json, sys
+from pathlib import Path
+from builder.build import build
+from tests.builder.test_incremental import config_for
+
+folder, name, files = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+build(config_for(folder, files, name, cache_dir=folder / "cache"))
+print(json.dumps([m for m in ("datasets", "matplotlib") if m in sys.modules]))
+"""
+
+
+def test_a_cached_rebuild_imports_only_what_its_card_needs(tmp_path: Path) -> None:
+    """The card's features are remembered with the cache: a rebuild that exports a new
+    segment draws the charts again (matplotlib) but does not import ``datasets`` (≈ 1 s);
+    one that reuses every segment imports neither. Each build in a fresh interpreter."""
+    files = write_inputs(tmp_path)
+    (tmp_path / "e-appended.jsonl").write_bytes((tmp_path / "d-third.jsonl").read_bytes())
+    more = [*files, str(tmp_path / "e-appended.jsonl")]
+
+    def imported(name: str, episodes: list[str]) -> list[str]:
+        args = [str(tmp_path), name, json.dumps(episodes)]
+        run = subprocess.run(
+            [sys.executable, "-c", IMPORTED_BY_A_BUILD, *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parents[2],
+        )
+        return list(json.loads(run.stdout.splitlines()[-1]))
+
+    assert imported("first", files) == ["datasets", "matplotlib"]
+    assert imported("appended", more) == ["matplotlib"]
+    assert imported("again", more) == []
 
 
 def test_a_damaged_stored_segment_is_built_again(tmp_path: Path, spy: Spy) -> None:

@@ -51,6 +51,35 @@ def test_the_memo_gives_the_yaml_it_was_made_from(
     assert made == [1, 1, 1]
 
 
+def test_new_file_names_make_the_yaml_without_deriving_the_features_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An incremental rebuild lists new data files: the YAML is written again, the same as
+    without a memo, but the features ``datasets`` derived from unchanged schemas are reused
+    (no ``datasets`` import); a changed schema derives them again."""
+    memo = tmp_path / "card.json"
+    card_yaml(configs({"train": 3}), CardConfig(), 4, memo)
+    listed = [
+        replace(c, files={"train": [f"{c.name}/train-0001-abc.parquet"]})
+        for c in configs({"train": 3})
+    ]
+    changed = [replace(listed[0], schema=TABLES["turns"]), listed[1]]
+    without_memo = [card_yaml(listed, CardConfig(), 4), card_yaml(changed, CardConfig(), 4)]
+    derived: list[int] = []
+    real = card._dataset_info
+
+    def counted(*args: object) -> object:
+        derived.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(card, "_dataset_info", counted)
+    again = card_yaml(listed, CardConfig(), 4, memo)
+    assert derived == [] and "train-0001-abc.parquet" in again
+    assert again == without_memo[0]
+    assert card_yaml(changed, CardConfig(), 4, memo) == without_memo[1]
+    assert derived == [1]
+
+
 def test_a_damaged_memo_is_ignored(tmp_path: Path) -> None:
     memo = tmp_path / "card.json"
     memo.write_text("{not json")

@@ -129,8 +129,8 @@ def test_the_memo_keeps_each_files_lengths_by_its_digest(
     assert first.chars and {k: v.tolist() for k, v in first.chars.items()} == {
         k: v.tolist() for k, v in plain.chars.items()
     }
-    stored = sorted(p.name for p in memo.glob("*.npy"))
-    assert stored
+    stored = sorted(lengths.Memo.load(memo).entries)
+    assert stored and [p.name for p in memo.iterdir()] == [lengths.Memo.FILE]
 
     read: list[Path] = []
     real = lengths._file_batches
@@ -150,5 +150,5 @@ def test_the_memo_keeps_each_files_lengths_by_its_digest(
     manifest["files"][changed] = "0" * 64
     lengths.of_build(BuildFolder(sample_build.out, manifest=manifest), memo=memo)
     assert [str(p.relative_to(sample_build.out)) for p in read] == [changed]
-    now = sorted(p.name for p in memo.glob("*.npy"))
+    now = sorted(lengths.Memo.load(memo).entries)
     assert len(now) == len(stored) and now != stored
