@@ -58,9 +58,18 @@ def bucket_index(buckets: int) -> pl.Expr:
     return (prefix.fill_null(0).cast(pl.Int64) * buckets // PREFIX_RANGE).cast(pl.Int32)
 
 
+def open_streaming(path: Path) -> pq.ParquetFile:
+    """A Parquet file to read a batch at a time. Without ``pre_buffer`` (on by default):
+    pre-buffered column chunks stay cached until the reader closes, so reading a file
+    batch by batch held its compressed bytes read so far (the bucket cut of 20,000
+    episodes: a third of a GB more)."""
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
 def batches(path: Path, rows: int) -> Iterator[pl.DataFrame]:
-    """A staging table, ``rows`` rows at a time: memory follows the batch, not the file."""
-    source = pq.ParquetFile(path)
+    """A staging table, ``rows`` rows at a time: memory follows the batch, not the file
+    (``open_streaming``)."""
+    source = open_streaming(path)
     try:
         for batch in source.iter_batches(batch_size=rows):
             frame = pl.from_arrow(batch)

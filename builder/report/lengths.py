@@ -175,7 +175,9 @@ def batches(build: BuildFolder, config: str, columns: Sequence[str]) -> Iterable
 
 
 def _file_batches(path: Path, columns: Sequence[str]) -> Iterable[pl.DataFrame]:
-    for batch in pq.ParquetFile(path).iter_batches(BATCH_ROWS, columns=list(columns)):
+    # Not pre-buffered: those buffers stay until the reader closes (a file's text, here).
+    source = pq.ParquetFile(path, pre_buffer=False)
+    for batch in source.iter_batches(BATCH_ROWS, columns=list(columns)):
         yield pl.from_arrow(batch)  # type: ignore[misc]
 
 

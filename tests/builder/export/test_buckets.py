@@ -64,3 +64,27 @@ def test_the_number_of_buckets_does_not_change_the_files(
     sft = max(map(pq.ParquetFile, files), key=lambda f: f.metadata.num_rows)  # the largest
     assert sft.num_row_groups > 2
     assert sft.metadata.row_group(0).num_rows == 16
+
+
+def test_reading_a_staging_table_holds_a_batch_not_the_file(tmp_path: Path) -> None:
+    """The cut reads each staging table a batch at a time; what Arrow holds meanwhile
+    stays about a batch, however far into the file (pyarrow's default pre-buffering kept
+    every column chunk read so far until the reader closed)."""
+    import os
+
+    import pyarrow as pa
+
+    path = tmp_path / "turns.parquet"
+    groups, rows = 60, 1_000
+    with pq.ParquetWriter(path, pa.schema([("code", pa.string())]), compression="zstd") as out:
+        for _ in range(groups):  # random text: about 1 MB a group, compressed or not
+            text = [os.urandom(512).hex() for _ in range(rows)]
+            out.write_table(pa.table({"code": text}), row_group_size=rows)
+    size = path.stat().st_size
+    before, held = pa.total_allocated_bytes(), 0
+    read = 0
+    for frame in buckets.batches(path, rows):
+        read += frame.height
+        held = max(held, pa.total_allocated_bytes() - before)
+    assert read == groups * rows
+    assert held < size / 4, (held, size)
