@@ -15,7 +15,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -249,9 +249,10 @@ def export_segments(
     """Every episode segment's files, in order: a stored one (``builder.segments``) linked
     in, any other exported from its staging tables. Before any config is derived, secrets
     are redacted as a bucket is read, on the thread that derives it (nothing rewritten; the
-    values assigned to secret names are found by a pre-pass before the segment is cut: run
-    beside the cut, its memory added to the cut's and the peak grew with the input); a
-    secret value assigned in one segment is redacted in every later one. ``exporting`` is
+    values assigned to secret names are found by a pre-pass on a thread of its own while
+    the segment is cut: the cut reads a batch at a time, ``buckets.open_streaming``, so
+    the two together stay below the derive's peak); a secret value assigned in one segment
+    is redacted in every later one. ``exporting`` is
     called before each segment that is exported rather than linked from the cache: not
     while stored ones are linked, thousands of short system calls that a thread holding the
     GIL would slow down tenfold."""
@@ -259,6 +260,7 @@ def export_segments(
     known: tuple[str, ...] = ()
     exporter = SegmentExporter(staged, config)
     index = QuestionIndex(work / "questions.sqlite")
+    prepass = ThreadPoolExecutor(1, thread_name_prefix="redact-prepass")
     try:
         for name in segment_names(config):
             stored = cache.segments.reused.get(name) if cache is not None else None
@@ -270,18 +272,21 @@ def export_segments(
                 continue
             exporting()
             tables = work / "tables" / name
-            redactor = TableRedactor(tables, RedactionOptions.of(config), known)
+            options = RedactionOptions.of(config)
+            finding = prepass.submit(TableRedactor, tables, options, known)
             sizes = (pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKET_SIZED)
             rows = max(sizes)
             buckets = work / "buckets" / name
             looked_up = lookup(index, tables)
             parts = partition(tables, bucket_count(rows), buckets, looked_up)
+            redactor = finding.result()
             written = exporter.export(name, parts, redactor.frame)  # questions written on return
             index.add_published(staged, name)
             counts, known = redactor.counts(), redactor.values
             written.add_done_callback(functools.partial(_finish, counts, known, buckets))
             outputs.append(written)
     finally:
+        prepass.shutdown(cancel_futures=True)
         exporter.close()
         index.close()
     done = [o if isinstance(o, SegmentOutput) else o.result() for o in outputs]
