@@ -5,7 +5,8 @@ their sha256 (so ``publish`` and ``upload_to`` send them and the release gate ve
 Drawn from the manifest being written and the build's own Parquet files, with the report's
 chart code, so the card and the report agree. The bytes depend on nothing but those numbers
 and the matplotlib version: a rebuild of the same inputs writes the same images. With a
-build cache, images drawn before are reused by the numbers they show (no matplotlib import).
+build cache, each image is reused while the numbers it shows are unchanged (an unchanged
+chart imports no matplotlib).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +31,10 @@ CHARTS = {
 }
 
 
-def chart_data(folder: Path, manifest: dict[str, Any], memo: Path | None = None) -> dict[str, Any]:
-    """What each card chart shows: plain numbers, the key of the image memo. ``memo``: a
-    folder keeping each data file's row lengths (``lengths.of_build``)."""
-    build = BuildFolder(folder, manifest=manifest)
+def chart_numbers(build: BuildFolder, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What the funnel and rejects charts show: plain numbers, from the manifest (and the
+    episodes' verified flags)."""
     steps = stats.funnel(manifest, stats.verified_counts(build))
-    found = lengths.of_build(build, memo=memo)
     failed = {
         f"check: {k}": int(v)
         for part in ("episodes_by_kind", "questions_by_kind")
@@ -45,73 +45,97 @@ def chart_data(folder: Path, manifest: dict[str, Any], memo: Path | None = None)
     return {
         "funnel": {s.label: s.count for s in steps},
         "funnel_rows": [s.label for s in steps if s.key.startswith("rows.")],
-        "lengths": found.chars,
-        "rejects": {**rejects, **failed} or {"(none)": 0},
+        "rejects": {**rejects, **failed},  # none: the chart says so
     }
 
 
-def draw(data: Mapping[str, Any]) -> dict[str, bytes]:
-    """PNG bytes of each card chart."""
+def draw_chart(name: str, data: Mapping[str, Any]) -> bytes:
+    """PNG bytes of card chart ``name`` (``data``: ``chart_numbers`` and ``lengths``)."""
     from builder.report import charts
 
-    marks = {
-        f"{limit // 1024}k tokens (est.)": limit * lengths.CHARS_PER_TOKEN
-        for limit in lengths.CONTEXT_LIMITS
-    }
-    figures = {
-        "funnel": charts.bars(
-            CHARTS["funnel"], data["funnel"], "episodes / rows", highlight=data["funnel_rows"]
-        ),
-        "lengths": charts.lengths(CHARTS["lengths"], data["lengths"], "characters (log)", marks),
-        "rejects": charts.bars(CHARTS["rejects"], data["rejects"], "lines / episodes"),
-    }
-    return {name: charts.to_png(fig, dpi=80) for name, fig in figures.items()}
+    if name == "funnel":
+        figure = charts.bars(
+            CHARTS[name], data["funnel"], "episodes / rows", highlight=data["funnel_rows"]
+        )
+    elif name == "rejects":
+        figure = charts.bars(CHARTS[name], data["rejects"], "lines / episodes")
+    else:
+        marks = {
+            f"{limit // 1024}k tokens (est.)": limit * lengths.CHARS_PER_TOKEN
+            for limit in lengths.CONTEXT_LIMITS
+        }
+        figure = charts.lengths(CHARTS[name], data["lengths"], "characters (log)", marks)
+    return charts.to_png(figure, dpi=80)
 
 
-def _memo_key(data: Mapping[str, Any]) -> str:
+# What each chart is drawn from: its image is reused while these are unchanged.
+SHOWN = {"funnel": ("funnel", "funnel_rows"), "rejects": ("rejects",), "lengths": ("lengths",)}
+
+
+def _memo_key(name: str, data: Mapping[str, Any]) -> str:
     import importlib.metadata
 
     code = b"".join(
-        (Path(__file__).parent / name).read_bytes() for name in ("card_images.py", "charts.py")
+        (Path(__file__).parent / f).read_bytes() for f in ("card_images.py", "charts.py")
     )
-    # Row lengths enter the key by digest: one number per row of every config.
-    shown = {
-        **data,
-        "lengths": {
-            name: hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32).tobytes()).hexdigest()
-            for name, values in data["lengths"].items()
-        },
-    }
-    material = [shown, importlib.metadata.version("matplotlib"), hashlib.sha256(code).hexdigest()]
+    shown: dict[str, Any] = {field: data[field] for field in SHOWN[name]}
+    if name == "lengths":  # one number per row of every config: by digest
+        shown["lengths"] = {
+            config: hashlib.sha256(
+                np.ascontiguousarray(values, dtype=np.int32).tobytes()
+            ).hexdigest()
+            for config, values in data["lengths"].items()
+        }
+    material = [
+        name,
+        shown,
+        importlib.metadata.version("matplotlib"),
+        hashlib.sha256(code).hexdigest(),
+    ]
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _image(name: str, data: Mapping[str, Any], memo: Path | None, used: set[str]) -> bytes:
+    """Chart ``name``'s PNG: from ``memo`` when it was drawn from the same numbers."""
+    if memo is None:
+        return draw_chart(name, data)
+    stored = memo / f"{_memo_key(name, data)}-{name}.png"
+    used.add(stored.name)
+    if stored.is_file():
+        return stored.read_bytes()
+    png = draw_chart(name, data)
+    memo.mkdir(parents=True, exist_ok=True)
+    stored.write_bytes(png)
+    return png
 
 
 def write_card_images(
     folder: Path, manifest: dict[str, Any], memo: Path | None = None
 ) -> dict[str, str]:
     """Write ``images/*.png`` into ``folder``; return ``{path: sha256}`` for the manifest.
-    ``memo``: a folder keeping the last images by what they show."""
-    data = chart_data(folder, manifest, memo / "lengths" if memo is not None else None)
-    images: dict[str, bytes] | None = None
-    key = _memo_key(data) if memo is not None else ""
+    ``memo``: a folder keeping the images by what they show, and each data file's row
+    lengths (``lengths.of_build``). The lengths are counted on other threads (Parquet and
+    Polars, outside the GIL) while the funnel and rejects charts are drawn."""
+    build = BuildFolder(folder, manifest=manifest)
+    used: set[str] = set()
+    with ThreadPoolExecutor(1, thread_name_prefix="card-lengths") as pool:
+        counting = pool.submit(
+            lengths.of_build, build, None, memo / "lengths" if memo is not None else None
+        )
+        data = chart_numbers(build, manifest)
+        images = {name: _image(name, data, memo, used) for name in ("funnel", "rejects")}
+        data["lengths"] = counting.result().chars
+    images["lengths"] = _image("lengths", data, memo, used)
     if memo is not None:
-        stored = {name: memo / f"{key}-{name}.png" for name in CHARTS}
-        if all(p.is_file() for p in stored.values()):
-            images = {name: p.read_bytes() for name, p in stored.items()}
-    if images is None:
-        images = draw(data)
-        if memo is not None:
-            memo.mkdir(parents=True, exist_ok=True)
-            for old in memo.glob("*.png"):
+        for old in memo.glob("*.png"):
+            if old.name not in used:
                 old.unlink()
-            for name, png in images.items():
-                (memo / f"{key}-{name}.png").write_bytes(png)
     (folder / FOLDER).mkdir(exist_ok=True)
     listed = {}
-    for name, png in images.items():
+    for name in CHARTS:
         relative = f"{FOLDER}/{name}.png"
-        (folder / relative).write_bytes(png)
-        listed[relative] = hashlib.sha256(png).hexdigest()
+        (folder / relative).write_bytes(images[name])
+        listed[relative] = hashlib.sha256(images[name]).hexdigest()
     return listed
 
 

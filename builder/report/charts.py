@@ -74,8 +74,15 @@ def bars(
     """Horizontal bars, top to bottom in ``values``' order, each labelled with its value."""
 
     def build() -> Any:
-        labels = list(values) or ["(none)"]
-        numbers = list(values.values()) or [0]
+        if not values:  # nothing to count: said in words, not drawn as an empty axis
+            fig = _figure(width, 1.0)
+            ax = fig.subplots()
+            ax.set_axis_off()
+            ax.set_title(title, loc="left")
+            ax.text(0.0, 0.4, "none", transform=ax.transAxes, color=MUTED, va="center")
+            return fig
+        labels = list(values)
+        numbers = list(values.values())
         fig = _figure(width, 0.6 + 0.28 * len(labels))
         ax = fig.subplots()
         colors = [ACCENT if label in highlight else COLOR for label in labels]

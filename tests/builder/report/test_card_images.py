@@ -60,10 +60,10 @@ def test_a_cached_rebuild_reuses_the_images_without_drawing(
     )
     first = build(config)
 
-    def no_drawing(data: object) -> dict[str, bytes]:
-        raise AssertionError("drew the card's charts again")
+    def no_drawing(name: str, data: object) -> bytes:
+        raise AssertionError(f"drew the card's {name} chart again")
 
-    monkeypatch.setattr(card_images, "draw", no_drawing)
+    monkeypatch.setattr(card_images, "draw_chart", no_drawing)
     second = build(replace(config, out=tmp_path / "b" / "dataset"))
     for name in card_images.CHARTS:
         relative = f"images/{name}.png"
@@ -73,3 +73,47 @@ def test_a_cached_rebuild_reuses_the_images_without_drawing(
 
 def test_the_card_has_no_image_section_without_images() -> None:
     assert card_images.card_section({"sft/train-0.parquet": "x"}) == []
+
+
+def test_a_chart_with_nothing_to_count_says_so() -> None:
+    """A build without rejects or failed checks: the rejects chart says "none" rather
+    than drawing an empty axis with a zero bar."""
+    from builder.report import charts
+
+    empty = charts.bars(card_images.CHARTS["rejects"], {})
+    (ax,) = empty.axes
+    assert [t.get_text() for t in ax.texts] == ["none"] and not ax.patches and not ax.axison
+    some = charts.bars(card_images.CHARTS["rejects"], {"bad_json": 2})
+    assert len(some.axes[0].patches) == 1
+    assert card_images.draw_chart("rejects", {"rejects": {}}).startswith(PNG)
+
+
+def test_each_chart_is_drawn_again_only_when_its_numbers_change(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = json.loads((sample_build.out / "manifest.json").read_text())
+    memo = tmp_path / "memo"
+    folder = tmp_path / "folder"
+    import shutil
+
+    shutil.copytree(sample_build.out, folder)
+    first = card_images.write_card_images(folder, manifest, memo)
+    drawn: list[str] = []
+    real = card_images.draw_chart
+
+    def counted(name: str, data: object) -> bytes:
+        drawn.append(name)
+        return real(name, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(card_images, "draw_chart", counted)
+    assert card_images.write_card_images(folder, manifest, memo) == first and drawn == []
+    manifest["rejects"]["by_kind"]["bad_json"] = (
+        manifest["rejects"]["by_kind"].get("bad_json", 0) + 7
+    )
+    again = card_images.write_card_images(folder, manifest, memo)
+    assert drawn == ["rejects"]
+    assert again["images/rejects.png"] != first["images/rejects.png"]
+    assert {k: v for k, v in again.items() if "rejects" not in k} == {
+        k: v for k, v in first.items() if "rejects" not in k
+    }
+    assert len(list(memo.glob("*.png"))) == len(card_images.CHARTS)  # the old one pruned
