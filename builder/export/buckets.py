@@ -66,17 +66,35 @@ def open_streaming(path: Path) -> pq.ParquetFile:
     return pq.ParquetFile(path, pre_buffer=False)
 
 
-def batches(path: Path, rows: int) -> Iterator[pl.DataFrame]:
-    """A staging table, ``rows`` rows at a time: memory follows the batch, not the file
-    (``open_streaming``)."""
+def reads(path: Path, rows: int) -> Iterator[Callable[[], pl.DataFrame]]:
+    """A staging table as reads of whole row groups, about ``rows`` rows each, to be made
+    on the threads that cut them: Parquet decoding runs there, not on the thread handing
+    the reads out. Memory follows a read, not the file."""
+    meta = pq.read_metadata(path)
+    run: list[int] = []
+    count = 0
+    for group in range(meta.num_row_groups):
+        run.append(group)
+        count += meta.row_group(group).num_rows
+        if count >= rows:
+            yield functools.partial(_read_groups, path, tuple(run))
+            run, count = [], 0
+    if run:
+        yield functools.partial(_read_groups, path, tuple(run))
+
+
+def _given(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame
+
+
+def _read_groups(path: Path, groups: tuple[int, ...]) -> pl.DataFrame:
     source = open_streaming(path)
     try:
-        for batch in source.iter_batches(batch_size=rows):
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            yield frame
+        frame = pl.from_arrow(source.read_row_groups(list(groups)))
     finally:
         source.close()
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 @dataclass
@@ -122,16 +140,17 @@ def partition(
     schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
     schemas[LOOKUP] = LOOKUP_SCHEMA
     out = [Bucket(schemas) for _ in range(buckets)]
-    sources: dict[str, Iterable[pl.DataFrame]] = {
-        name: batches(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED
+    sources: dict[str, Iterable[Callable[[], pl.DataFrame]]] = {
+        name: reads(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED
     }
     if lookup is not None and lookup.height:
-        sources[LOOKUP] = lookup.iter_slices(PARTITION_BATCH_ROWS)
+        slices = lookup.iter_slices(PARTITION_BATCH_ROWS)
+        sources[LOOKUP] = (functools.partial(_given, frame) for frame in slices)
     engine = ThreadEngine(max(2, default_workers()), name="partition")
     try:
-        for name, frames in sources.items():
+        for name, loaders in sources.items():
             cut = functools.partial(_cut, schemas[name], buckets, episode_bucket)
-            jobs = ((frame,) for frame in frames)
+            jobs = ((load,) for load in loaders)
             if buckets == 1:  # a small input: its one bucket is the staging tables, as read
                 out[0].held[name] = [t for ((_, t),) in engine.map(cut, jobs)]
                 continue
@@ -147,11 +166,15 @@ def partition(
 
 
 def _cut(
-    schema: pa.Schema, buckets: int, episode_bucket: pl.DataFrame, frame: pl.DataFrame
+    schema: pa.Schema,
+    buckets: int,
+    episode_bucket: pl.DataFrame,
+    load: Callable[[], pl.DataFrame],
 ) -> list[tuple[int, pa.Table]]:
-    """One batch of a table as (bucket, rows) pieces in bucket order (rows in input order
-    within each): batches are cut on a few threads at once (Polars and Arrow release the
-    GIL) and their pieces gathered in batch order."""
+    """One batch of a table (``load`` reads it) as (bucket, rows) pieces in bucket order
+    (rows in input order within each): batches are read and cut on a few threads at once
+    (Parquet, Polars and Arrow release the GIL) and their pieces gathered in batch order."""
+    frame = load()
     if buckets == 1:
         return [(0, frame.to_arrow(compat_level=ARROW_VIEWS).cast(schema))]
     if "question_id" in frame.columns:

@@ -67,9 +67,8 @@ def test_the_number_of_buckets_does_not_change_the_files(
 
 
 def test_reading_a_staging_table_holds_a_batch_not_the_file(tmp_path: Path) -> None:
-    """The cut reads each staging table a batch at a time; what Arrow holds meanwhile
-    stays about a batch, however far into the file (pyarrow's default pre-buffering kept
-    every column chunk read so far until the reader closed)."""
+    """The cut reads each staging table a batch (of whole row groups) at a time; what
+    Arrow holds meanwhile stays about a batch, however far into the file."""
     import os
 
     import pyarrow as pa
@@ -83,7 +82,8 @@ def test_reading_a_staging_table_holds_a_batch_not_the_file(tmp_path: Path) -> N
     size = path.stat().st_size
     before, held = pa.total_allocated_bytes(), 0
     read = 0
-    for frame in buckets.batches(path, rows):
+    for load in buckets.reads(path, rows):
+        frame = load()
         read += frame.height
         held = max(held, pa.total_allocated_bytes() - before)
     assert read == groups * rows
