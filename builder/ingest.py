@@ -55,7 +55,7 @@ from builder.sources import InputFile, InputStats, SourceLine
 from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank
 from schemas.episode import Episode, Question
 from schemas.layouts import SEEDS
-from schemas.tables import TABLES
+from schemas.tables import TABLES, empty_table
 
 CHECK_FAILED = "check_failed"
 
@@ -164,7 +164,7 @@ def read_staged(staging: Path, name: str) -> pa.Table:
     """Staging table ``name`` across every segment, in segment order."""
     files = sorted(staging.glob(f"*/{name}.parquet"))
     if not files:
-        return TABLES[name].empty_table()
+        return empty_table(TABLES[name])
     return pa.concat_tables([pq.read_table(f) for f in files])
 
 

@@ -26,7 +26,7 @@ from builder.summaries import bound_stored_value
 from builder.validate import Valid, duplicate_keys
 from schemas.episode import Episode, Hook, Question
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
-from schemas.tables import TABLES
+from schemas.tables import TABLES, empty_table
 
 
 def utc(moment: datetime | None) -> datetime | None:
@@ -475,7 +475,7 @@ def to_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
     """Rows (tuples in ``schema`` column order: the row types above) to one Arrow table,
     column by column."""
     if not rows:
-        return schema.empty_table()
+        return empty_table(schema)
     columns = zip(*rows, strict=True)
     arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)]
     return pa.Table.from_arrays(arrays, schema=schema)

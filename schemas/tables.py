@@ -73,6 +73,13 @@ def table_schema(doc: str, *fields: pa.Field) -> pa.Schema:
     return pa.schema(fields, metadata={"description": doc})
 
 
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of ``schema`` with no rows (one empty chunk per column), as
+    ``schema.empty_table()`` gives, without the pandas import that one makes (≈ 0.2 s)."""
+    arrays = [pa.nulls(0, field.type) for field in schema]
+    return pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, schema=schema)])
+
+
 def describe(schema: pa.Schema) -> str:
     """The human description stored in a schema's metadata."""
     return (schema.metadata or {}).get(b"description", b"").decode()

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from builder.engine import ThreadEngine, default_workers
 from builder.parquet import ARROW_VIEWS
-from schemas.tables import TABLES
+from schemas.tables import TABLES, empty_table
 
 EPISODES_PER_BUCKET = 250
 PARTITION_BATCH_ROWS = 10_000
@@ -110,7 +110,7 @@ class Bucket:
         schema = self.schemas[name]
         if name in self.held:
             held = [t.cast(schema) for t in self.held[name]]
-            table = pa.concat_tables(held) if held else schema.empty_table()
+            table = pa.concat_tables(held) if held else empty_table(schema)
         else:
             batches = []
             for path, index in self.pieces.get(name, []):

@@ -19,9 +19,10 @@ import polars as pl
 
 from builder.export.buckets import LOOKUP_SCHEMA
 from builder.splits import SPLITS
+from schemas.tables import empty_table
 
 # The question columns derive joins, with their declared types.
-COLUMNS = dict(pl.from_arrow(LOOKUP_SCHEMA.empty_table()).schema)  # type: ignore[union-attr]
+COLUMNS = dict(pl.from_arrow(empty_table(LOOKUP_SCHEMA)).schema)  # type: ignore[union-attr]
 
 
 class QuestionIndex:

@@ -40,6 +40,7 @@ from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
 from schemas.sessions import ACTION_SOURCES
+from schemas.tables import empty_table
 
 SYSTEM_PROMPT = (
     "You are a data analysis assistant in an interactive Python environment with pandas. "
@@ -55,7 +56,7 @@ CONTEXT_OUTPUT = "\n\n" + OUTPUT_OPEN
 
 def polars_schema(schema: pa.Schema) -> dict[str, pl.DataType]:
     """Column name -> Polars type of a declared Arrow schema (its column order kept)."""
-    return dict(pl.from_arrow(schema.empty_table()).schema)  # type: ignore[union-attr]
+    return dict(pl.from_arrow(empty_table(schema)).schema)  # type: ignore[union-attr]
 
 
 # Exactly the columns of the sft config, as schemas.objectives declares them.
