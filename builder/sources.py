@@ -65,6 +65,8 @@ def _matches(pattern: str) -> list[str]:
     magic = glob.has_magic(pattern)
     if storage.is_uri(pattern):
         return storage.glob(pattern) if magic else [p for p in [pattern] if storage.is_file(p)]
+    if magic and Path(pattern).is_file():  # a file whose name has [ ] * or ?, named as is
+        return [pattern]
     matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
     return [m for m in matches if Path(m).is_file()]
 

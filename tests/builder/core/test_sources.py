@@ -51,6 +51,19 @@ def test_expand_inputs_sorts_each_glob_and_drops_duplicates(tmp_path: Path) -> N
     assert expand_inputs([str(tmp_path / "*.jsonl*")]) == [a, b, str(tmp_path / "c.jsonl.gz")]
 
 
+def test_a_file_whose_name_looks_like_a_glob_is_taken_as_named(tmp_path: Path) -> None:
+    """Inputs are patterns, but a caller may list files it found itself (or a glob's own
+    expansion): a file named ``day[1].jsonl`` is itself, not the pattern matching
+    ``day1.jsonl``."""
+    odd, plain = tmp_path / "day[1].jsonl", tmp_path / "day1.jsonl"
+    odd.write_bytes(b"")
+    plain.write_bytes(b"")
+    found = expand_inputs([str(tmp_path / "*.jsonl")])
+    assert found == sorted([str(odd), str(plain)])
+    assert expand_inputs(found) == found
+    assert expand_inputs([str(odd)]) == [str(odd)]
+
+
 def test_expand_inputs_recursive_glob(tmp_path: Path) -> None:
     (tmp_path / "x" / "y").mkdir(parents=True)
     deep = tmp_path / "x" / "y" / "deep.jsonl"
