@@ -102,21 +102,28 @@ def instrument():
 
 
 def main():
-    import builder.build as b
     from builder.config import BuildConfig
 
     fields = BuildConfig.__dataclass_fields__
     given = json.loads(sys.argv[1])
-    wrap(b, "ingest_files", "ingest_s")  # read, validate, normalize, staging Parquet
-    if given.pop("stages", False):
-        instrument()
+    stages = given.pop("stages", False)
     options = {k: v for k, v in given.items() if k in fields and v not in (None, "")}
     for key in ("out", "rejects", "cache_dir"):
         if key in options:
             options[key] = Path(options[key])
     options["episodes"] = tuple(options["episodes"])
+    config = BuildConfig(**options)
+    import builder.cli
+
+    # What `episodes build` does before importing the build (an older builder: nothing).
+    getattr(builder.cli, "start_ingest_workers", lambda config: None)(config)
+    import builder.build as b
+
+    wrap(b, "ingest_files", "ingest_s")  # read, validate, normalize, staging Parquet
+    if stages:
+        instrument()
     started = time.perf_counter()
-    b.build(BuildConfig(**options))
+    b.build(config)
     timing["build_s"] = time.perf_counter() - started
     print("TIMING " + json.dumps(timing))
 

@@ -187,11 +187,29 @@ EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
 EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
 
 
+def start_ingest_workers(config: BuildConfig) -> None:
+    """When the ingest will fork workers (``builder.engine.pool_expected``), their server
+    starts before this process imports the build: it imports the ingest on the other core
+    meanwhile, and the pool's workers are forked at once when the ingest reaches them."""
+    from builder.engine import pool_expected, start_fork_server
+    from builder.sources import InputError, expand_inputs
+
+    if config.engine != "local":
+        return
+    try:
+        files = expand_inputs([p for p in config.episodes if not is_uri(p)])
+    except InputError:
+        return  # the build reports it
+    if pool_expected(files, config.workers):
+        start_fork_server()
+
+
 def cmd_build(args: argparse.Namespace) -> int:
+    config = load_build_config(args)
+    start_ingest_workers(config)
     from builder.build import BuildFailed, BuildLocked, UploadFailed, build
     from builder.summary import print_summary
 
-    config = load_build_config(args)
     try:
         report = build(config, progress=not args.no_progress and sys.stderr.isatty())
     except BuildLocked as exc:

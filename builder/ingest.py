@@ -14,8 +14,6 @@ an appended file leaves every earlier segment's files as they were (``builder.se
 
 from __future__ import annotations
 
-import re
-import sys
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,12 +30,14 @@ from builder import fastpath
 from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
 from builder.engine import (
+    POOL_FROM_BYTES,
     Engine,
     InlineEngine,
     PerFileEngine,
     default_workers,
     for_file,
     local_engine,
+    main_survives_reimport,
 )
 from builder.engine.codec import BatchResult
 from builder.normalize import (
@@ -408,34 +408,6 @@ def _local(config: BuildConfig, workers: int | None) -> Engine:
     if cores <= 1 or not main_survives_reimport():
         return InlineEngine()
     return PerFileEngine(cores, POOL_FROM_BYTES)
-
-
-def main_survives_reimport() -> bool:
-    """Whether worker processes may start here by default. A worker imports the program's
-    main script again (``__mp_main__``): harmless for ``episodes``, ``python -m ...``, a
-    notebook or a script that guards its entry point with ``if __name__ == "__main__"``,
-    but a script that calls ``build`` at its top level would run it again in every
-    worker. Such a script gets the in-process ingest unless it sets ``workers``."""
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if spec is not None:  # ``python -m``: only a ``__main__`` module is left out
-        return bool(spec.name == "__main__" or spec.name.endswith(".__main__"))
-    path = getattr(main, "__file__", None)
-    if path is None:  # interactive: nothing to import again
-        return True
-    try:
-        source = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return bool(_ENTRY_GUARD.search(source))
-
-
-_ENTRY_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
-
-
-# Below this much of one file, a pool's start (a fork server importing the ingest, about a
-# second of one core) costs more than the second core gives back.
-POOL_FROM_BYTES = 4 * BATCH_BYTES
 
 
 def validate_files(

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from builder.storage import is_uri
@@ -140,6 +143,8 @@ class PerFileEngine:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
+        else:  # a server started ahead (``start_fork_server``) that no file needed
+            _stop_fork_server()
 
 
 def for_file(engine: Engine, path: str) -> Engine:
@@ -157,6 +162,54 @@ def local_size(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+# Below this much of one file, a pool's start (a fork server importing the ingest, about a
+# second of one core) costs more than the second core gives back: four of the ingest's
+# 16 MB batches (``builder.ingest.BATCH_BYTES``).
+POOL_FROM_BYTES = 64 << 20
+
+
+def main_survives_reimport() -> bool:
+    """Whether worker processes may start here by default. A worker imports the program's
+    main script again (``__mp_main__``): harmless for ``episodes``, ``python -m ...``, a
+    notebook or a script that guards its entry point with ``if __name__ == "__main__"``,
+    but a script that calls ``build`` at its top level would run it again in every
+    worker. Such a script gets the in-process ingest unless it sets ``workers``."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None:  # ``python -m``: only a ``__main__`` module is left out
+        return bool(spec.name == "__main__" or spec.name.endswith(".__main__"))
+    path = getattr(main, "__file__", None)
+    if path is None:  # interactive: nothing to import again
+        return True
+    try:
+        source = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return bool(_ENTRY_GUARD.search(source))
+
+
+_ENTRY_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.MULTILINE)
+
+
+def pool_expected(episode_files: Iterable[str], workers: int) -> bool:
+    """Whether the ingest's automatic choice (``workers`` 0) will start a pool: more than
+    one core, workers allowed here, and an episode file of ``POOL_FROM_BYTES`` or more."""
+    if workers != 0 or default_workers() <= 1 or not main_survives_reimport():
+        return False
+    return any(local_size(path) >= POOL_FROM_BYTES for path in episode_files)
+
+
+def start_fork_server() -> None:
+    """Start the workers' fork server now: it imports the ingest (about a second) on
+    another core while this process goes on, e.g. with its own imports, so that the pool
+    to come forks its workers at once. A server no pool used is stopped with the ingest's
+    engine (``PerFileEngine.close``), else it ends with this process."""
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_MODULES)
+    forkserver.ensure_running()
 
 
 def default_workers() -> int:

@@ -147,6 +147,33 @@ def test_a_pool_leaves_no_fork_server_behind(tmp_path: Path) -> None:
     assert multiprocessing.active_children() == []
 
 
+def test_the_command_starts_the_workers_server_ahead_only_for_a_pool(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """``episodes build`` starts the fork server before importing the build when the
+    ingest will use a pool (a large file, no ``--workers``, more than one core); a
+    server no file needed is stopped with the ingest's engine."""
+    from multiprocessing import forkserver
+
+    import builder.engine as engine_module
+    from builder.cli import start_ingest_workers
+
+    config = tricky_input(tmp_path)
+    monkeypatch.setattr(engine_module, "default_workers", lambda: 2)
+    start_ingest_workers(config)  # the sample's files are small: nothing started
+    assert forkserver._forkserver._forkserver_pid is None
+    start_ingest_workers(BuildConfig(**{**config.__dict__, "workers": 1}))
+    monkeypatch.setattr(engine_module, "POOL_FROM_BYTES", 1)
+    start_ingest_workers(BuildConfig(**{**config.__dict__, "workers": 1}))  # in-process asked
+    assert forkserver._forkserver._forkserver_pid is None
+    start_ingest_workers(config)
+    try:
+        assert forkserver._forkserver._forkserver_pid is not None
+    finally:
+        PerFileEngine(2, from_bytes=1 << 40).close()  # no file large enough: no pool
+    assert forkserver._forkserver._forkserver_pid is None
+
+
 SCRIPT = """
 import sys
 print("top level ran", flush=True)
