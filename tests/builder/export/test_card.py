@@ -21,6 +21,19 @@ def configs(rows: dict[str, int]) -> list[ExportedConfig]:
     ]
 
 
+def calls_to(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """A list that gets a 1 for every call of ``card.<name>`` from now on."""
+    calls: list[int] = []
+    real = getattr(card, name)
+
+    def counted(*args: object) -> object:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(card, name, counted)
+    return calls
+
+
 def test_the_memo_gives_the_yaml_it_was_made_from(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -29,14 +42,7 @@ def test_the_memo_gives_the_yaml_it_was_made_from(
     assert card_yaml(configs({"train": 3, "test": 1}), CardConfig(), 4, memo) == fresh
     assert memo.is_file()
 
-    made: list[int] = []
-    real = card._card_yaml
-
-    def counted(*args: object) -> str:
-        made.append(1)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(card, "_card_yaml", counted)
+    made = calls_to(monkeypatch, "_card_yaml")
     # other row counts, same splits with rows: the memo
     assert card_yaml(configs({"train": 30, "test": 9}), CardConfig(), 4, memo) == fresh
     assert made == []
@@ -65,14 +71,7 @@ def test_new_file_names_make_the_yaml_without_deriving_the_features_again(
     ]
     changed = [replace(listed[0], schema=TABLES["turns"]), listed[1]]
     without_memo = [card_yaml(listed, CardConfig(), 4), card_yaml(changed, CardConfig(), 4)]
-    derived: list[int] = []
-    real = card._dataset_info
-
-    def counted(*args: object) -> object:
-        derived.append(1)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(card, "_dataset_info", counted)
+    derived = calls_to(monkeypatch, "_dataset_info")
     again = card_yaml(listed, CardConfig(), 4, memo)
     assert derived == [] and "train-0001-abc.parquet" in again
     assert again == without_memo[0]
