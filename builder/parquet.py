@@ -9,6 +9,8 @@ card declares plain ``string``/``list``.
 from __future__ import annotations
 
 import hashlib
+import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import polars as pl
@@ -29,6 +31,22 @@ WRITE_OPTIONS = {
 TABLE_GROUP_ROWS = 10_000
 CONVERSATION_GROUP_ROWS = 1_000
 NAME_DIGEST_CHARS = 16
+
+
+def split_group_rows(group_rows: int, shares: Mapping[str, float]) -> dict[str, int]:
+    """Rows per row group of each split: ``group_rows`` for the largest split, the others
+    in proportion to their share of the rows (at least a twentieth of ``group_rows``). A
+    writer holds each split's unfinished row group in memory: with one size for all, the
+    rows of a 5 % split waited most of the build for their group to fill, among the
+    longest-lived allocations of the export, and its peak grew with the input (1,117 →
+    1,427 MiB from 5,000 to 20,000 episodes; about 1,030 → 1,190 MiB in proportion)."""
+    largest = max(shares.values(), default=0.0)
+    if largest <= 0:
+        return dict.fromkeys(shares, group_rows)
+    least = max(1, group_rows // 20)
+    return {s: max(least, math.ceil(group_rows * r / largest)) for s, r in shares.items()}
+
+
 # ``DataFrame.to_arrow(compat_level=ARROW_VIEWS)``: Polars' own string layout (Arrow string
 # views) converts without a copy, and the cast to the declared ``string`` columns is then
 # the one copy; the default conversion (``large_string``) copies every string once more.

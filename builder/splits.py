@@ -35,6 +35,10 @@ class SplitConfig:
         if not all(r >= 0 for r in ratios) or not abs(sum(ratios) - 1.0) <= 1e-9:
             raise ValueError(f"split ratios must be >= 0 and sum to 1, got {ratios}")
 
+    def shares(self) -> dict[str, float]:
+        """Each split's expected share of the rows, by name."""
+        return dict(zip(SPLITS, (self.train, self.validation, self.test), strict=True))
+
     @classmethod
     def of(cls, config: BuildConfig) -> SplitConfig:
         return cls(

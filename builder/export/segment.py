@@ -28,7 +28,7 @@ from builder.engine import ThreadEngine, default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, Redact, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
-from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS
+from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
 from builder.splits import SplitConfig, assign_splits
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
@@ -69,6 +69,7 @@ class _Writers:
 
     def __init__(self, out: Path, segment: str, config: BuildConfig) -> None:
         self.out, self.segment, self.max_rows = out, segment, config.parquet_max_rows_per_file
+        self.shares = SplitConfig.of(config).shares()
         self.open: dict[str, ConfigWriter] = {}
 
     def write(self, name: str, schema: pa.Schema, group_rows: int, piece: pl.DataFrame) -> None:
@@ -79,8 +80,9 @@ class _Writers:
         """``name``'s writer, created on first use. Writers are created on one thread, in
         config order, so the manifest lists them in the same order whatever thread writes."""
         if name not in self.open:
+            groups = split_group_rows(group_rows, self.shares)
             self.open[name] = ConfigWriter(
-                self.out, name, schema, self.max_rows, group_rows, self.segment
+                self.out, name, schema, self.max_rows, groups, self.segment
             )
         return self.open[name]
 

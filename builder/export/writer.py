@@ -8,6 +8,7 @@ inputs write the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,7 @@ class ConfigWriter:
         name: str,
         schema: pa.Schema,
         max_rows_per_file: int,
-        group_rows: int,
+        group_rows: Mapping[str, int],  # split -> rows per row group (``split_group_rows``)
         segment: str,
     ) -> None:
         self.out, self.name, self.schema, self.segment = out, name, schema, segment
@@ -87,7 +88,7 @@ class ConfigWriter:
                         f"{split}-{self.segment}",
                         self.schema,
                         self.max_rows_per_file,
-                        self.group_rows,
+                        self.group_rows[split],
                     )
                 self._writers[split].write(part.to_arrow(compat_level=ARROW_VIEWS))
 

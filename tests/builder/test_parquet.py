@@ -74,3 +74,22 @@ def test_pending_rows_hold_only_their_own_bytes(tmp_path: Path) -> None:
     assert writer._pending_rows == 200 and held <= 2 * logical
     writer.close()
     assert writer.rows == 200
+
+
+def test_a_smaller_split_gets_row_groups_in_proportion() -> None:
+    """Each split's unfinished row group waits in memory: sized by the split's share, a 5 %
+    split's rows wait about as long as train's, not most of the build."""
+    from builder.parquet import split_group_rows
+    from builder.splits import SplitConfig
+
+    assert split_group_rows(1_000, SplitConfig().shares()) == {
+        "train": 1_000,
+        "validation": 56,
+        "test": 56,
+    }
+    shares = {"train": 0.5, "validation": 0.25, "test": 0.25}
+    assert split_group_rows(10_000, shares) == {"train": 10_000, "validation": 5_000, "test": 5_000}
+    # the largest split gets the full size, whichever it is; none under a twentieth
+    shares = {"train": 0.01, "validation": 0.0, "test": 0.99}
+    assert split_group_rows(1_000, shares) == {"train": 50, "validation": 50, "test": 1_000}
+    assert split_group_rows(1_000, dict.fromkeys(shares, 0.0)) == dict.fromkeys(shares, 1_000)
