@@ -17,6 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
 from builder.storage import is_uri
 
 T = TypeVar("T")
@@ -57,16 +58,18 @@ class LocalEngine:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(WORKER_MODULES)
+        start_fork_server()  # before the pool would: deaf to Ctrl-C from its first moment
         self._pool = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_leave_interrupts_to_the_parent
+            workers,
+            mp_context=multiprocessing.get_context("forkserver"),
+            initializer=_leave_interrupts_to_the_parent,
         )
 
     def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
         pending: deque[Future[R]] = deque()
         for item in items:
-            pending.append(self._pool.submit(fn, *item))
+            with interrupts_deferred():
+                pending.append(self._pool.submit(fn, *item))
             if len(pending) >= 2 * self.workers:
                 yield pending.popleft().result()
         while pending:
@@ -202,14 +205,19 @@ def pool_expected(episode_files: Iterable[str], workers: int) -> bool:
 
 
 def start_fork_server() -> None:
-    """Start the workers' fork server now: it imports the ingest (about a second) on
-    another core while this process goes on, e.g. with its own imports, so that the pool
-    to come forks its workers at once. A server no pool used is stopped with the ingest's
-    engine (``PerFileEngine.close``), else it ends with this process."""
+    """Start the workers' fork server, unless it runs: it imports the ingest (about a
+    second) on another core while this process goes on, e.g. with its own imports, so
+    that the pool to come forks its workers at once. A server no pool used is stopped with
+    the ingest's engine (``PerFileEngine.close``), else it ends with this process.
+
+    The server is started with SIGINT ignored, for good: Ctrl-C reaches the whole process
+    group, and a server still importing the ingest would print a ``KeyboardInterrupt``
+    traceback beside the build's one line (``builder.engine.interrupts``)."""
     from multiprocessing import forkserver
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_MODULES)
-    forkserver.ensure_running()
+    with interrupts_ignored():  # the few milliseconds of the server's fork and exec
+        forkserver.ensure_running()
 
 
 def default_workers() -> int:

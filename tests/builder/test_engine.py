@@ -174,6 +174,60 @@ def test_the_command_starts_the_workers_server_ahead_only_for_a_pool(
     assert forkserver._forkserver._forkserver_pid is None
 
 
+INTERRUPTED_SERVER = """
+import os, signal, time
+from multiprocessing import forkserver
+from builder.engine import LocalEngine, start_fork_server
+
+start_fork_server()
+server = forkserver._forkserver._forkserver_pid
+time.sleep(0.3)  # the server is importing the ingest
+os.kill(server, signal.SIGINT)  # Ctrl-C reaches the whole process group, the server too
+engine = LocalEngine(1)
+print(list(engine.map(pow, [(2, 5)])), forkserver._forkserver._forkserver_pid == server)
+engine.close()
+"""
+
+
+def test_ctrl_c_while_the_fork_server_imports_leaves_it_silent_and_running() -> None:
+    """Ctrl-C reaches the fork server as well, possibly while it still imports the ingest:
+    it must neither print a ``KeyboardInterrupt`` traceback beside the build's one line nor
+    die (the build reports the interrupt; a later pool would start a new server)."""
+    import subprocess
+    import sys
+
+    child = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_SERVER], capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == ["[32]", "True"]
+    assert "Traceback" not in child.stderr and "KeyboardInterrupt" not in child.stderr
+
+
+def test_a_ctrl_c_during_a_submit_is_acted_on_after_it() -> None:
+    """A pool's ``submit`` forks a worker and then records it; interrupted in between, the
+    pool would not know the worker, shutdown would not stop it, and the build would wait for
+    its fork server for ever. Inside ``interrupts_deferred`` the interrupt waits for the end
+    of the block, and goes to the handler there was before (here: ignored, so nothing)."""
+    import signal
+
+    from builder.engine.interrupts import interrupts_deferred
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt), interrupts_deferred():
+        signal.raise_signal(signal.SIGINT)
+        reached.append("after the signal")
+    assert reached == ["after the signal"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 SCRIPT = """
 import sys
 print("top level ran", flush=True)
