@@ -38,8 +38,8 @@ def split_group_rows(group_rows: int, shares: Mapping[str, float]) -> dict[str, 
     in proportion to their share of the rows (at least a twentieth of ``group_rows``). A
     writer holds each split's unfinished row group in memory: with one size for all, the
     rows of a 5 % split waited most of the build for their group to fill, among the
-    longest-lived allocations of the export, and its peak grew with the input (1,117 →
-    1,427 MiB from 5,000 to 20,000 episodes; about 1,030 → 1,190 MiB in proportion)."""
+    longest-lived allocations of the export, and the peak grew with the input (see
+    BENCHMARKS.md)."""
     largest = max(shares.values(), default=0.0)
     if largest <= 0:
         return dict.fromkeys(shares, group_rows)

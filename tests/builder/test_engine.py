@@ -226,6 +226,16 @@ def test_a_ctrl_c_during_a_submit_is_acted_on_after_it() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+    # SIGTERM, which the command turns into an exception as well
+    terminated = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: terminated.append("handled"))
+    try:
+        with interrupts_deferred():
+            signal.raise_signal(signal.SIGTERM)
+            assert terminated == []
+        assert terminated == ["handled"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 SCRIPT = """
