@@ -119,6 +119,11 @@ def main():
     getattr(builder.cli, "start_ingest_workers", lambda config: None)(config)
     import builder.build as b
 
+    try:  # what the command does next (an older builder: nothing)
+        from builder.engine.no_pandas import arrow_without_pandas
+    except ImportError:
+        arrow_without_pandas = lambda: None
+    arrow_without_pandas()
     wrap(b, "ingest_files", "ingest_s")  # read, validate, normalize, staging Parquet
     if stages:
         instrument()

@@ -208,8 +208,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = load_build_config(args)
     start_ingest_workers(config)
     from builder.build import BuildFailed, BuildLocked, UploadFailed, build
+    from builder.engine.no_pandas import arrow_without_pandas
     from builder.summary import print_summary
 
+    arrow_without_pandas()  # this process hands pyarrow no pandas objects
     try:
         report = build(config, progress=not args.no_progress and sys.stderr.isatty())
     except BuildLocked as exc:

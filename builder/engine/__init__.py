@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
+from builder.engine.no_pandas import arrow_without_pandas
 from builder.storage import is_uri
 
 T = TypeVar("T")
@@ -62,7 +63,7 @@ class LocalEngine:
         self._pool = ProcessPoolExecutor(
             workers,
             mp_context=multiprocessing.get_context("forkserver"),
-            initializer=_leave_interrupts_to_the_parent,
+            initializer=_worker_started,
         )
 
     def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
@@ -80,10 +81,12 @@ class LocalEngine:
         _stop_fork_server()
 
 
-def _leave_interrupts_to_the_parent() -> None:
+def _worker_started() -> None:
     """Ctrl-C reaches the whole process group: the build stops its pool and says so in one
-    line, so a worker must not print a traceback of its own."""
+    line, so a worker must not print a traceback of its own. A worker hands pyarrow no
+    pandas objects (``builder.engine.no_pandas``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    arrow_without_pandas()
 
 
 def _stop_fork_server() -> None:

@@ -239,6 +239,42 @@ def test_a_cached_rebuild_imports_only_what_its_card_needs(tmp_path: Path) -> No
     assert imported("again", more) == []
 
 
+COMMAND_AND_ITS_IMPORTS = """
+import atexit, json, runpy, sys
+
+shown = ("datasets", "matplotlib", "pandas")
+atexit.register(lambda: print("IMPORTED " + json.dumps([m for m in shown if m in sys.modules])))
+sys.argv = ["episodes", *sys.argv[1:]]
+runpy.run_module("builder", run_name="__main__")
+"""
+
+
+def test_the_command_rebuilding_with_a_new_file_imports_no_pandas(tmp_path: Path) -> None:
+    """``episodes build`` tells pyarrow pandas is absent (``builder.engine.no_pandas``): a
+    rebuild that ingests one new file imports no pandas, where a library caller's build
+    does (above)."""
+    files = write_inputs(tmp_path)
+    (tmp_path / "e-appended.jsonl").write_bytes((tmp_path / "d-third.jsonl").read_bytes())
+
+    def imported(name: str, episodes: list[str]) -> list[str]:
+        args = ["build", "--episodes", *episodes, "--max-reject-ratio", "1", "--no-progress"]
+        args += ["--synthetic-questions", str(tmp_path / "bank.jsonl")]
+        args += ["--out", str(tmp_path / name / "dataset"), "--cache-dir", str(tmp_path / "c")]
+        args += ["--rejects", str(tmp_path / name / "rejects.jsonl")]
+        run = subprocess.run(
+            [sys.executable, "-c", COMMAND_AND_ITS_IMPORTS, *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,  # no dataset.toml here
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        return list(json.loads(run.stdout.rpartition("IMPORTED ")[2]))
+
+    imported("first", files)
+    assert imported("appended", [*files, str(tmp_path / "e-appended.jsonl")]) == ["matplotlib"]
+
+
 def test_a_damaged_stored_segment_is_built_again(tmp_path: Path, spy: Spy) -> None:
     files = write_inputs(tmp_path)
     cache = tmp_path / "cache"
