@@ -36,17 +36,22 @@ from builder.ingest import CHECK_FAILED, IngestResult, ingest_files, segment_nam
 from builder.redact import RedactionOptions, TableRedactor
 from builder.rejects import RejectsWriter
 from builder.report import card_images
+from builder.report.chart_process import ChartDrawer, chart_drawer
 from builder.sources import expand_inputs
 
 # A segment's buckets follow its episodes, or its questions (the banks' segment has only those).
 BUCKET_SIZED = ("episodes", "questions")
-# The card's charts are drawn by the report's code from the folder the export wrote.
-CARD_IMAGES = CardImages(card_images.write_card_images, card_images.card_section)
-# What the card needs at the end of a build: matplotlib (its charts) and ``datasets`` (its
-# features), about a second of imports. With a card memo, ``datasets`` only if the schemas
-# changed (``export.card.card_yaml``): not warmed.
-CHART_IMPORTS = ("matplotlib.figure", "matplotlib.backends.backend_agg")
-CARD_IMPORTS = ("datasets", "huggingface_hub", *CHART_IMPORTS)
+# What the card's features need at the end of a build: ``datasets``, about a second of
+# imports. With a card memo, only if the schemas changed (``export.card.card_yaml``): not
+# warmed. Its charts are drawn by a process of their own (``report.chart_process``).
+CARD_IMPORTS = ("datasets", "huggingface_hub")
+
+
+def card_images_drawn_by(drawer: ChartDrawer | None) -> CardImages:
+    """The card's charts, drawn by the report's code from the folder the export wrote:
+    by ``drawer``, or in this process."""
+    write = functools.partial(card_images.write_card_images, drawer=drawer)
+    return CardImages(write, card_images.card_section)
 
 
 def warm_imports(modules: tuple[str, ...]) -> threading.Thread:
@@ -190,6 +195,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     if cache is None:  # none configured, or another build holds it: this one runs uncached
         config = replace(config, cache_dir=None)
     finished = False  # the build completed, or the data refused it: its rejects are kept
+    charts: list[ChartDrawer] = []  # started when the card's charts are to be drawn
     try:
         with _progress_bar(config, progress) as bar:
             result, normalizer = ingest_files(
@@ -200,22 +206,24 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         check_reject_ratio(config, result, rejects, session_rows)
         staged = work / "dataset"
         # A rebuild that reuses every segment reuses the card's YAML and images as well:
-        # nothing to import. One that exports a segment draws and writes them again.
+        # nothing to import or draw. One that exports a segment draws and writes them again.
         memo = cache.directory / "card.json" if cache is not None else None
-        imports = CHART_IMPORTS if memo is not None and memo.is_file() else CARD_IMPORTS
         warming: list[threading.Thread] = []
 
-        def warm() -> None:
-            if not warming:
-                warming.append(warm_imports(imports))
+        def card_to_come() -> None:
+            if not charts:
+                charts.append(chart_drawer())
+                if memo is None or not memo.is_file():
+                    warming.append(warm_imports(CARD_IMPORTS))
 
-        outputs = export_segments(work, staged, config, cache, warm)
+        outputs = export_segments(work, staged, config, cache, card_to_come)
         if sessions:
             outputs.append(export_sessions(staged, sessions, config))
         for thread in warming:
             thread.join()  # the card imports these next: one thread at a time
+        images = card_images_drawn_by(charts[0] if charts else None)
         manifest = export.export_dataset(
-            staged, outputs, config, result, normalizer, rejects, sessions, memo, CARD_IMAGES
+            staged, outputs, config, result, normalizer, rejects, sessions, memo, images
         )
         served = None
         if cache is not None:
@@ -232,6 +240,8 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         finished = True
         raise
     finally:
+        for drawer in charts:
+            drawer.close()
         rejects.close(keep=finished)
         if cache is not None:
             cache.close()

@@ -14,21 +14,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from builder.report import lengths, stats
+from builder.report import card_charts, lengths, stats
+from builder.report.chart_process import ChartDrawer, DrawnHere, drawn
 from builder.report.folder import BuildFolder
 
 FOLDER = "images"
-CHARTS = {
-    "funnel": "From episode lines to training rows",
-    "lengths": "Characters per row, per training config",
-    "rejects": "Rejects and failed checks, by kind",
-}
+CHARTS = card_charts.CHARTS
 
 
 def chart_numbers(build: BuildFolder, manifest: dict[str, Any]) -> dict[str, Any]:
@@ -49,35 +46,16 @@ def chart_numbers(build: BuildFolder, manifest: dict[str, Any]) -> dict[str, Any
     }
 
 
-def draw_chart(name: str, data: Mapping[str, Any]) -> bytes:
-    """PNG bytes of card chart ``name`` (``data``: ``chart_numbers`` and ``lengths``)."""
-    from builder.report import charts
-
-    if name == "funnel":
-        figure = charts.bars(
-            CHARTS[name], data["funnel"], "episodes / rows", highlight=data["funnel_rows"]
-        )
-    elif name == "rejects":
-        figure = charts.bars(CHARTS[name], data["rejects"], "lines / episodes")
-    else:
-        marks = {
-            f"{limit // 1024}k tokens (est.)": limit * lengths.CHARS_PER_TOKEN
-            for limit in lengths.CONTEXT_LIMITS
-        }
-        figure = charts.lengths(CHARTS[name], data["lengths"], "characters (log)", marks)
-    return charts.to_png(figure, dpi=80)
-
-
 # What each chart is drawn from: its image is reused while these are unchanged.
 SHOWN = {"funnel": ("funnel", "funnel_rows"), "rejects": ("rejects",), "lengths": ("lengths",)}
+# The code that draws them: a change draws every chart again.
+DRAWING_CODE = ("card_charts.py", "charts.py", "context_limits.py")
 
 
 def _memo_key(name: str, data: Mapping[str, Any]) -> str:
     import importlib.metadata
 
-    code = b"".join(
-        (Path(__file__).parent / f).read_bytes() for f in ("card_images.py", "charts.py")
-    )
+    code = b"".join((Path(__file__).parent / f).read_bytes() for f in DRAWING_CODE)
     shown: dict[str, Any] = {field: data[field] for field in SHOWN[name]}
     if name == "lengths":  # one number per row of every config: by digest
         shown["lengths"] = {
@@ -95,47 +73,69 @@ def _memo_key(name: str, data: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def _image(name: str, data: Mapping[str, Any], memo: Path | None, used: set[str]) -> bytes:
-    """Chart ``name``'s PNG: from ``memo`` when it was drawn from the same numbers."""
-    if memo is None:
-        return draw_chart(name, data)
-    stored = memo / f"{_memo_key(name, data)}-{name}.png"
-    used.add(stored.name)
-    if stored.is_file():
-        return stored.read_bytes()
-    png = draw_chart(name, data)
-    memo.mkdir(parents=True, exist_ok=True)
-    stored.write_bytes(png)
-    return png
+class _Images:
+    """The charts asked of ``drawer``, each taken from ``memo`` instead when it was drawn
+    from the same numbers; new drawings are stored there."""
+
+    def __init__(self, memo: Path | None, drawer: ChartDrawer) -> None:
+        self.memo, self.drawer = memo, drawer
+        self.used: set[str] = set()
+        self._asked: dict[str, tuple[Future[bytes], Mapping[str, Any], Path | None]] = {}
+
+    def ask(self, name: str, data: Mapping[str, Any]) -> None:
+        stored = None
+        if self.memo is not None:
+            stored = self.memo / f"{_memo_key(name, data)}-{name}.png"
+            self.used.add(stored.name)
+            if stored.is_file():
+                done: Future[bytes] = Future()
+                done.set_result(stored.read_bytes())
+                self._asked[name] = (done, data, None)
+                return
+        self._asked[name] = (self.drawer.submit(name, data), data, stored)
+
+    def png(self, name: str) -> bytes:
+        future, data, store = self._asked[name]
+        png = drawn(future, name, data)
+        if store is not None:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            store.write_bytes(png)
+        return png
 
 
 def write_card_images(
-    folder: Path, manifest: dict[str, Any], memo: Path | None = None
+    folder: Path,
+    manifest: dict[str, Any],
+    memo: Path | None = None,
+    drawer: ChartDrawer | None = None,
 ) -> dict[str, str]:
     """Write ``images/*.png`` into ``folder``; return ``{path: sha256}`` for the manifest.
     ``memo``: a folder keeping the images by what they show, and each data file's row
-    lengths (``lengths.of_build``). The lengths are counted on other threads (Parquet and
-    Polars, outside the GIL) while the funnel and rejects charts are drawn."""
+    lengths (``lengths.of_build``). ``drawer``: where charts are drawn (default: here, see
+    ``chart_process``). The lengths are counted on another thread (Parquet and Polars,
+    outside the GIL) while the funnel and rejects charts are drawn."""
     build = BuildFolder(folder, manifest=manifest)
-    used: set[str] = set()
+    images = _Images(memo, drawer or DrawnHere())
     with ThreadPoolExecutor(1, thread_name_prefix="card-lengths") as pool:
         counting = pool.submit(
             lengths.of_build, build, None, memo / "lengths" if memo is not None else None
         )
         data = chart_numbers(build, manifest)
-        images = {name: _image(name, data, memo, used) for name in ("funnel", "rejects")}
+        for name in ("funnel", "rejects"):
+            images.ask(name, data)
         data["lengths"] = counting.result().chars
-    images["lengths"] = _image("lengths", data, memo, used)
+    images.ask("lengths", data)
+    drawings = {name: images.png(name) for name in CHARTS}
     if memo is not None:
         for old in memo.glob("*.png"):
-            if old.name not in used:
+            if old.name not in images.used:
                 old.unlink()
     (folder / FOLDER).mkdir(exist_ok=True)
     listed = {}
     for name in CHARTS:
         relative = f"{FOLDER}/{name}.png"
-        (folder / relative).write_bytes(images[name])
-        listed[relative] = hashlib.sha256(images[name]).hexdigest()
+        (folder / relative).write_bytes(drawings[name])
+        listed[relative] = hashlib.sha256(drawings[name]).hexdigest()
     return listed
 
 

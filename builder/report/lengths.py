@@ -27,6 +27,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from builder.engine import default_workers
+from builder.report.context_limits import CHARS_PER_TOKEN, CONTEXT_LIMITS
 from builder.report.errors import BuildFolderError
 from builder.report.folder import BuildFolder
 
@@ -41,8 +42,6 @@ TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
     "dpo": ("prompt", ("chosen", "rejected")),
     "self_correction": ("prompt", "completion"),
 }
-CONTEXT_LIMITS = (4096, 8192, 32768)
-CHARS_PER_TOKEN = 4  # the usual rough estimate for English and code
 BATCH_ROWS = 2048  # rows of a config's text read at once (a config per thread)
 Counts = np.ndarray  # one int per row
 

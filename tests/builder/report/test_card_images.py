@@ -12,7 +12,7 @@ import pytest
 
 from builder.build import BuildReport, build
 from builder.config import BuildConfig
-from builder.report import card_images
+from builder.report import card_charts, card_images, chart_process
 
 from .conftest import SAMPLE_EPISODES
 
@@ -63,7 +63,8 @@ def test_a_cached_rebuild_reuses_the_images_without_drawing(
     def no_drawing(name: str, data: object) -> bytes:
         raise AssertionError(f"drew the card's {name} chart again")
 
-    monkeypatch.setattr(card_images, "draw_chart", no_drawing)
+    monkeypatch.setattr(card_charts, "draw_chart", no_drawing)
+    monkeypatch.setattr(chart_process.ChartProcess, "submit", no_drawing)
     second = build(replace(config, out=tmp_path / "b" / "dataset"))
     for name in card_images.CHARTS:
         relative = f"images/{name}.png"
@@ -85,7 +86,7 @@ def test_a_chart_with_nothing_to_count_says_so() -> None:
     assert [t.get_text() for t in ax.texts] == ["none"] and not ax.patches and not ax.axison
     some = charts.bars(card_images.CHARTS["rejects"], {"bad_json": 2})
     assert len(some.axes[0].patches) == 1
-    assert card_images.draw_chart("rejects", {"rejects": {}}).startswith(PNG)
+    assert card_charts.draw_chart("rejects", {"rejects": {}}).startswith(PNG)
 
 
 def test_each_chart_is_drawn_again_only_when_its_numbers_change(
@@ -99,13 +100,13 @@ def test_each_chart_is_drawn_again_only_when_its_numbers_change(
     shutil.copytree(sample_build.out, folder)
     first = card_images.write_card_images(folder, manifest, memo)
     drawn: list[str] = []
-    real = card_images.draw_chart
+    real = card_charts.draw_chart
 
     def counted(name: str, data: object) -> bytes:
         drawn.append(name)
         return real(name, data)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(card_images, "draw_chart", counted)
+    monkeypatch.setattr(card_charts, "draw_chart", counted)
     assert card_images.write_card_images(folder, manifest, memo) == first and drawn == []
     manifest["rejects"]["by_kind"]["bad_json"] = (
         manifest["rejects"]["by_kind"].get("bad_json", 0) + 7
