@@ -79,7 +79,7 @@ class ChartProcess:
                 stderr=subprocess.DEVNULL,
                 env=env,
             )
-        self._lock = threading.Lock()
+        self._lock, self._writing = threading.Lock(), threading.Lock()
         self._waiting: deque[Future[bytes]] = deque()
         self._failed = False
         self._reader = threading.Thread(target=self._read, name="chart-process", daemon=True)
@@ -87,17 +87,25 @@ class ChartProcess:
 
     def submit(self, name: str, data: Mapping[str, Any]) -> Future[bytes]:
         future: Future[bytes] = Future()
-        with self._lock:
-            if not self._failed:
-                try:
-                    assert self._child.stdin is not None
-                    pickle.dump((name, dict(data)), self._child.stdin, pickle.HIGHEST_PROTOCOL)
-                    self._child.stdin.flush()
-                    self._waiting.append(future)
-                    return future
-                except OSError:
+        # One request written at a time, its future queued first: answers come in that
+        # order. The write may wait for the process to read it (a full pipe); ``_lock``,
+        # which the reader thread takes to hand over each answer, is not held meanwhile.
+        with self._writing:
+            with self._lock:
+                if self._failed:
+                    return DrawnHere().submit(name, data)
+                self._waiting.append(future)
+            try:
+                assert self._child.stdin is not None
+                pickle.dump((name, dict(data)), self._child.stdin, pickle.HIGHEST_PROTOCOL)
+                self._child.stdin.flush()
+            except OSError:
+                with self._lock:
                     self._failed = True
-        return DrawnHere().submit(name, data)
+                    if future in self._waiting:  # else the reader has failed it already
+                        self._waiting.remove(future)
+                        future.set_exception(ChartProcessFailed("the chart process ended"))
+        return future
 
     def _read(self) -> None:
         stdout = self._child.stdout
@@ -122,11 +130,11 @@ class ChartProcess:
 
     def close(self) -> None:
         """Close its stdin and wait for it to end (killed if it does not within seconds)."""
-        with self._lock:
+        with self._writing, self._lock:
             self._failed = True
-            if self._child.stdin is not None:
-                with contextlib.suppress(OSError):
-                    self._child.stdin.close()
+        if self._child.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._child.stdin.close()
         try:
             self._child.wait(timeout=10)
         except subprocess.TimeoutExpired:

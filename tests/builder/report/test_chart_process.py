@@ -109,3 +109,22 @@ def test_when_no_process_can_start_the_charts_are_drawn_here(
         "rejects", NUMBERS
     )
     drawer.close()
+
+
+def test_many_charts_asked_at_once_are_all_answered(process: ChartProcess) -> None:
+    """Asked faster than drawn, requests and answers larger than a pipe holds: each
+    request waits for the process to read it while the answers are taken, and nothing
+    blocks for good."""
+    import threading
+
+    large = {**NUMBERS, "unused": b"x" * 2**17}  # each request larger than a pipe holds
+    asked: list[Any] = []
+    asking = threading.Thread(
+        target=lambda: asked.extend(process.submit("lengths", large) for _ in range(12))
+    )
+    asking.start()
+    asking.join(timeout=120)
+    assert not asking.is_alive(), "the requests were not all written"
+    here = card_charts.draw_chart("lengths", NUMBERS)
+    assert len(here) * 12 > 2**16  # more than a pipe's buffer of answers
+    assert [future.result(timeout=120) for future in asked] == [here] * 12
