@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,20 @@ from builder.build import BuildReport, build
 from builder.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ctrl_c_as_from_a_terminal() -> Iterator[None]:
+    """The tests of interrupted builds send Ctrl-C as a terminal does. A test run started as
+    a background job of a script (no job control) inherits SIGINT ignored, and so would
+    every build it starts: the handler a terminal's Python has is put back for the session
+    (builds started from here then get SIGINT as default)."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if previous is not None:  # None: set outside Python, nothing to put back
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture(scope="session", autouse=True)
