@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,13 +86,29 @@ class _Writers:
             )
         return self.open[name]
 
-    def close(self, output: SegmentOutput, names: Iterable[str] | None = None) -> SegmentOutput:
-        """Close the writers of ``names`` (default: every one still open) into ``output``."""
-        for name in list(self.open if names is None else names):
-            writer = self.open.pop(name, None)
-            if writer is None:
-                continue
-            output.rows[name] = {s: n for s, n in writer.close().items() if n}
+    def close(
+        self,
+        output: SegmentOutput,
+        names: Iterable[str] | None = None,
+        pool: Executor | None = None,
+    ) -> SegmentOutput:
+        """Close the writers of ``names`` (default: every one still open) into ``output``,
+        on ``pool``'s threads when given (a close writes the last row groups, the footers
+        and hashes the files: mostly work that releases the GIL); ``output`` lists them in
+        config order either way."""
+        closing = [
+            (n, self.open.pop(n))
+            for n in list(self.open if names is None else names)
+            if n in self.open
+        ]
+        if pool is None:
+            rows = [writer.close() for _, writer in closing]
+        else:
+            jobs = [pool.submit(writer.close) for _, writer in closing]
+            wait(jobs)  # every close finishes before the first error is raised
+            rows = [job.result() for job in jobs]
+        for (name, writer), counts in zip(closing, rows, strict=True):
+            output.rows[name] = {s: n for s, n in counts.items() if n}
             for path in writer.files:
                 output.files[str(path.relative_to(self.out))] = writer.digests[path]
         return output
@@ -164,7 +180,7 @@ class SegmentExporter:
             self._submit(functools.partial(self._write_all, writers, pieces))
         output = SegmentOutput(segment, excluded=dict(excluded)).tallied(tally)
         writers.close(output, ["questions"])
-        return self._submit(functools.partial(writers.close, output))
+        return self._submit(functools.partial(writers.close, output, pool=self._writers))
 
     def _bucket(
         self, part: Bucket, redact: Redact | None

@@ -1,6 +1,6 @@
-"""A build with no options uses more than one thread for its Parquet writes, for cutting
-the staging tables into buckets and for deriving buckets, and its output is byte for byte
-that of the sample build."""
+"""A build with no options uses more than one thread for its Parquet writes and for closing
+its configs' files, for cutting the staging tables into buckets and for deriving buckets,
+and its output is byte for byte that of the sample build."""
 
 from __future__ import annotations
 
@@ -83,6 +83,31 @@ def test_default_build_derives_two_buckets_at_once_and_cuts_on_several_threads(
     assert len(derived) > 2
     assert len({t for t in derive_threads if t.startswith("derive")}) == 2
     assert len({t for t in cut_threads if t.startswith("partition")}) >= 2
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_a_segment_closes_its_configs_on_several_threads_at_once(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Closing a config writes its last row groups and footers and hashes its files. The
+    # episode segment's sft and rl (its first two configs, handed out together) must be
+    # closing at once: each waits for the other at the barrier, which breaks (failing the
+    # build) if one thread closed both. The manifest still lists them in config order.
+    barrier = threading.Barrier(2, timeout=60)
+    threads: dict[str, str] = {}
+    close = writer.ConfigWriter.close
+
+    def meeting(self: writer.ConfigWriter) -> dict[str, int]:
+        if self.name in ("sft", "rl") and self.segment != segment.SESSION_SEGMENT:
+            threads[self.name] = threading.current_thread().name
+            barrier.wait()
+        return close(self)
+
+    monkeypatch.setattr(writer.ConfigWriter, "close", meeting)
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    assert threads["sft"] != threads["rl"], threads
+    assert all(name.startswith("config-write") for name in threads.values()), threads
     assert folder_digest(report.out) == folder_digest(sample_build.out)
 
 
