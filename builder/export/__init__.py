@@ -8,6 +8,7 @@ configs) and ``manifest.json``. No loading script.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pyarrow as pa
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS
-from builder.export.card import CardImages, ExportedConfig, card_markdown
+from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
 from builder.export.manifest import builder_version, split_section, write_manifest
 from builder.export.segment import SegmentOutput
 from builder.ingest import IngestResult
@@ -137,13 +138,18 @@ def export_dataset(
             "max_output_chars": config.max_output_chars,
         },
     }
-    if images is not None:  # the card's charts (``images/*.png``), listed with the data files
-        memo = card_memo.parent / "card-images" if card_memo is not None else None
-        drawn = images.write(out, manifest, memo)
-        manifest["files"] = dict(sorted({**manifest["files"], **drawn}.items()))
-    write_manifest(out, manifest)
     episode_count = result.rows.get("episodes", 0)
+    # The YAML is Python (a YAML dump of every file's path) and the charts are mostly
+    # waiting (row lengths counted in Polars, drawing in the chart process): one beside the other.
+    with ThreadPoolExecutor(1, thread_name_prefix="card-yaml") as pool:
+        yaml = pool.submit(card_yaml, exported, config.card, episode_count, card_memo)
+        if images is not None:  # the card's charts (``images/*.png``), listed with the data
+            memo = card_memo.parent / "card-images" if card_memo is not None else None
+            drawn = images.write(out, manifest, memo)
+            manifest["files"] = dict(sorted({**manifest["files"], **drawn}.items()))
+        write_manifest(out, manifest)
+        yaml_text = yaml.result()
     dataset = config.publish_repo or "path/to/dataset"  # never a local path: same card anywhere
-    card = card_markdown(exported, config.card, manifest, episode_count, card_memo, dataset, images)
+    card = card_markdown(exported, config.card, manifest, episode_count, yaml_text, dataset, images)
     (out / "README.md").write_text(card, encoding="utf-8")
     return manifest

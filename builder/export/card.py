@@ -266,10 +266,12 @@ def card_markdown(
     card: CardConfig,
     manifest: Mapping[str, Any],
     episodes: int,
-    yaml_memo: Path | None = None,
+    yaml: str,
     dataset: str = "path/to/dataset",
     images: CardImages | None = None,
 ) -> str:
+    """The card: ``yaml`` (``card_yaml``'s) between the front matter's dashes, then the
+    markdown."""
     counts = _table(
         ("config", *SPLITS, "total"),
         [
@@ -286,7 +288,7 @@ def card_markdown(
     split = manifest["splits"]
     parts = [
         "---",
-        card_yaml(configs, card, episodes, yaml_memo).rstrip(),
+        yaml.rstrip(),
         "---",
         "",
         f"# {card.pretty_name}",

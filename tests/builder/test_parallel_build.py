@@ -1,20 +1,24 @@
 """A build with no options uses more than one thread for its Parquet writes and for closing
-its configs' files, for cutting the staging tables into buckets and for deriving buckets,
-and its output is byte for byte that of the sample build."""
+its configs' files, for cutting the staging tables into buckets, for deriving buckets and
+for the card's YAML beside its images, and its output is byte for byte that of the sample
+build."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
 
+from builder import export
 from builder.build import BuildReport, build
 from builder.config import load_config
 from builder.engine import ThreadEngine
 from builder.export import buckets, segment, writer
+from builder.report import card_images
 from tests.builder.test_build import ROOT, folder_digest
 
 
@@ -108,6 +112,29 @@ def test_a_segment_closes_its_configs_on_several_threads_at_once(
     report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
     assert threads["sft"] != threads["rl"], threads
     assert all(name.startswith("config-write") for name in threads.values()), threads
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_the_card_yaml_is_made_while_the_card_images_are_drawn(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each waits for the other at the barrier, which breaks (failing the build) if the
+    # YAML were made only after the images were written, or before they were started.
+    barrier = threading.Barrier(2, timeout=60)
+    yaml, images = export.card_yaml, card_images.write_card_images
+
+    def yaml_meeting(*args: Any, **kwargs: Any) -> str:
+        barrier.wait()
+        return yaml(*args, **kwargs)
+
+    def images_meeting(*args: Any, **kwargs: Any) -> dict[str, str]:
+        barrier.wait()
+        return images(*args, **kwargs)
+
+    monkeypatch.setattr(export, "card_yaml", yaml_meeting)
+    monkeypatch.setattr(card_images, "write_card_images", images_meeting)
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
     assert folder_digest(report.out) == folder_digest(sample_build.out)
 
 
