@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +22,7 @@ from builder.validate import (
     Valid,
     Validator,
     duplicate_keys,
+    has_long_digit_run,
     is_blank,
     json_path,
     parse_line,
@@ -362,7 +365,95 @@ def test_other_pattern_errors_keep_their_message(make: SimpleNamespace) -> None:
         (b'{"n": NaN, "n": 1}', ["$.n"]),  # Python's dialect
         (b'{"s": "\\":", "t": 1}', []),  # the token inside a string is not a key
         (b"not json", []),
+        # A quote spelled \u0022 is written back as \", which used to hide the repeat.
+        (b'{"a": 1, "a": 2, "s": "\\u0022:"}', ["$.a"]),
+        (b'{"a": "\\u0022", "a": "\\u0022\\u0022"}', ["$.a"]),
+        # A backslash spelled \u005c at a string's end is written back as \\.
+        (b'{"a": "x\\u005c", "b": 1}', []),
+        (b'{"a\\\\": 1, "a\\u005c": 2}', ["$.a\\"]),
     ],
 )
 def test_duplicate_keys_are_found_with_their_paths(raw: bytes, paths: list[str]) -> None:
     assert duplicate_keys(raw) == paths
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)  # the last one wins, as in every parser
+        keys = [k for k, _ in pairs]
+        self.repeated = sorted({k for k in keys if keys.count(k) > 1})
+
+
+def _repeated_paths(raw: bytes) -> list[str]:
+    """The reference: every object of the parsed value, walked in full."""
+    found: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, _Pairs):
+            found.extend(f"{path}.{k}" for k in node.repeated)
+            for k, v in node.items():
+                walk(v, f"{path}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{path}[{i}]")
+
+    walk(json.loads(raw, object_pairs_hook=_Pairs), "$")
+    return sorted(found)
+
+
+_TRICKY_TEXT = ['"', "\\", '":', "\\u0022", "é", "\n", "x", "", "a\\"]
+
+
+def _spelled(text: str, rng: random.Random) -> str:
+    """A JSON string literal of ``text``, its quotes and backslashes spelled either way."""
+    out = []
+    for ch in text:
+        if ch == '"':
+            out.append(rng.choice(['\\"', "\\u0022"]))
+        elif ch == "\\":
+            out.append(rng.choice(["\\\\", "\\u005c", "\\u005C"]))
+        else:
+            out.append(json.dumps(ch, ensure_ascii=rng.random() < 0.5)[1:-1])
+    return '"' + "".join(out) + '"'
+
+
+def _document(rng: random.Random, depth: int = 0) -> str:
+    kind = rng.random()
+    if depth > 3 or kind < 0.3:
+        return rng.choice(["1", "2.5", "true", "null", _spelled(rng.choice(_TRICKY_TEXT), rng)])
+    if kind < 0.5:
+        return "[" + ", ".join(_document(rng, depth + 1) for _ in range(rng.randint(0, 3))) + "]"
+    keys = [rng.choice(_TRICKY_TEXT) + rng.choice("ab") for _ in range(rng.randint(0, 4))]
+    if keys and rng.random() < 0.3:
+        keys.append(rng.choice(keys))  # a repeated key
+    pairs = [f"{_spelled(k, rng)}: {_document(rng, depth + 1)}" for k in keys]
+    return "{" + ", ".join(pairs) + "}"
+
+
+def test_duplicate_keys_agree_with_a_full_walk_on_generated_lines() -> None:
+    """Keys and values with quotes and backslashes spelled every way JSON allows, repeated
+    keys at any depth: the cheap check never misses a repeat."""
+    rng = random.Random(20261125)
+    repeats = 0
+    for _ in range(3000):
+        raw = _document(rng).encode()
+        expected = _repeated_paths(raw)
+        repeats += bool(expected)
+        assert duplicate_keys(raw) == expected, raw
+    assert repeats > 300  # the generator does repeat keys
+
+
+def test_long_digit_runs_are_what_the_regex_finds() -> None:
+    rng = random.Random(7)
+    pattern = re.compile(rb"\d{19,}")
+    for _ in range(5000):
+        parts = []
+        for _ in range(rng.randint(0, 6)):
+            parts.append(bytes(rng.choice(b"0123456789") for _ in range(rng.randint(0, 24))))
+            parts.append(rng.choice([b"", b".", b"a", b"/", b":", b"\xff", b'"', b" "]))
+        raw = b"".join(parts)
+        assert has_long_digit_run(raw) is bool(pattern.search(raw)), raw
+    for n in (18, 19, 20, 60):
+        digits = b"9" * n
+        for raw in (digits, b"x" + digits, digits + b"x", b"/" + digits + b":"):
+            assert has_long_digit_run(raw) is (n >= 19), raw
