@@ -277,9 +277,10 @@ def duplicate_keys(raw: bytes) -> list[str]:
     Cheap and exact for the common line: written again by orjson, the parsed value keeps
     every string of the line but the keys dropped with their repeats (and the strings of
     their values), and writes a backslash as ``\\\\`` where the line may have spelled it
-    ``\\u005c``; so its delimiters number the line's exactly when no key was repeated, and
-    fewer otherwise. A line orjson cannot read, or one with fewer delimiters written again,
-    is parsed again to find where."""
+    ``\\u005c`` (one delimiter fewer, for a string ending in one). So the two counts are
+    equal only when no key was repeated. A line with fewer delimiters written again (a
+    repeat, or that rare spelling) or one orjson cannot read is parsed again, which finds
+    the repeats and where they are, if any."""
     try:
         if _delimiters(raw) == _delimiters(orjson.dumps(orjson.loads(raw))):
             return []
