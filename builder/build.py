@@ -256,7 +256,7 @@ def export_segments(
     cache: Any,
     exporting: Callable[[], None] = lambda: None,
 ) -> list[SegmentOutput]:
-    """Every episode segment's files, in order: a stored one (``builder.segments``) linked
+    """Every episode segment's files, in order: a stored one (``builder.cache.segments``) linked
     in, any other exported from its staging tables. Before any config is derived, secrets
     are redacted as a bucket is read, on the thread that derives it (nothing rewritten; the
     values assigned to secret names are found by a pre-pass on a thread of its own while

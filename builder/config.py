@@ -80,7 +80,7 @@ class BuildConfig:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
-# How a build runs, never what it writes (``builder.segments`` keeps them out of its keys).
+# How a build runs, never what it writes (``builder.cache.segments`` keeps them out of its keys).
 RUN_OPTIONS = frozenset(
     {"workers", "engine", "ray_address", "cache_dir", "cache_verify", "staging_compression"}
 )

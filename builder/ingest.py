@@ -9,7 +9,7 @@ input. The accounting invariant, tested: for every file, valid + rejected + blan
 banks, segment ``k`` the ``k``-th episode file (inputs sorted), each in
 ``{staging}/{segment}/{table}.parquet``. The export keeps the cut (every config's files are
 per segment), so a segment's output depends only on its own file and what came before it:
-an appended file leaves every earlier segment's files as they were (``builder.segments``).
+an appended file leaves every earlier segment's files as they were (``builder.cache.segments``).
 """
 
 from __future__ import annotations
@@ -40,16 +40,10 @@ from builder.engine import (
     main_survives_reimport,
 )
 from builder.engine.codec import BatchResult
-from builder.normalize import (
-    EPISODE_TABLES,
-    EPISODES_WITHOUT_CHECKS,
-    EpisodeInfo,
-    Normalizer,
-    emit_episode,
-    empty_rows,
-    question_row,
-    to_table,
-)
+from builder.normalize import Normalizer
+from builder.normalize.episode import EpisodeInfo, emit_episode
+from builder.normalize.questions import question_row
+from builder.normalize.rows import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS, empty_rows, to_table
 from builder.rejects import RejectsWriter
 from builder.sources import InputFile, InputStats, SourceLine
 from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank

@@ -51,7 +51,7 @@ class RejectsWriter:
 
     def capture(self) -> None:
         """Keep a copy of the rejects added from now on (``captured``): a reused segment
-        (``builder.segments``) writes its rejects again without reading its input."""
+        (``builder.cache.segments``) writes its rejects again without reading its input."""
         self._captured = []
 
     def captured(self) -> list[tuple[str, bytes]]:

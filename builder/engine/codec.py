@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from builder.normalize import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS, EpisodeInfo
+from builder.normalize.episode import EpisodeInfo
+from builder.normalize.rows import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS
 from builder.sources import SourceLine
 from builder.validate import FieldError, Reject
 from schemas.tables import TABLES

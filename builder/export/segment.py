@@ -5,7 +5,7 @@ sessions (``sessions``), as cut by the ingest (``builder.ingest``). Its files ar
 ``{config}/{split}-{segment}-NNNNN-of-NNNNN.parquet``, and they depend only on its own
 input and on what came before it (the questions its episodes refer to, as the earlier
 segments published them), so appending an input file leaves every earlier segment's files
-byte for byte as they were (``builder.segments`` reuses them instead of rebuilding).
+byte for byte as they were (``builder.cache.segments`` reuses them instead of rebuilding).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ SESSION_SEGMENT = "sessions"
 @dataclass
 class SegmentOutput:
     """What one segment wrote, and its share of the manifest's counts. Stored with a
-    reused segment (``builder.segments``), so a rebuild need not read its files."""
+    reused segment (``builder.cache.segments``), so a rebuild need not read its files."""
 
     name: str
     rows: dict[str, dict[str, int]] = field(default_factory=dict)  # config -> split -> rows

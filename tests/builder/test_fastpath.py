@@ -19,7 +19,9 @@ from pydantic import BaseModel
 
 import schemas.episode as episode_models
 from builder import fastpath
-from builder.normalize import EPISODE_TABLES, emit_episode, empty_rows, question_row
+from builder.normalize.episode import emit_episode
+from builder.normalize.questions import question_row
+from builder.normalize.rows import EPISODE_TABLES, empty_rows
 from builder.sources import SourceLine
 from builder.validate import Reject, Valid, Validator
 from samples.synthetic import generate_episodes

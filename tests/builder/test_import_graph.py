@@ -103,7 +103,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("derive", ("builder.derive",)),
     ("sessions", ("builder.sessions",)),
     ("export", ("builder.export",)),
-    ("wrappers", ("builder.cache", "builder.segments")),
+    ("wrappers", ("builder.cache",)),
     ("readers", ("builder.report", "builder.publish")),
     ("commands", ("builder.build", "builder.summary", "builder.cli", "builder.__main__")),
 )

@@ -1,7 +1,6 @@
-"""Incremental rebuilds (``builder.cache``, ``builder.segments``): a build that reuses stored
-segments or replays cached per-file batches is byte-identical to a clean build — dataset
-folder (manifest included) and rejects file — and a damaged, partial or stale cache entry is
-never used.
+"""Incremental rebuilds (``builder.cache``): a build that reuses stored segments or replays
+cached per-file batches is byte-identical to a clean build — dataset folder (manifest
+included) and rejects file — and a damaged, partial or stale cache entry is never used.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import pytest
 import builder.cache as cache_module
 import builder.ingest as ingest_module
 from builder.build import build
+from builder.cache import cached_ingest, keys, memo
 from builder.config import BuildConfig
 from samples.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
 
@@ -88,7 +88,7 @@ class Spy:
         self.raw_reads: list[int] = []
         normalize = ingest_module.normalize_batch
         finish = cache_module.IngestCache.finish
-        file_sha256 = cache_module._file_sha256
+        file_sha256 = keys.file_sha256
 
         def counted(*args: Any) -> Any:
             self.batches += 1
@@ -104,16 +104,16 @@ class Spy:
             self.hashed.append(path)
             return file_sha256(path)
 
-        get_raw = cache_module._RawLines.get
+        get_raw = cached_ingest._RawLines.get
 
         def raw(lines: Any, number: int) -> bytes:
             self.raw_reads.append(number)
             return get_raw(lines, number)
 
-        monkeypatch.setattr(cache_module._RawLines, "get", raw)
+        monkeypatch.setattr(cached_ingest._RawLines, "get", raw)
         monkeypatch.setattr(ingest_module, "normalize_batch", counted)
         monkeypatch.setattr(cache_module.IngestCache, "finish", finished)
-        monkeypatch.setattr(cache_module, "_file_sha256", hashed)
+        monkeypatch.setattr(keys, "file_sha256", hashed)
 
     def reset(self) -> None:
         self.batches = self.hits = self.misses = 0
@@ -205,6 +205,7 @@ IMPORTED_BY_A_BUILD = """
 import json, sys
 from pathlib import Path
 from builder.build import build
+from builder.cache import cached_ingest, keys, memo
 from tests.builder.test_incremental import config_for
 
 folder, name, files = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
@@ -301,7 +302,7 @@ def test_a_damaged_stored_segment_is_built_again(tmp_path: Path, spy: Spy) -> No
 def test_unchanged_files_are_not_read_when_the_memo_is_trusted(
     tmp_path: Path, spy: Spy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cache_module, "RACY_NS", 0)  # files are "old enough" at once
+    monkeypatch.setattr(memo, "RACY_NS", 0)  # files are "old enough" at once
     files = write_inputs(tmp_path)
     cache = tmp_path / "cache"
     outputs(config_for(tmp_path, files, "one", cache_dir=cache))
@@ -405,7 +406,7 @@ def test_a_cache_in_use_by_another_build_is_bypassed(tmp_path: Path, spy: Spy) -
 
 def test_code_digest_covers_the_normalizer() -> None:
     # the modules whose code decides what a cached batch holds are in the digest
-    root = Path(cache_module.__file__).resolve().parent.parent
+    root = Path(keys.__file__).resolve().parents[2]
     seen = []
     original = Path.read_bytes
 
@@ -413,14 +414,17 @@ def test_code_digest_covers_the_normalizer() -> None:
         seen.append(self.resolve().relative_to(root).as_posix())
         return original(self)
 
-    cache_module.code_digest.cache_clear()
+    keys.code_digest.cache_clear()
     try:
         Path.read_bytes = spy_read  # type: ignore[method-assign]
-        cache_module.code_digest()
+        keys.code_digest()
     finally:
         Path.read_bytes = original  # type: ignore[method-assign]
     for module in (
-        "builder/normalize.py",
+        "builder/cache/cached_ingest.py",
+        "builder/cache/entries.py",
+        "builder/normalize/episode.py",
+        "builder/normalize/hooks.py",
         "builder/fastpath.py",
         "builder/validate.py",
         "builder/checks.py",

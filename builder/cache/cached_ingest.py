@@ -1,0 +1,204 @@
+"""The ingest with the cache around it: stored segments are restored instead of read, and
+episode files whose normalized batches are cached are replayed instead of normalized.
+
+A replay runs the build-wide, order-dependent commit (duplicate ids, first-source-wins
+questions, ground truth, ``--strict``) over the cached batches in input order, exactly as a
+clean build runs it over fresh ones, so the staging tables, rejects, manifest and dataset
+are byte-identical to a clean build (``tests/builder/test_incremental.py``). Lines a replay
+rejects late (a duplicate id, a ``--strict`` check) need their raw text, which the cache
+does not hold: it is read from the input in one forward pass, only when such a reject
+occurs, and the file's digest is checked again at its end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from builder import storage
+from builder.cache import ingest_delta, keys
+from builder.cache.entries import CacheError, Entry, EntryStore, EntryWriter
+from builder.cache.memo import StatMemo
+from builder.cache.segments import SegmentCache
+from builder.engine.codec import BatchResult
+from builder.ingest import BANK_SEGMENT, FileCounts, Ingest
+from builder.normalize.episode import EpisodeInfo
+from builder.sources import InputError, InputFile, SourceLine
+from builder.validate import Reject
+
+
+class _RawLines:
+    """The raw text of given line numbers of an input, read forward, only when asked."""
+
+    def __init__(self, path: str, max_line_bytes: int, sha256: str) -> None:
+        self.path, self.max_line_bytes, self.sha256 = path, max_line_bytes, sha256
+        self._source: InputFile | None = None
+        self._lines: Iterator[SourceLine] | None = None
+
+    def get(self, number: int) -> bytes:
+        if self._lines is None:
+            self._source = InputFile(self.path, self.max_line_bytes)
+            self._lines = self._source.lines()
+        for line in self._lines:
+            if line.number == number:
+                return line.raw
+            if line.number > number:
+                break
+        raise InputError(f"{self.path}: line {number} not found; did the file change?")
+
+    def close(self) -> None:
+        """Read to the end and check the digest is still the one the cache was keyed by."""
+        if self._lines is None or self._source is None:
+            return
+        for _ in self._lines:
+            pass
+        if self._source.stats.sha256 != self.sha256:
+            raise InputError(f"{self.path}: changed during the build; build again")
+
+
+@dataclass
+class _FillRaw:
+    """Forwards rejects, filling in the raw text of lines the cache did not keep."""
+
+    target: Any
+    raws: _RawLines
+
+    def add(self, reject: Reject) -> None:
+        if reject.raw is None:
+            reject = replace(reject, raw=self.raws.get(reject.line))  # type: ignore[arg-type]
+        self.target.add(reject)
+
+
+@dataclass
+class CachedIngest(Ingest):
+    """``Ingest`` whose episode files come from ``entries`` when their digest is known, and
+    whose leading segments are not read at all while ``segments`` holds them."""
+
+    entries: EntryStore = field(kw_only=True)
+    memo: StatMemo = field(kw_only=True)
+    segments: SegmentCache = field(kw_only=True)
+    _writer: EntryWriter | None = field(default=None, init=False, repr=False)
+    _previous: str = field(default="", init=False, repr=False)
+    _reusing: bool = field(default=True, init=False, repr=False)
+
+    def _segment(self, name: str, read: Callable[[], None]) -> None:
+        if not self._previous:
+            self._previous = keys.base_key(self.config, self.entries.versions)
+        if self._reusing:
+            key = self._stored_key(name)
+            found = self.segments.restorable(key) if key else None
+            if found is not None:
+                stored, delta = found
+                ingest_delta.restore(self, name, delta)
+                self.segments.reused[name] = stored
+                self._previous = key  # type: ignore[assignment]
+                return
+            self._reusing = False
+        since = ingest_delta.mark(self)
+        super()._segment(name, read)
+        key = keys.chain(self._previous, name, self._material(name))
+        self.segments.begin(name, key, ingest_delta.delta(self, since))
+        self._previous = key
+
+    def _material(self, name: str) -> Any:
+        """What identifies a segment's input, once read: the question banks' paths and
+        digests, or the episode file's cache key."""
+        digests = {s.path: s.sha256 for s in self.result.inputs}
+        if name == BANK_SEGMENT:
+            return keys.bank_material(self.config, digests.__getitem__)
+        path = self.config.episodes[int(name) - 1]
+        return self.entries.key(path, digests[path])
+
+    def _stored_key(self, name: str) -> str | None:
+        """The segment's key before reading it, when its input's digest can be known
+        without a parse (banks: hashed; episode files: ``known_digest``); else None."""
+        try:
+            if name == BANK_SEGMENT:
+                hashed = keys.bank_material(self.config, keys.file_sha256)
+                return keys.chain(self._previous, name, hashed)
+            path = self.config.episodes[int(name) - 1]
+            before = storage.stat(path)
+        except OSError:
+            return None
+        recorded_ns = time.time_ns()
+        digest, trusted = self.memo.known_digest(path, before)
+        if digest is None:
+            return None
+        entry = self.entries.key(path, digest)
+        key = keys.chain(self._previous, name, entry)
+        if (self.segments.directory / key).is_dir():
+            # The memo and the file's normalized batches stay for the next build.
+            if trusted:
+                self.memo.keep(path)
+            else:
+                self.memo.remember(path, before, digest, recorded_ns)
+            if (self.entries.directory / entry).is_dir():
+                self.entries.used.add(entry)
+        return key
+
+    def _read_episodes(self, path: str) -> None:
+        try:
+            before = storage.stat(path)
+        except OSError:
+            return super()._read_episodes(path)  # reports the missing file as usual
+        recorded_ns = time.time_ns()
+        digest, trusted = self.memo.known_digest(path, before)
+        entry = self.entries.entry(path, digest) if digest is not None else None
+        if entry is not None:
+            self.entries.hits += 1
+            self._replay(path, entry)
+            self.entries.used.add(entry.directory.name)
+            if trusted:
+                self.memo.keep(path)
+            else:
+                self.memo.remember(path, before, entry.meta["sha256"], recorded_ns)
+            return
+        self.entries.misses += 1
+        self._writer = self.entries.writer(path)
+        try:
+            super()._read_episodes(path)
+            stats = self.result.inputs[-1]
+            key = self._writer.finish(stats, self.result.counts[path].blank)
+        except BaseException:
+            self._writer.abort()
+            raise
+        finally:
+            self._writer = None
+        self.entries.used.add(key)
+        self.memo.remember(path, before, stats.sha256, recorded_ns)
+
+    def _commit(self, lines: list[SourceLine], batch: BatchResult, counts: FileCounts) -> None:
+        if self._writer is not None:
+            self._writer.add(batch)
+        super()._commit(lines, batch, counts)
+
+    def _replay(self, path: str, entry: Entry) -> None:
+        """The commit over the cached batches, in input order: what a clean build does."""
+        stats = entry.stats
+        _, counts = self._start(path, "episodes")
+        counts.blank += entry.meta["blank"]
+        raws = _RawLines(path, self.config.max_line_bytes, stats.sha256)
+        rejects = self.rejects
+        self.rejects = _FillRaw(rejects, raws)  # type: ignore[assignment]
+        try:
+            for batch in entry.batches():
+                lines = [
+                    SourceLine(path, o.number if isinstance(o, EpisodeInfo) else o.line, None)  # type: ignore[arg-type]
+                    for o in batch.outcomes
+                ]
+                self._commit(lines, batch, counts)
+        except InputError:
+            raise  # the input changed under the build, not the cache
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            self.entries.drop(entry)
+            raise CacheError(f"cache entry for {path} is damaged ({exc}); build again") from exc
+        finally:
+            self.rejects = rejects
+        raws.close()
+        if self.on_bytes is not None:
+            self.on_bytes(stats.bytes)
+        self.result.inputs.append(stats)

@@ -1,0 +1,274 @@
+"""One validated episode becomes rows of every table but ``questions``: pure, so it runs in
+the ingest's workers. Integrity checks run here, per episode, because everything they need
+is on the episode's own line; the one that needs earlier lines (ground truth) is decided by
+the build-wide ``Normalizer``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+from pydantic import BaseModel
+
+from builder import checks
+from builder.fastpath import FastRecord
+from builder.hashing import canonical_json
+from builder.normalize.hooks import hook_rows
+from builder.normalize.messages import message_rows
+from builder.normalize.rows import (
+    EPISODE_TABLES,
+    CorrectionRow,
+    EpisodeRow,
+    Rows,
+    TraceRow,
+    TurnRow,
+)
+from builder.normalize.values import Dump, decoded_json, json_text, present, utc, value_of
+from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
+
+
+def extra_fields(model: BaseModel, path: str = "$") -> Iterator[tuple[str, Any]]:
+    """Unknown input fields anywhere in the tree, keyed by JSON path."""
+    for key, value in (model.model_extra or {}).items():
+        yield f"{path}.{key}", value
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            yield from extra_fields(value, f"{path}.{name}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    yield from extra_fields(item, f"{path}.{name}[{i}]")
+
+
+def generic_path(path: str) -> str:
+    """``$.consistency_traces[2].foo`` -> ``$.consistency_traces[*].foo`` for counting."""
+    out, depth = [], 0
+    for ch in path:
+        if ch == "[":
+            depth += 1
+            out.append("[*]")
+        elif ch == "]":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+@dataclass(slots=True)
+class EpisodeInfo:
+    """What the build-wide commit needs of one normalized episode (rows live in tables)."""
+
+    number: int
+    episode_id: str
+    question_id: str
+    question_gt_hash: str | None
+    gold_hash: str | None
+    checks: list[str]  # every failed check except ground truth (needs earlier episodes)
+    question_checks: list[str]
+    extra_paths: list[str]  # generic JSON paths of unknown fields
+    bounded: int
+    counts: tuple[int, ...]  # rows added per table of EPISODE_TABLES
+    duplicate_keys: list[str] = field(default_factory=list)  # generic JSON paths
+
+
+class _GoldView:
+    """Just enough of an episode for ``checks.check_ground_truth``."""
+
+    __slots__ = ("teacher_gold_trace",)
+
+    def __init__(self, gold_hash: str | None) -> None:
+        self.teacher_gold_trace = SimpleNamespace(final_answer_hash=gold_hash)
+
+
+def ground_truth_checks(gold_hash: str | None, ground_truth_hash: str | None) -> list[str]:
+    return checks.check_ground_truth(_GoldView(gold_hash), ground_truth_hash)  # type: ignore[arg-type]
+
+
+def emit_episode(
+    ep: Any,
+    file: str,
+    number: int,
+    hook_value_limit: int,
+    out: Rows,
+    precision: int | None = None,
+    layout: str = SEEDS.name,
+    duplicates: Sequence[str] = (),
+) -> EpisodeInfo:
+    """Append one episode's rows (every table but ``questions``) to ``out``; pure.
+
+    ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.fastpath``), whose
+    any-typed values are decoded JSON, so their canonical text skips ``normalize_value``."""
+    dump: Dump = decoded_json if isinstance(ep, FastRecord) else canonical_json
+    before = tuple(len(out[t]) for t in EPISODE_TABLES)
+    failed: list[str] = checks.check_question(ep.question, precision)
+    if duplicates:
+        failed.append(checks.DUPLICATE_JSON_KEY)
+    question_checks = list(failed)
+    bounded = 0
+    eid = ep.episode_id
+    traces = [("gold", 0, ep.teacher_gold_trace)]
+    traces += [("consistency", i, t) for i, t in enumerate(ep.consistency_traces)]
+    for role, index, trace in traces:
+        trace_failed, trace_bounded = _trace(
+            out, eid, role, index, trace, (hook_value_limit, precision), dump
+        )
+        failed += trace_failed
+        bounded += trace_bounded
+    votes = checks.consensus(ep.consistency_traces)
+    by_ground_truth = LAYOUTS_BY_NAME[layout].ground_truth_evidence and not ep.consistency_traces
+    if by_ground_truth:
+        verified = checks.verified_by_ground_truth(ep)
+    else:
+        verified = checks.recompute_verified(ep, votes)
+    if ep.verified and not verified:
+        failed.append(checks.VERIFIED_MISMATCH)
+    failed += checks.check_triangulation(ep, votes, by_ground_truth)
+    rl = ep.rl_verification_data
+    expected = json_text(rl, "expected_final_answer", dump) if rl is not None else None
+    failed += checks.check_expected_answer(ep, expected, precision)
+    extras = dict(extra_fields(ep)) if ep.model_extra is not None else {}
+    if extras and layout != SEEDS.name:  # paths as the line's own layout spells them
+        extras = {layout_path(layout, path): value for path, value in extras.items()}
+    message_rows(out, ep)
+    meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
+    out["episodes"].append(
+        EpisodeRow(
+            episode_id=eid,
+            question_id=ep.question.id,
+            timestamp=utc(ep.timestamp),
+            verified=ep.verified,
+            verified_recomputed=verified,
+            system_prompt=sft.system_prompt if sft else None,
+            n_messages=len(sft.messages) if sft else None,
+            expected_final_answer=expected,
+            expected_final_answer_hash=rl.expected_final_answer_hash if rl else None,
+            ground_truth_hashes=sorted(checks.accepted_hashes(ep.question)),
+            n_consistency_traces=len(ep.consistency_traces),
+            n_consistency_runs=meta.n_consistency_runs if meta else None,
+            n_consistency_succeeded=meta.n_consistency_succeeded if meta else None,
+            majority_answer_hash=meta.majority_answer_hash if meta else None,
+            majority_count=meta.majority_count if meta else None,
+            gold_matches_majority=meta.gold_matches_majority if meta else None,
+            extra_fields=canonical_json(extras) if extras else None,
+            layout=layout,
+            source_file=file,
+            source_line=number,
+        )
+    )
+    return EpisodeInfo(
+        number,
+        eid,
+        ep.question.id,
+        checks.ground_truth_for(ep.question, ep.teacher_gold_trace.final_answer_hash),
+        ep.teacher_gold_trace.final_answer_hash,
+        failed,
+        question_checks,
+        [generic_path(p) for p in extras],
+        bounded,
+        tuple(len(out[t]) - b for t, b in zip(EPISODE_TABLES, before, strict=True)),
+        sorted({generic_path(p) for p in duplicates}),
+    )
+
+
+def _trace(
+    out: Rows,
+    episode_id: str,
+    role: str,
+    index: int,
+    trace: Any,
+    options: tuple[int, int | None],
+    dump: Dump,
+) -> tuple[list[str], int]:
+    """``options``: the hook value limit and the hash precision."""
+    limit, precision = options
+    trace_id = f"{episode_id}:gold" if role == "gold" else f"{episode_id}:c{index}"
+    answer = dump(value_of(trace, "final_answer"))
+    failed = checks.check_final_answer(trace, answer, precision)
+    turns = trace.turns or []
+    failed += checks.check_corrections(turns)
+    n_turns = _turns(out, trace_id, episode_id, trace, dump)
+    n_hooks, hook_checks, bounded = hook_rows(out, trace_id, episode_id, trace, limit, dump)
+    failed += hook_checks
+    out["traces"].append(
+        TraceRow(
+            trace_id=trace_id,
+            episode_id=episode_id,
+            role=role,
+            trace_index=index,
+            form="turns" if trace.turns else "flat",
+            execution_success=trace.execution_success,
+            submitted=checks.is_submitted(trace),
+            final_answer=answer if present(trace, "final_answer") else None,
+            final_answer_hash=trace.final_answer_hash,
+            submission_metadata=dump(trace.submission_metadata),
+            total_turns=trace.total_turns,
+            archived_turn_count=trace.archived_turn_count,
+            n_turns=n_turns,
+            n_hooks=n_hooks,
+            checks=failed,
+        )
+    )
+    return failed, bounded
+
+
+def _turns(out: Rows, trace_id: str, episode_id: str, trace: Any, dump: Dump) -> int:
+    rows = out["turns"]
+    if not trace.turns:
+        for i, code in enumerate(trace.code_cells):
+            rows.append(
+                TurnRow(
+                    trace_id=trace_id,
+                    turn_index=i,
+                    episode_id=episode_id,
+                    reasoning=None,
+                    code=code,
+                    success=None,
+                    stdout=None,
+                    stderr=None,
+                    submitted=False,
+                    submitted_answer=None,
+                    has_correction=False,
+                    n_hooks=0,
+                )
+            )
+        return len(trace.code_cells)
+    corrections = out["corrections"]
+    for turn in trace.turns:
+        ex = turn.execution
+        submitted = present(ex, "submitted_answer")
+        rows.append(
+            TurnRow(
+                trace_id=trace_id,
+                turn_index=turn.turn_index,
+                episode_id=episode_id,
+                reasoning=turn.reasoning,
+                code=turn.code,
+                success=ex.success,
+                stdout=ex.stdout,
+                stderr=ex.stderr,
+                submitted=submitted,
+                submitted_answer=dump(ex.submitted_answer) if submitted else None,
+                has_correction=turn.correction is not None,
+                n_hooks=len(ex.hooks),
+            )
+        )
+        if turn.correction is not None:
+            c = turn.correction
+            corrections.append(
+                CorrectionRow(
+                    trace_id=trace_id,
+                    turn_index=turn.turn_index,
+                    episode_id=episode_id,
+                    corrects_turn=c.corrects_turn,
+                    error_type=c.error_type,
+                    error_message=c.error_message,
+                    attempts_since_error=c.attempts_since_error,
+                    removed_lines=c.code_diff.removed_lines,
+                    added_lines=c.code_diff.added_lines,
+                )
+            )
+    return len(trace.turns)
