@@ -108,7 +108,7 @@ def find_config(explicit: Path | None, cwd: Path) -> Path | None:
     if explicit is not None:
         if explicit.is_dir():
             raise ConfigError(f"{explicit} is a folder: give the config file, e.g. dataset.toml")
-        if not explicit.is_file():
+        if not explicit.exists():  # not ``is_file``: ``--config /dev/null`` means no settings
             raise ConfigError(f"{explicit}: config file not found")
         return explicit
     # Relative, so manifests and cards name inputs the same way on every machine.

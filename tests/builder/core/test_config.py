@@ -192,6 +192,14 @@ def test_find_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         find_config(tmp_path / "nope.toml", tmp_path)
 
 
+def test_dev_null_is_a_config_with_no_settings(tmp_path: Path) -> None:
+    # the usual way to ignore a dataset.toml in the working folder
+    write(tmp_path, "[build]\nstrict = true\n")
+    found = find_config(Path("/dev/null"), tmp_path)
+    assert found == Path("/dev/null")
+    assert load_config(found).strict == BuildConfig().strict
+
+
 def test_with_overrides_applies_given_values_only(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, FULL))
     out = config.with_overrides(
