@@ -28,14 +28,9 @@ from builder.config import BuildConfig
 from builder.export.buckets import PARTITION_BATCH_ROWS
 from builder.hashing import canonical_json, normalize_question_text, question_id, value_hash
 from builder.ingest import ingest_files, segment_name
-from builder.redact import (
-    PATTERN_DOCS,
-    REDACTED_COLUMNS,
-    RedactionOptions,
-    TableRedactor,
-    looks_secret,
-    redact_strings,
-)
+from builder.redact import REDACTED_COLUMNS, TableRedactor, redact_strings
+from builder.redact.options import RedactionOptions
+from builder.redact.patterns import PATTERN_DOCS, looks_secret
 from builder.rejects import RejectsWriter
 from samples.synthetic import generate_episode, write_jsonl
 from schemas.tables import JSON, TABLES, TEXT, role_of

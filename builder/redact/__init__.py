@@ -7,31 +7,7 @@ is replaced by a typed placeholder ``<REDACTED:kind>``. Ids, hashes, enums, path
 names are never touched: hashes stay those of the original values. Which is which is each
 column's declared role in ``schemas.tables``.
 
-Kinds, in the order they are applied (``PATTERN_DOCS`` describes each):
-
-* ``gcp_service_account``: the ``private_key_id`` and ``private_key`` fields of a
-  service-account JSON (quoted keys, as the JSON file, a Python dict repr or escaped JSON);
-* ``private_key``: PEM private key blocks (RSA, EC, OPENSSH, PKCS#8, encrypted, PGP), with
-  real or ``\\n``-escaped newlines; an unterminated block is cut at the end of its body;
-* ``aws_access_key``: ``AKIA``/``ASIA``/``ABIA``/``ACCA`` + 16 upper-case letters or digits;
-* ``aws_secret_key``: 40 base64 characters assigned to ``aws_secret_access_key``,
-  ``SecretAccessKey``, ... (``=`` or ``:``, quoted or not);
-* ``anthropic_key`` (``sk-ant-…``), ``openai_key`` (``sk-proj-…``, ``sk-svcacct-…``,
-  ``sk-admin-…``, legacy ``sk-`` + 32+ letters/digits), ``hf_token`` (``hf_`` + 34
-  letters), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36,
-  ``github_pat_…``), ``slack_token`` (``xox[abeprs]-<digits>-…``), ``slack_webhook``;
-* ``url_password``: ``scheme://user:password@host`` keeps the user and the host;
-* user ``extra_patterns`` (whole match replaced), in their given order;
-* ``secret_assignment``: a value of 16+ characters assigned (``=``/``:``, quoted or not,
-  type annotation allowed) to a name containing ``api_key``, ``secret``, ``token``,
-  ``password``/``passwd``/``pwd``, ``access_key``, ``private_key`` or ``credential``, or
-  stored as the hook value of a variable so named, when it looks random: it mixes three of
-  lower case, upper case, digits and symbols (``+/=!@#$%^&*~``), or has 32+ characters with
-  letters and digits, its Shannon entropy is at least 3 bits per character, and it is not
-  a dotted name (``settings.SECRET_KEY``). Candidates are found by one regex pass; the
-  randomness test runs in Python on the distinct candidates only. Every occurrence of an
-  accepted value, in any redacted column of any table, is replaced (only the value: the
-  name and the quotes stay).
+The kinds of secret, and the order they are applied in, are in ``builder.redact.patterns``.
 
 All of it is vectorized: Polars ``str.replace_all`` per pattern (the Rust regex crate: no
 lookaround, no backreferences), ``str.replace_many`` for the accepted values and the
@@ -47,8 +23,6 @@ from the redacted question text where that changed.
 
 from __future__ import annotations
 
-import math
-import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -57,13 +31,18 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.config import BuildConfig
 from builder.hashing import normalize_question_text
+from builder.redact.options import RedactionOptions
+from builder.redact.patterns import (
+    ASSIGNMENT,
+    ASSIGNMENT_PY,
+    JSON_STRING_VALUE,
+    PLACEHOLDER,
+    SECRET_ASSIGNMENT,
+    SECRET_NAME_FULL,
+    looks_secret,
+)
 from schemas.tables import REDACTED_ROLES, TABLES, columns_with_role
-
-PLACEHOLDER = "<REDACTED:{kind}>"
-SECRET_ASSIGNMENT = "secret_assignment"
-_KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # Columns whose text reaches a published config, by table: those whose declared role
 # (``schemas.tables``) is free text or JSON text. ``list<string>`` columns are redacted
@@ -73,175 +52,6 @@ _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 REDACTED_COLUMNS: dict[str, tuple[str, ...]] = {
     name: columns_with_role(schema, *REDACTED_ROLES) for name, schema in TABLES.items()
 }
-
-# ----------------------------------------------------------------------------- patterns
-
-_Q = r"""\\*["']"""  # a quote, possibly escaped (once or more: JSON inside JSON)
-_PEM_BODY = r"""(?:[A-Za-z0-9+/=\s:,.()-]|\\+[nrt])"""
-_VALUE_CHARS = r"A-Za-z0-9+/=_.~!@#$%^&*-"
-_SECRET_NAME = (
-    r"(?i:[A-Za-z0-9_-]*(?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key"
-    r"|private[_-]?key|credentials?)[A-Za-z0-9_-]*)"
-)
-
-
-@dataclass(frozen=True)
-class Pattern:
-    kind: str
-    regex: str
-    replacement: str  # may use the regex's numbered groups: ${1}
-
-
-def _whole(kind: str, regex: str) -> Pattern:
-    return Pattern(kind, regex, PLACEHOLDER.format(kind=kind))
-
-
-def _keep(kind: str, regex: str, after: bool = False) -> Pattern:
-    """Group 1 (and group 2 when ``after``) are kept around the placeholder."""
-    tail = "${2}" if after else ""
-    return Pattern(kind, regex, "${1}" + PLACEHOLDER.format(kind=kind) + tail)
-
-
-BUILTIN_PATTERNS: tuple[Pattern, ...] = (
-    _keep(
-        "gcp_service_account",
-        rf"({_Q}private_key_id{_Q}\s*:\s*{_Q})[0-9a-f]{{40}}",
-    ),
-    _keep(
-        "gcp_service_account",
-        rf"({_Q}private_key{_Q}\s*:\s*{_Q})-----BEGIN PRIVATE KEY-----{_PEM_BODY}*?"
-        r"-----END PRIVATE KEY-----(?:\\+n|\n)?",
-    ),
-    _whole(
-        "private_key",
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:"
-        rf"{_PEM_BODY}*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"|(?:[A-Za-z0-9+/=\r\n]|\\+[nr])*)",
-    ),
-    _whole("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
-    _keep(
-        "aws_secret_key",
-        r"((?i:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)"
-        rf"(?:{_Q})?\s*[:=]\s*(?:{_Q})?)[A-Za-z0-9/+]{{40}}([^A-Za-z0-9/+=]|$)",
-        after=True,
-    ),
-    _whole("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
-    _whole(
-        "openai_key",
-        r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}|[A-Za-z0-9]{32,})",
-    ),
-    _whole("hf_token", r"\bhf_[A-Za-z]{34}\b"),
-    _whole(
-        "github_token",
-        r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
-    ),
-    _whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}"),
-    _whole(
-        "slack_webhook",
-        r"https://hooks\.slack\.com/services/T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{24}",
-    ),
-    Pattern(
-        "url_password",
-        r"""(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'\\<>]*:)[^\s:/@"'\\<>${*][^\s:/@"'\\<>]*@""",
-        "${1}<REDACTED:url_password>@",
-    ),
-)
-
-# Candidates for secret_assignment: name, optional closing quote, optional annotation,
-# ``=`` or ``:``, optional opening quote, the value.
-ASSIGNMENT = (
-    rf"{_SECRET_NAME}(?:{_Q})?\s*(?::\s*[A-Za-z_][A-Za-z0-9_.\[\]]*\s*)?[:=]\s*(?:{_Q})?"
-    rf"(?P<value>[{_VALUE_CHARS}]{{16,}})"
-)
-_ASSIGNMENT_PY = re.compile(ASSIGNMENT)
-_SECRET_NAME_FULL = rf"^{_SECRET_NAME}$"
-_JSON_STRING_VALUE = rf'^"[{_VALUE_CHARS}]{{16,}}"$'
-_SYMBOLS = frozenset("+/=!@#$%^&*~")
-_DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
-
-PATTERN_DOCS: dict[str, str] = {
-    "gcp_service_account": "private_key_id and private_key fields of a GCP service-account JSON",
-    "private_key": "PEM private key blocks (RSA, EC, OpenSSH, PKCS#8, encrypted, PGP)",
-    "aws_access_key": "AWS access key ids (AKIA…, ASIA…)",
-    "aws_secret_key": "AWS secret access keys assigned to aws_secret_access_key and the like",
-    "anthropic_key": "Anthropic API keys (sk-ant-…)",
-    "openai_key": "OpenAI API keys (sk-…, sk-proj-…)",
-    "hf_token": "Hugging Face tokens (hf_…)",
-    "github_token": "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)",
-    "slack_token": "Slack tokens (xoxb-, xoxp-, …)",
-    "slack_webhook": "Slack incoming-webhook URLs",
-    "url_password": "passwords in URLs (scheme://user:password@host; user and host kept)",
-    SECRET_ASSIGNMENT: "random-looking values (16+ characters) assigned to names like api_key, "
-    "secret, token or password",
-}
-
-
-def looks_secret(value: str) -> bool:
-    """The randomness test of a secret_assignment candidate value (see the module doc)."""
-    if len(value) < 16:
-        return False
-    if _DOTTED_NAME.match(value) and not value.startswith("eyJ"):  # a JWT is dotted too
-        return False
-    lower = any(c.islower() for c in value)
-    upper = any(c.isupper() for c in value)
-    digit = any(c.isdigit() for c in value)
-    symbol = any(c in _SYMBOLS for c in value)
-    mixed = lower + upper + digit + symbol >= 3 or (len(value) >= 32 and digit and lower | upper)
-    return mixed and _entropy(value) >= 3.0
-
-
-def _entropy(text: str) -> float:
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
-
-
-# ------------------------------------------------------------------------------ options
-
-
-@dataclass(frozen=True)
-class RedactionOptions:
-    """``enabled``: off means no table is touched (publishing such a build needs --force).
-    ``extra_patterns``: kind -> regex (Rust syntax), whole match replaced by
-    ``<REDACTED:kind>``. ``allowlist``: exact strings never redacted."""
-
-    enabled: bool = True
-    extra_patterns: dict[str, str] = field(default_factory=dict)
-    allowlist: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for kind, regex in self.extra_patterns.items():
-            if not _KIND.match(kind):
-                raise ValueError(f"redaction kind {kind!r} must match {_KIND.pattern}")
-            try:
-                empty = pl.Series([""], dtype=pl.String).str.contains(regex).item()
-            except pl.exceptions.PolarsError as exc:
-                raise ValueError(f"redaction pattern {kind!r}: invalid regex: {exc}") from None
-            if empty:
-                raise ValueError(f"redaction pattern {kind!r} matches the empty string")
-        if any(not s for s in self.allowlist):
-            raise ValueError("redaction allowlist entries must be non-empty strings")
-
-    @classmethod
-    def of(cls, config: BuildConfig) -> RedactionOptions:
-        """The options a build's ``[redaction]`` settings ask for."""
-        return cls(
-            enabled=config.redaction_enabled,
-            extra_patterns=dict(config.redaction_extra_patterns),
-            allowlist=config.redaction_allowlist,
-        )
-
-    @property
-    def patterns(self) -> tuple[Pattern, ...]:
-        extra = tuple(_whole(k, r) for k, r in self.extra_patterns.items())
-        return BUILTIN_PATTERNS + extra
-
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        """Every kind, in the order they are applied (secret_assignment last)."""
-        return tuple(dict.fromkeys([p.kind for p in self.patterns] + [SECRET_ASSIGNMENT]))
-
-
-# ---------------------------------------------------------------------------- redaction
 
 
 @dataclass
@@ -379,8 +189,8 @@ def assignment_values(tables_dir: Path, options: RedactionOptions) -> tuple[str,
             for f in _scan_texts(tables_dir, name)
         ]
     hooks = pl.scan_parquet(tables_dir / "hooks.parquet")
-    named = pl.coalesce("variable_name", "name").str.contains(_SECRET_NAME_FULL)
-    stored = hooks.filter(named & pl.col("value").str.contains(_JSON_STRING_VALUE))
+    named = pl.coalesce("variable_name", "name").str.contains(SECRET_NAME_FULL)
+    stored = hooks.filter(named & pl.col("value").str.contains(JSON_STRING_VALUE))
     frames.append(stored.select(text=pl.concat_str(pl.lit("secret="), pl.col("value"))))
     found = pl.concat(frames).drop_nulls().unique().collect().to_series()
     return _accepted(found, options)
@@ -390,7 +200,7 @@ def _accepted(candidates: pl.Series, options: RedactionOptions) -> tuple[str, ..
     """The values of the distinct candidate matches that pass ``looks_secret``."""
     accepted = set()
     for text in candidates.to_list():
-        match = _ASSIGNMENT_PY.search(text)
+        match = ASSIGNMENT_PY.search(text)
         value = match["value"] if match else None
         if value and looks_secret(value) and value not in options.allowlist:
             accepted.add(value)

@@ -1,0 +1,158 @@
+"""What a secret looks like: the credential shapes the redaction finds, and the randomness
+test of a value assigned to a secret-looking name.
+
+Kinds, in the order they are applied (``PATTERN_DOCS`` describes each):
+
+* ``gcp_service_account``: the ``private_key_id`` and ``private_key`` fields of a
+  service-account JSON (quoted keys, as the JSON file, a Python dict repr or escaped JSON);
+* ``private_key``: PEM private key blocks (RSA, EC, OPENSSH, PKCS#8, encrypted, PGP), with
+  real or ``\\n``-escaped newlines; an unterminated block is cut at the end of its body;
+* ``aws_access_key``: ``AKIA``/``ASIA``/``ABIA``/``ACCA`` + 16 upper-case letters or digits;
+* ``aws_secret_key``: 40 base64 characters assigned to ``aws_secret_access_key``,
+  ``SecretAccessKey``, ... (``=`` or ``:``, quoted or not);
+* ``anthropic_key`` (``sk-ant-…``), ``openai_key`` (``sk-proj-…``, ``sk-svcacct-…``,
+  ``sk-admin-…``, legacy ``sk-`` + 32+ letters/digits), ``hf_token`` (``hf_`` + 34
+  letters), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36,
+  ``github_pat_…``), ``slack_token`` (``xox[abeprs]-<digits>-…``), ``slack_webhook``;
+* ``url_password``: ``scheme://user:password@host`` keeps the user and the host;
+* user ``extra_patterns`` (whole match replaced), in their given order;
+* ``secret_assignment``: a value of 16+ characters assigned (``=``/``:``, quoted or not,
+  type annotation allowed) to a name containing ``api_key``, ``secret``, ``token``,
+  ``password``/``passwd``/``pwd``, ``access_key``, ``private_key`` or ``credential``, or
+  stored as the hook value of a variable so named, when it looks random: it mixes three of
+  lower case, upper case, digits and symbols (``+/=!@#$%^&*~``), or has 32+ characters with
+  letters and digits, its Shannon entropy is at least 3 bits per character, and it is not
+  a dotted name (``settings.SECRET_KEY``). Candidates are found by one regex pass; the
+  randomness test runs in Python on the distinct candidates only. Every occurrence of an
+  accepted value, in any redacted column of any table, is replaced (only the value: the
+  name and the quotes stay).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+PLACEHOLDER = "<REDACTED:{kind}>"
+SECRET_ASSIGNMENT = "secret_assignment"
+KIND = re.compile(r"^[a-z][a-z0-9_]*$")
+
+_Q = r"""\\*["']"""  # a quote, possibly escaped (once or more: JSON inside JSON)
+_PEM_BODY = r"""(?:[A-Za-z0-9+/=\s:,.()-]|\\+[nrt])"""
+_VALUE_CHARS = r"A-Za-z0-9+/=_.~!@#$%^&*-"
+_SECRET_NAME = (
+    r"(?i:[A-Za-z0-9_-]*(?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key"
+    r"|private[_-]?key|credentials?)[A-Za-z0-9_-]*)"
+)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: str
+    replacement: str  # may use the regex's numbered groups: ${1}
+
+
+def whole(kind: str, regex: str) -> Pattern:
+    return Pattern(kind, regex, PLACEHOLDER.format(kind=kind))
+
+
+def _keep(kind: str, regex: str, after: bool = False) -> Pattern:
+    """Group 1 (and group 2 when ``after``) are kept around the placeholder."""
+    tail = "${2}" if after else ""
+    return Pattern(kind, regex, "${1}" + PLACEHOLDER.format(kind=kind) + tail)
+
+
+BUILTIN_PATTERNS: tuple[Pattern, ...] = (
+    _keep(
+        "gcp_service_account",
+        rf"({_Q}private_key_id{_Q}\s*:\s*{_Q})[0-9a-f]{{40}}",
+    ),
+    _keep(
+        "gcp_service_account",
+        rf"({_Q}private_key{_Q}\s*:\s*{_Q})-----BEGIN PRIVATE KEY-----{_PEM_BODY}*?"
+        r"-----END PRIVATE KEY-----(?:\\+n|\n)?",
+    ),
+    whole(
+        "private_key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:"
+        rf"{_PEM_BODY}*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:[A-Za-z0-9+/=\r\n]|\\+[nr])*)",
+    ),
+    whole("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    _keep(
+        "aws_secret_key",
+        r"((?i:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)"
+        rf"(?:{_Q})?\s*[:=]\s*(?:{_Q})?)[A-Za-z0-9/+]{{40}}([^A-Za-z0-9/+=]|$)",
+        after=True,
+    ),
+    whole("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
+    whole(
+        "openai_key",
+        r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}|[A-Za-z0-9]{32,})",
+    ),
+    whole("hf_token", r"\bhf_[A-Za-z]{34}\b"),
+    whole(
+        "github_token",
+        r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
+    ),
+    whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}"),
+    whole(
+        "slack_webhook",
+        r"https://hooks\.slack\.com/services/T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{24}",
+    ),
+    Pattern(
+        "url_password",
+        r"""(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'\\<>]*:)[^\s:/@"'\\<>${*][^\s:/@"'\\<>]*@""",
+        "${1}<REDACTED:url_password>@",
+    ),
+)
+
+# Candidates for secret_assignment: name, optional closing quote, optional annotation,
+# ``=`` or ``:``, optional opening quote, the value.
+ASSIGNMENT = (
+    rf"{_SECRET_NAME}(?:{_Q})?\s*(?::\s*[A-Za-z_][A-Za-z0-9_.\[\]]*\s*)?[:=]\s*(?:{_Q})?"
+    rf"(?P<value>[{_VALUE_CHARS}]{{16,}})"
+)
+ASSIGNMENT_PY = re.compile(ASSIGNMENT)
+SECRET_NAME_FULL = rf"^{_SECRET_NAME}$"
+JSON_STRING_VALUE = rf'^"[{_VALUE_CHARS}]{{16,}}"$'
+_SYMBOLS = frozenset("+/=!@#$%^&*~")
+_DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+
+PATTERN_DOCS: dict[str, str] = {
+    "gcp_service_account": "private_key_id and private_key fields of a GCP service-account JSON",
+    "private_key": "PEM private key blocks (RSA, EC, OpenSSH, PKCS#8, encrypted, PGP)",
+    "aws_access_key": "AWS access key ids (AKIA…, ASIA…)",
+    "aws_secret_key": "AWS secret access keys assigned to aws_secret_access_key and the like",
+    "anthropic_key": "Anthropic API keys (sk-ant-…)",
+    "openai_key": "OpenAI API keys (sk-…, sk-proj-…)",
+    "hf_token": "Hugging Face tokens (hf_…)",
+    "github_token": "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)",
+    "slack_token": "Slack tokens (xoxb-, xoxp-, …)",
+    "slack_webhook": "Slack incoming-webhook URLs",
+    "url_password": "passwords in URLs (scheme://user:password@host; user and host kept)",
+    SECRET_ASSIGNMENT: "random-looking values (16+ characters) assigned to names like api_key, "
+    "secret, token or password",
+}
+
+
+def looks_secret(value: str) -> bool:
+    """The randomness test of a secret_assignment candidate value (see the module doc)."""
+    if len(value) < 16:
+        return False
+    if _DOTTED_NAME.match(value) and not value.startswith("eyJ"):  # a JWT is dotted too
+        return False
+    lower = any(c.islower() for c in value)
+    upper = any(c.isupper() for c in value)
+    digit = any(c.isdigit() for c in value)
+    symbol = any(c in _SYMBOLS for c in value)
+    mixed = lower + upper + digit + symbol >= 3 or (len(value) >= 32 and digit and lower | upper)
+    return mixed and _entropy(value) >= 3.0
+
+
+def _entropy(text: str) -> float:
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
