@@ -203,7 +203,7 @@ def generate(path: Path, episodes: int, seed: int) -> None:
     if path.exists():
         return
     from benchmarks.episodes_profile import profile_episodes
-    from samples.synthetic import write_jsonl
+    from samples.files import write_jsonl
 
     tmp = path.with_suffix(".tmp.jsonl")
     write_jsonl(tmp, profile_episodes(episodes, seed))

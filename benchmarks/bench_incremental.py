@@ -64,7 +64,7 @@ def _without_file_digests(value: object) -> object:
 
 def generate(work: Path, base: int, files: int) -> tuple[list[str], str]:
     from benchmarks.episodes_profile import profile_episodes
-    from samples.synthetic import write_jsonl
+    from samples.files import write_jsonl
 
     folder = work / f"inc-{base}-{files}"
     paths = [folder / f"part-{i:03d}.jsonl" for i in range(files)]

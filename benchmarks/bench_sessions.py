@@ -1,7 +1,7 @@
 """Benchmark: read N actions from a real PostgreSQL server into the ``actions`` table, batch-wise.
 
 Starts a throwaway server (``builder.sessions.pgcluster``), bulk-loads generated sessions
-(``builder.sessions.sample.generate``; ADBC ingest = binary COPY), then measures each mode in
+(``samples.sessions.generate``; ADBC ingest = binary COPY), then measures each mode in
 a fresh child process, so that its peak RSS (``ru_maxrss``) belongs to that mode only:
 
 * ``stream``: iterate the record batches and drop them: what the reader itself holds;
@@ -40,8 +40,8 @@ from builder.sessions.read import (  # noqa: E402
     read_table,
     select_sql,
 )
-from builder.sessions.sample import generate  # noqa: E402
 from builder.sessions.validate import validate  # noqa: E402
+from samples.sessions import generate  # noqa: E402
 
 MODES = ("stream", "batches", "whole")
 

@@ -1,6 +1,6 @@
 """Realistic-size episodes for the build benchmark (the issue's profile).
 
-``samples.synthetic`` writes internally consistent episodes of a few KB. Real captures are
+``samples.episodes`` writes internally consistent episodes of a few KB. Real captures are
 ≈56 KB each: long stdout (DataFrame prints), longer reasoning and code, 3–7 consistency
 traces. This module inflates generated episodes deterministically (a seed-derived RNG per
 episode, never the clock): it pads text fields only (stdout, reasoning, code cells, stderr,
@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from samples.synthetic import _triangulate, generate_episodes
+from samples.episodes import generate_episodes, triangulate
 
 TARGET_BYTES = 56_000
 _REGIONS = ("South", "East", "West", "Central", "North")
@@ -116,7 +116,7 @@ def inflate(episode: dict[str, Any], rng: random.Random, target: int) -> dict[st
     if runs and len(runs) < want:
         extra = [orjson.loads(orjson.dumps(runs[i % len(runs)])) for i in range(want - len(runs))]
         runs.extend(extra)
-        verified, meta = _triangulate(episode["teacher_gold_trace"], runs)
+        verified, meta = triangulate(episode["teacher_gold_trace"], runs)
         episode["verified"] = verified
         episode["triangulation_metadata"] = meta
     size = len(orjson.dumps(episode))

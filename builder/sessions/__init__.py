@@ -4,6 +4,6 @@
 ``db`` (URLs, redaction, connecting, ``init_database``), ``read`` (ADBC, Arrow batches),
 ``validate`` (Polars, rejects), ``tables`` (the ``sessions``/``actions`` tables), ``replay``
 (``sft`` rows), ``corrections`` (``self_correction`` rows), ``stats`` (``summary``),
-``sample`` (the shipped sample and generated data), ``pgcluster`` (a throwaway PostgreSQL
-server for tests and benchmarks).
+``pgcluster`` (a throwaway PostgreSQL server for tests and benchmarks). The shipped sample and
+generated sessions are ``samples.sessions``, outside the package.
 """

@@ -26,7 +26,8 @@ import pytest
 import builder.build as build_module
 from builder.build import BuildLocked, build, output_lock
 from builder.config import BuildConfig
-from samples.synthetic import generate_episodes, write_jsonl
+from samples.episodes import generate_episodes
+from samples.files import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 EPISODES = 1500

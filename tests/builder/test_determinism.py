@@ -15,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from samples.synthetic import generate_episodes, generate_questions, write_jsonl
+from samples.episodes import generate_episodes
+from samples.files import write_jsonl
+from samples.questions import generate_questions
 
 ROOT = Path(__file__).resolve().parents[2]
 

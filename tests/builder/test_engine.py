@@ -19,7 +19,10 @@ from builder.config import BuildConfig
 from builder.engine import InlineEngine, LocalEngine, PerFileEngine
 from builder.ingest import ingest_files
 from builder.rejects import RejectsWriter
-from samples.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
+from samples.episodes import generate_episodes
+from samples.files import write_jsonl
+from samples.questions import generate_questions
+from samples.variants import with_defects
 from schemas.tables import TABLES
 
 

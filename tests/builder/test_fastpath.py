@@ -24,7 +24,7 @@ from builder.normalize.questions import question_row
 from builder.normalize.rows import EPISODE_TABLES, empty_rows
 from builder.sources import SourceLine
 from builder.validate import Reject, Valid, Validator
-from samples.synthetic import generate_episodes
+from samples.episodes import generate_episodes
 from schemas.episode import Episode
 
 

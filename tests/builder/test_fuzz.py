@@ -1,6 +1,6 @@
 """Fuzzed input: generated episodes, mutated the ways real captures break, never crash a build.
 
-Hypothesis draws files of lines, each a valid generated episode (samples.synthetic) or a
+Hypothesis draws files of lines, each a valid generated episode (samples.episodes) or a
 mutation of one: truncation, wrong types, deep nesting, huge strings, invalid UTF-8,
 duplicate keys, NaN/Infinity literals, out-of-range integers, odd timestamps, lone
 surrogates, control characters, dropped or unknown fields, non-object lines; files are empty
@@ -33,7 +33,7 @@ from builder.build import BuildFailed, build
 from builder.config import BuildConfig
 from builder.ingest import ingest_files, read_staged
 from builder.rejects import RejectsWriter
-from samples.synthetic import generate_episode, generate_episodes
+from samples.episodes import generate_episode, generate_episodes
 
 FUZZ = settings(
     derandomize=True,

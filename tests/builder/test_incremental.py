@@ -24,7 +24,10 @@ import builder.ingest as ingest_module
 from builder.build import build
 from builder.cache import cached_ingest, keys, memo
 from builder.config import BuildConfig
-from samples.synthetic import generate_episodes, generate_questions, with_defects, write_jsonl
+from samples.episodes import generate_episodes
+from samples.files import write_jsonl
+from samples.questions import generate_questions
+from samples.variants import with_defects
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from samples.synthetic import generate_episodes, write_jsonl
+from samples.episodes import generate_episodes
+from samples.files import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 

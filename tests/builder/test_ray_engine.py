@@ -20,7 +20,9 @@ pytest.importorskip("ray.data")
 from builder.build import build  # noqa: E402
 from builder.config import BuildConfig  # noqa: E402
 from builder.engine.ray_engine import RayEngine  # noqa: E402
-from samples.synthetic import generate_episodes, generate_questions, write_jsonl  # noqa: E402
+from samples.episodes import generate_episodes  # noqa: E402
+from samples.files import write_jsonl  # noqa: E402
+from samples.questions import generate_questions  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from builder.redact import REDACTED_COLUMNS, TableRedactor, redact_strings
 from builder.redact.options import RedactionOptions
 from builder.redact.patterns import PATTERN_DOCS, looks_secret
 from builder.rejects import RejectsWriter
-from samples.synthetic import generate_episode, write_jsonl
+from samples.episodes import generate_episode
+from samples.files import write_jsonl
 from schemas.tables import JSON, TABLES, TEXT, role_of
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "secrets" / "corpus.json"

@@ -25,7 +25,7 @@ from builder.rewards import (
     process_reward,
 )
 from builder.summaries import hook_record
-from samples.synthetic import generate_episodes
+from samples.episodes import generate_episodes
 
 # ---------------------------------------------------------------- outcome_reward
 

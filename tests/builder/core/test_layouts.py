@@ -17,7 +17,8 @@ from builder.derive import OBJECTIVE_MODULES
 from builder.hashing import question_id
 from builder.sources import SourceLine
 from builder.validate import SCHEMA, Reject, Valid, Validator
-from samples.synthetic import generate_episodes, to_capture_v2, without_v2_fields
+from samples.episodes import generate_episodes
+from samples.variants import to_capture_v2, without_v2_fields
 from schemas.episode import Episode
 from schemas.json_schema import episode_json_schema
 from schemas.layouts import CAPTURE_V2, LAYOUTS

@@ -6,7 +6,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.derive import OBJECTIVE_MODULES, DeriveOptions, derive_all
-from samples.synthetic import generate_episodes
+from samples.episodes import generate_episodes
 
 
 def conform(name: str, frame: pl.DataFrame) -> pa.Table:

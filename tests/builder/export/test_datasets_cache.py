@@ -16,7 +16,7 @@ import orjson
 
 from builder.build import build
 from builder.config import BuildConfig
-from samples.synthetic import generate_episodes
+from samples.episodes import generate_episodes
 
 LOAD = """
 import json, sys, datasets

@@ -14,7 +14,7 @@ import pytest
 
 from builder.build import BuildReport, build
 from builder.config import BuildConfig
-from samples.synthetic import generate_episodes
+from samples.episodes import generate_episodes
 
 ROLES = {"system", "user", "assistant", "tool", "function"}
 KEYS = {"role", "content", "name", "function_call", "weight", "tool_calls", "tool_call_id"}

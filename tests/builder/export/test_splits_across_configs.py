@@ -9,7 +9,8 @@ import polars as pl
 
 from builder.build import BuildReport, build
 from builder.config import BuildConfig
-from samples.synthetic import generate_episodes, write_jsonl
+from samples.episodes import generate_episodes
+from samples.files import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data/episodes/episodes.jsonl"

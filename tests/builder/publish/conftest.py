@@ -19,7 +19,8 @@ import pytest
 
 from builder.build import BuildReport, build
 from builder.config import BuildConfig
-from samples.synthetic import generate_episodes, write_jsonl
+from samples.episodes import generate_episodes
+from samples.files import write_jsonl
 from tests.hub_server import HubServer, User, point_clients_at, verify
 
 WRITE_TOKEN = "hf_test_WRITE_4f1c9a7e2b"

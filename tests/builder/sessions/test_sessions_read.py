@@ -8,7 +8,7 @@ from sessions_support import Backend, action, session
 
 from builder.sessions.db import connect, ingest, parse_url
 from builder.sessions.read import batch_schema, iter_batches, read_source, read_table
-from builder.sessions.sample import generate
+from samples.sessions import generate
 from schemas.sessions import ACTION_ROW
 
 

@@ -9,7 +9,7 @@ from sessions_support import Backend
 
 from builder.sessions.db import DatabaseURL, parse_url
 from builder.sessions.pipeline import run
-from builder.sessions.sample import SAMPLE_PATH, dump_sql, generate, write_sample
+from samples.sessions import SAMPLE_PATH, dump_sql, generate, write_sample
 from schemas.sessions import ACTION_ROW, ACTIONS, SESSION_ROW, SESSIONS
 
 

@@ -18,14 +18,11 @@ from builder.hashing import question_id, value_hash
 from builder.normalize import Normalizer
 from builder.sources import InputFile, SourceLine
 from builder.validate import Reject, Valid, Validator, is_blank
-from samples.synthetic import (
-    generate_episode,
-    generate_episodes,
-    generate_questions,
-    main,
-    write_jsonl,
-    write_sample,
-)
+from samples.episodes import generate_episode, generate_episodes
+from samples.files import write_jsonl
+from samples.questions import generate_questions
+from samples.sample_data import write_sample
+from samples.synthetic import main
 from schemas.episode import Episode, Question
 
 DATA = Path(__file__).resolve().parents[2] / "data"
