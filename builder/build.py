@@ -32,12 +32,13 @@ from builder.export.buckets import bucket_count, partition
 from builder.export.card import CardImages
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput, export_sessions
-from builder.ingest import CHECK_FAILED, IngestResult, ingest_files, segment_names
+from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
 from builder.redact import RedactionOptions, TableRedactor
 from builder.rejects import RejectsWriter
 from builder.report import card_images
 from builder.report.chart_process import ChartDrawer, chart_drawer
 from builder.sources import expand_inputs
+from builder.staging import segment_names
 
 # A segment's buckets follow its episodes, or its questions (the banks' segment has only those).
 BUCKET_SIZED = ("episodes", "questions")

@@ -5,25 +5,19 @@ their ground truth is known before any episode is checked against it). Rows are 
 unsplit staging Parquet files every ``batch_lines`` lines, so memory does not grow with the
 input. The accounting invariant, tested: for every file, valid + rejected + blank = lines.
 
-**Segments.** The staging tables are cut by input: segment ``00000`` holds the question
-banks, segment ``k`` the ``k``-th episode file (inputs sorted), each in
-``{staging}/{segment}/{table}.parquet``. The export keeps the cut (every config's files are
-per segment), so a segment's output depends only on its own file and what came before it:
-an appended file leaves every earlier segment's files as they were (``builder.cache.segments``).
+The staging tables are cut into segments by input (``builder.staging``).
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from builder import fastpath
@@ -46,10 +40,11 @@ from builder.normalize.questions import question_row
 from builder.normalize.rows import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS, empty_rows, to_table
 from builder.rejects import RejectsWriter
 from builder.sources import InputFile, InputStats, SourceLine
+from builder.staging import TableSink, bank_paths, segment_names
 from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank
 from schemas.episode import Episode, Question
 from schemas.layouts import SEEDS
-from schemas.tables import TABLES, empty_table
+from schemas.tables import TABLES
 
 CHECK_FAILED = "check_failed"
 
@@ -79,87 +74,6 @@ class IngestResult:
     @property
     def records(self) -> int:
         return sum(c.valid + c.rejected for c in self.counts.values())
-
-
-class TableSink:
-    """Appends row batches to one staging Parquet file per normalized table.
-
-    Batches are written on a second thread, in order, while the next batch is normalized
-    (Parquet encoding releases the GIL); at most one batch waits, so memory stays bounded."""
-
-    def __init__(self, directory: Path, compression: str = "lz4") -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        self.directory, self.compression = directory, compression
-        self.rows: Counter[str] = Counter()
-        self._writers: dict[str, pq.ParquetWriter] = {}
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="staging-write")
-        self._pending: Future[None] | None = None
-
-    def segment(self, name: str) -> None:
-        """Rows written from now on go to segment ``name`` (``{directory}/{name}/``)."""
-        self._wait()
-        self._close_writers()
-        folder = self.directory / name
-        folder.mkdir(parents=True, exist_ok=True)
-        compression = self.compression
-        self._writers = {
-            table: pq.ParquetWriter(folder / f"{table}.parquet", schema, compression=compression)
-            for table, schema in TABLES.items()
-        }
-
-    def _close_writers(self) -> None:
-        for writer in self._writers.values():
-            writer.close()
-        self._writers = {}
-
-    def write(self, tables: dict[str, pa.Table]) -> None:
-        self._wait()
-        for name, table in tables.items():
-            self.rows[name] += table.num_rows
-        self._pending = self._thread.submit(self._write, tables)
-
-    def _write(self, tables: dict[str, pa.Table]) -> None:
-        for name, table in tables.items():
-            if table.num_rows:
-                self._writers[name].write_table(table)
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()  # a failed write raises here, in the ingest's thread
-
-    def close(self) -> None:
-        try:
-            self._wait()
-        finally:
-            self._thread.shutdown()
-            self._close_writers()
-
-
-BANK_SEGMENT = "00000"
-
-
-def segment_name(index: int) -> str:
-    """The segment of the ``index``-th episode file (from 1; ``BANK_SEGMENT`` is 0)."""
-    return f"{index:05d}"
-
-
-def segment_names(config: BuildConfig) -> list[str]:
-    """Every segment of a build but the sessions', in order."""
-    return [BANK_SEGMENT, *(segment_name(i) for i in range(1, len(config.episodes) + 1))]
-
-
-def bank_paths(config: BuildConfig) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The question banks by source, in the order they are read."""
-    return (("synthetic", config.synthetic_questions), ("llm", config.llm_questions))
-
-
-def read_staged(staging: Path, name: str) -> pa.Table:
-    """Staging table ``name`` across every segment, in segment order."""
-    files = sorted(staging.glob(f"*/{name}.parquet"))
-    if not files:
-        return empty_table(TABLES[name])
-    return pa.concat_tables([pq.read_table(f) for f in files])
 
 
 ProgressCallback = Callable[[int], None]

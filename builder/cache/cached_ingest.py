@@ -25,9 +25,10 @@ from builder.cache.entries import CacheError, Entry, EntryStore, EntryWriter
 from builder.cache.memo import StatMemo
 from builder.cache.segments import SegmentCache
 from builder.engine.codec import BatchResult
-from builder.ingest import BANK_SEGMENT, FileCounts, Ingest
+from builder.ingest import FileCounts, Ingest
 from builder.normalize.episode import EpisodeInfo
 from builder.sources import InputError, InputFile, SourceLine
+from builder.staging import BANK_SEGMENT
 from builder.validate import Reject
 
 

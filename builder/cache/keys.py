@@ -28,7 +28,8 @@ from typing import Any
 
 from builder import storage
 from builder.config import RUN_OPTIONS
-from builder.ingest import BATCH_BYTES, bank_paths
+from builder.ingest import BATCH_BYTES
+from builder.staging import bank_paths
 
 ENTRY_FORMAT = 1
 SEGMENT_FORMAT = 1

@@ -31,8 +31,9 @@ from hypothesis import strategies as st
 
 from builder.build import BuildFailed, build
 from builder.config import BuildConfig
-from builder.ingest import ingest_files, read_staged
+from builder.ingest import ingest_files
 from builder.rejects import RejectsWriter
+from builder.staging import read_staged
 from samples.episodes import generate_episode, generate_episodes
 
 FUZZ = settings(

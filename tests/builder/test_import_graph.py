@@ -99,7 +99,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sources", ("builder.sources",)),
     ("validate", ("builder.validate", "builder.fastpath", "builder.rejects")),
     ("normalize", ("builder.checks", "builder.normalize", "builder.redact")),
-    ("ingest", ("builder.ingest", "builder.engine.codec", "builder.engine.ray_engine")),
+    (
+        "ingest",
+        ("builder.staging", "builder.ingest", "builder.engine.codec", "builder.engine.ray_engine"),
+    ),
     ("derive", ("builder.derive",)),
     ("sessions", ("builder.sessions",)),
     ("export", ("builder.export",)),

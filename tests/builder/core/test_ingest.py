@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from builder import checks
 from builder.config import BuildConfig
 from builder.hashing import value_hash
-from builder.ingest import CHECK_FAILED, IngestResult, ingest_files, read_staged
+from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
 from builder.normalize import Normalizer
 from builder.rejects import RejectsWriter
 from builder.sources import InputError
+from builder.staging import read_staged
 from schemas.tables import TABLES
 
 
