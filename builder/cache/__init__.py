@@ -46,9 +46,8 @@ class IngestCache:
     def __init__(self, directory: Path, config: Any) -> None:
         self.directory = Path(directory)
         verify = bool(getattr(config, "cache_verify", False))
-        self.versions = keys.versions()
         options = keys.file_options(config)
-        self.entries = EntryStore(self.directory / "entries", self.versions, options)
+        self.entries = EntryStore(self.directory / "entries", keys.versions(), options)
         self.memo = StatMemo(self.directory / "index.json", verify)
         self.segments = SegmentCache(self.directory / "segments", verify)
         self._lock: Any = None

@@ -140,7 +140,7 @@ class EntryStore:
     """``{cache_dir}/entries``: lookups, new entries and eviction; ``used`` holds the
     entries this build replayed or wrote, ``hits`` and ``misses`` count its files."""
 
-    def __init__(self, directory: Path, versions: dict[str, str], options: dict[str, Any]):
+    def __init__(self, directory: Path, versions: dict[str, str], options: dict[str, Any]) -> None:
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
         self.versions, self.options = versions, options
