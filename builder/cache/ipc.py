@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
@@ -20,9 +18,3 @@ def write_ipc(table: pa.Table, path: Path) -> None:
 def read_ipc(path: Path) -> pa.Table:
     with pa.memory_map(str(path)) as source:
         return pa.ipc.open_file(source).read_all()
-
-
-def rows_table(rows: Iterable[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
-    columns = list(zip(*rows, strict=True)) or [() for _ in schema]
-    arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=schema)

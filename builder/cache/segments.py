@@ -47,9 +47,10 @@ import orjson
 import pyarrow as pa
 
 from builder.cache.ingest_delta import IngestDelta
-from builder.cache.ipc import read_ipc, rows_table, write_ipc
+from builder.cache.ipc import read_ipc, write_ipc
 from builder.cache.keys import SEGMENT_FORMAT
 from builder.export.segment import SegmentOutput
+from builder.normalize.rows import to_table
 
 READ_ONLY = 0o444
 _FIRST_SEEN = pa.schema([("episode_id", pa.string()), ("path", pa.string()), ("line", pa.int64())])
@@ -165,8 +166,8 @@ class SegmentCache:
         tmp = self.directory / f".tmp-{os.getpid()}-{name}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        write_ipc(rows_table(ingest.first_seen, _FIRST_SEEN), tmp / "first_seen.arrow")
-        write_ipc(rows_table(ingest.questions, _QUESTIONS), tmp / "questions.arrow")
+        write_ipc(to_table(ingest.first_seen, _FIRST_SEEN), tmp / "first_seen.arrow")
+        write_ipc(to_table(ingest.questions, _QUESTIONS), tmp / "questions.arrow")
         (tmp / "rejects.jsonl").write_bytes(b"".join(line for _, line in ingest.rejects))
         self.pending[name] = (key, ingest.counts_json())
 
