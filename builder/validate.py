@@ -184,19 +184,19 @@ def _exact_integers(raw: bytes, value: Any) -> Any:
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 
 
-def with_content_question_id(line: dict[str, Any]) -> dict[str, Any]:
-    """A line whose question id is the producer's own (a string that is not the content
-    address, or null): that id moves to ``capture_id`` and ``id`` becomes the content
-    address, so questions join and split as in every other layout."""
+def with_content_question_id(line: dict[str, Any], free: bool) -> dict[str, Any]:
+    """The line with its question id made the content address where the producer left it
+    out (null or absent: the seeds define the id as that address, and their capture code
+    wrote null where it had not computed one), and, when ``free``, where the id is the
+    producer's own (a string that is not 16 hex characters: it moves to ``capture_id``), so
+    questions join and split as in every other layout. Any other id is left to validation
+    and the checks."""
     question = line.get("question")
     if not isinstance(question, dict) or not isinstance(question.get("question_text"), str):
         return line  # validation names what is missing
     given, hint = question.get("id"), question.get("hint")
-    if not (given is None or isinstance(given, str)) or (
-        isinstance(given, str) and _HEX16.fullmatch(given)
-    ):
-        return line
-    if not (hint is None or isinstance(hint, str)):
+    own = free and isinstance(given, str) and not _HEX16.fullmatch(given)
+    if not (given is None or own) or not (hint is None or isinstance(hint, str)):
         return line
     content = question_id(question["question_text"], hint)
     return {**line, "question": {**question, "id": content, "capture_id": given}}
@@ -227,8 +227,7 @@ class Validator(Generic[ModelT]):
                 error = FieldError(where, str(exc))
                 return Reject(line.path, line.number, SCHEMA, (error,), line.raw)
             layout, value = found.name, found.to_model(value)
-            if found.free_question_id:
-                value = with_content_question_id(value)
+            value = with_content_question_id(value, found.free_question_id)
         try:
             record = self.model.model_validate(value)
         except ValidationError as exc:

@@ -25,6 +25,7 @@ NOT_IN_LATER_LAYOUTS = ("conversation_for_sft", "rl_verification_data")
 def episode_json_schema() -> dict[str, Any]:
     seeds = Episode.model_json_schema(mode="validation")
     defs = seeds.pop("$defs")
+    defs[QUESTION_DEF] = _id_or_null(defs[QUESTION_DEF])
     variants = [{"title": f"Episode ({SEEDS.name} layout)", **seeds}]
     for layout in LAYOUTS:
         if layout is not SEEDS:
@@ -71,6 +72,20 @@ def _variant(
     renamed["properties"] = {trace_back.get(k, k): v for k, v in trace["properties"].items()}
     renamed["required"] = [trace_back.get(k, k) for k in trace.get("required", [])]
     return variant, renamed
+
+
+def _id_or_null(question: dict[str, Any]) -> dict[str, Any]:
+    """The question's schema where ``id`` may also be null or absent: the builder then uses
+    the content address (the seeds' capture code wrote null where it had not computed it)."""
+    lenient = copy.deepcopy(question)
+    given = lenient["properties"]["id"]
+    lenient["properties"]["id"] = {
+        "anyOf": [{k: v for k, v in given.items() if k != "title"}, {"type": "null"}],
+        "title": given.get("title", "Id"),
+        "description": "sha256(question_text|hint)[:16]; null or absent: the builder computes it",
+    }
+    lenient["required"] = [k for k in lenient.get("required", []) if k != "id"]
+    return lenient
 
 
 def _free_id(question: dict[str, Any], layout: Layout) -> dict[str, Any]:

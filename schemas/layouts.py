@@ -32,9 +32,10 @@ class Layout:
     required: tuple[str, ...]  # top-level keys a line of this layout must carry (the model's)
     renames: Mapping[str, str] = field(default_factory=dict)  # its key -> the model's
     trace_renames: Mapping[str, str] = field(default_factory=dict)  # in every trace
-    # The producer names questions its own way (``llm_ds_0001``, or null): a question id
-    # that is not the content address is kept as ``capture_id`` and the content address
-    # becomes ``id``.
+    # The producer names questions its own way (``llm_ds_0001``): a question id that is not
+    # the content address is kept as ``capture_id`` and the content address becomes ``id``.
+    # (A null or absent id means the content address in every layout: the seeds define the
+    # id as that address, and their capture code wrote null where it had not computed it.)
     free_question_id: bool = False
     # With no consistency traces, ``verified`` means the gold answer matched the
     # question's ground truth (the capture side's ground-truth strategy).

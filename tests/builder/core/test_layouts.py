@@ -149,6 +149,31 @@ def test_a_producer_question_id_is_kept_and_the_content_address_joins(tmp_path: 
     assert all(not e["checks"] for e in table(out, "episodes"))
 
 
+def test_a_seeds_line_without_a_question_id_gets_the_content_address(tmp_path: Path) -> None:
+    """The seeds' capture code wrote ``"id": null`` where it had not computed the id: the
+    content address is the id the seeds define, so such a line builds like any other, and
+    the JSON Schema says so. A malformed id stays a reject in the seeds' layout."""
+    null_id, no_id, bad_id = (next(generate_episodes(1, seed)) for seed in (21, 22, 23))
+    null_id["question"]["id"] = None
+    del no_id["question"]["id"]
+    bad_id["question"]["id"] = "q001"
+    schema = jsonschema.Draft202012Validator(episode_json_schema())
+    assert schema.is_valid(null_id) and schema.is_valid(no_id) and not schema.is_valid(bad_id)
+    rejected = validate(bad_id)
+    assert isinstance(rejected, Reject)
+    assert [e.path for e in rejected.errors] == ["$.question.id"]
+    out = build_file(tmp_path, "seeds-ids", [null_id, no_id])
+    assert json.loads((out / "manifest.json").read_text())["rejects"]["total"] == 0
+    expected = {
+        question_id(r["question"]["question_text"], r["question"]["hint"]) for r in (null_id, no_id)
+    }
+    questions = table(out, "questions")
+    assert {q["question_id"] for q in questions} == expected
+    assert [q["capture_id"] for q in questions] == [None, None]
+    assert all(not e["checks"] for e in table(out, "episodes"))
+    assert {e["layout"] for e in table(out, "episodes")} == {"seeds"}
+
+
 def ground_truth_verified(seed: int, accepted: list[str]) -> dict:
     """A capture_v2 episode the producer verified against ground truth: no consistency
     traces, the gold answer as the majority answer, a count of 0."""

@@ -118,7 +118,7 @@ def test_wrong_types_are_strict_schema_rejects(
         (("teacher_gold_trace",), "$.teacher_gold_trace"),
         (("verified",), "$.verified"),
         (("question", "question_text"), "$.question.question_text"),
-        (("question", "id"), "$.question.id"),
+        (("episode_id",), "$.episode_id"),
         (
             ("teacher_gold_trace", "turns", 0, "execution"),
             "$.teacher_gold_trace.turns[0].execution",
