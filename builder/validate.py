@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from builder.hashing import question_id
 from builder.sources import SourceLine
 from builder.teach import teach
-from schemas.episode import Episode
+from schemas.episode import Episode, Question
 from schemas.layouts import SEEDS, NoLayout, layout_path, recognise
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -184,22 +184,21 @@ def _exact_integers(raw: bytes, value: Any) -> Any:
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 
 
-def with_content_question_id(line: dict[str, Any], free: bool) -> dict[str, Any]:
-    """The line with its question id made the content address where the producer left it
-    out (null or absent: the seeds define the id as that address, and their capture code
-    wrote null where it had not computed one), and, when ``free``, where the id is the
-    producer's own (a string that is not 16 hex characters: it moves to ``capture_id``), so
-    questions join and split as in every other layout. Any other id is left to validation
-    and the checks."""
-    question = line.get("question")
+def with_content_question_id(question: Any, free: bool) -> Any:
+    """The question (an episode's, or a bank line) with its id made the content address
+    where the producer left it out (null or absent: the seeds define the id as that
+    address, and their capture code wrote null where it had not computed one), and, when
+    ``free``, where the id is the producer's own (a string that is not 16 hex characters:
+    it moves to ``capture_id``), so questions join and split as in every other layout. Any
+    other id is left to validation and the checks."""
     if not isinstance(question, dict) or not isinstance(question.get("question_text"), str):
-        return line  # validation names what is missing
+        return question  # validation names what is missing
     given, hint = question.get("id"), question.get("hint")
     own = free and isinstance(given, str) and not _HEX16.fullmatch(given)
     if not (given is None or own) or not (hint is None or isinstance(hint, str)):
-        return line
+        return question
     content = question_id(question["question_text"], hint)
-    return {**line, "question": {**question, "id": content, "capture_id": given}}
+    return {**question, "id": content, "capture_id": given}
 
 
 @dataclass
@@ -227,7 +226,11 @@ class Validator(Generic[ModelT]):
                 error = FieldError(where, str(exc))
                 return Reject(line.path, line.number, SCHEMA, (error,), line.raw)
             layout, value = found.name, found.to_model(value)
-            value = with_content_question_id(value, found.free_question_id)
+            question = with_content_question_id(value.get("question"), found.free_question_id)
+            if question is not value.get("question"):
+                value = {**value, "question": question}
+        elif self.model is Question:
+            value = with_content_question_id(value, free=False)
         try:
             record = self.model.model_validate(value)
         except ValidationError as exc:

@@ -251,6 +251,21 @@ def test_question_validator_keys_on_id(make: SimpleNamespace) -> None:
     assert isinstance(again, Reject) and again.kind == "duplicate_id"
 
 
+def test_a_bank_question_without_an_id_gets_the_content_address(make: SimpleNamespace) -> None:
+    """Question banks follow the episodes' rule: a null or absent id is computed (the
+    capture side's bank lines carry none); a malformed one is still a reject."""
+    validator = Validator(Question, "id")
+    question = make.question()
+    content = question["id"]
+    del question["id"]
+    absent = validator.validate(SourceLine("q.jsonl", 1, make.line(question)))
+    assert isinstance(absent, Valid) and absent.record.id == content
+    again = validator.validate(SourceLine("q.jsonl", 2, make.line({**question, "id": None})))
+    assert isinstance(again, Reject) and again.kind == "duplicate_id"
+    bad = validator.validate(SourceLine("q.jsonl", 3, make.line({**question, "id": "q001"})))
+    assert isinstance(bad, Reject) and bad.path == "$.id"
+
+
 def test_reject_to_json_contract(make: SimpleNamespace) -> None:
     record = make.episode()
     record["question"]["n_steps"] = "3"
