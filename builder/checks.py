@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from builder.hashing import canonical_json, question_id, rehash_json_text
+from builder.hashing import canonical_json, pickle_hash, question_id, rehash_json_text
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 
 QUESTION_ID_MISMATCH = "question_id_mismatch"
@@ -28,6 +29,9 @@ CORRECTION_TARGET_INVALID = "correction_target_invalid"
 # A captured hash that holds under the other hash scheme (exact vs rounded), not the
 # configured one: most likely ``[hashing] precision`` does not match the capture side.
 HASH_SCHEME_MISMATCH = "hash_scheme_mismatch"
+# A captured answer hash of the capture code's first scheme (``hashing.pickle_hash``), under
+# neither JSON scheme: the answer is intact, but no reward code can reproduce the hash.
+PICKLE_HASH_SCHEME = "pickle_hash_scheme"
 # A key twice in one object of the line: parsers keep the last, so the line is ambiguous.
 DUPLICATE_JSON_KEY = "duplicate_json_key"
 ROUNDED_PRECISION = 2  # the capture contract package's default
@@ -45,6 +49,7 @@ ALL_CHECKS = (
     HOOK_CYCLE,
     CORRECTION_TARGET_INVALID,
     HASH_SCHEME_MISMATCH,
+    PICKLE_HASH_SCHEME,
     DUPLICATE_JSON_KEY,
 )
 
@@ -54,13 +59,19 @@ def other_scheme(precision: int | None) -> int | None:
     return ROUNDED_PRECISION if precision is None else None
 
 
-def check_hash(captured: str | None, text: str, precision: int | None, kind: str) -> list[str]:
+def check_hash(
+    captured: str | None, text: str, precision: int | None, kind: str, value: Any = None
+) -> list[str]:
     """``captured`` against the hash of the canonical JSON ``text`` under ``precision``;
-    a hash that holds only under the other scheme is a ``hash_scheme_mismatch``."""
+    a hash that holds only under the other scheme is a ``hash_scheme_mismatch``, one that
+    is the pickle hash of ``value`` (the same value as read from the line) a
+    ``pickle_hash_scheme``."""
     if captured is None or captured == _rehash(text, precision):
         return []
     if captured == _rehash(text, other_scheme(precision)):
         return [HASH_SCHEME_MISMATCH]
+    if captured == pickle_hash(value):
+        return [PICKLE_HASH_SCHEME]
     return [kind]
 
 
@@ -81,7 +92,8 @@ def check_question(question: Question, precision: int | None = None) -> list[str
     # absent ground_truth is not the answer ``null``.
     if question.ground_truth_hash is not None and "ground_truth" in question.model_fields_set:
         text = canonical_json(question.ground_truth)
-        failed += check_hash(question.ground_truth_hash, text, precision, GROUND_TRUTH_MISMATCH)
+        kind, truth = GROUND_TRUTH_MISMATCH, question.ground_truth
+        failed += check_hash(question.ground_truth_hash, text, precision, kind, truth)
     return failed
 
 
@@ -190,7 +202,8 @@ def check_triangulation(
 
 def check_final_answer(trace: ExecutionTrace, text: str, precision: int | None = None) -> list[str]:
     """The trace's answer hash against its answer (canonical JSON ``text``)."""
-    return check_hash(trace.final_answer_hash, text, precision, FINAL_ANSWER_HASH_MISMATCH)
+    answer = trace.final_answer
+    return check_hash(trace.final_answer_hash, text, precision, FINAL_ANSWER_HASH_MISMATCH, answer)
 
 
 def check_expected_answer(
@@ -201,7 +214,8 @@ def check_expected_answer(
     if rl is None:
         return []
     text = canonical_json(None) if text is None else text
-    return check_hash(rl.expected_final_answer_hash, text, precision, EXPECTED_ANSWER_HASH_MISMATCH)
+    expected, kind = rl.expected_final_answer, EXPECTED_ANSWER_HASH_MISMATCH
+    return check_hash(rl.expected_final_answer_hash, text, precision, kind, expected)
 
 
 def check_ground_truth(episode: Episode, ground_truth_hash: str | None) -> list[str]:

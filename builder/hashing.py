@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
 import sys
 import unicodedata
@@ -103,6 +104,19 @@ def rehash_json_text(text: str, precision: int | None) -> str:
     if precision is None:
         return sha256_16(text)
     return value_hash(json.loads(text), precision)
+
+
+def pickle_hash(value: Any) -> str | None:
+    """The answer hash of the capture code's first scheme, before its JSON one (it changed on
+    2025-12-21): ``sha256(pickle.dumps(value, protocol=4))[:16]``, here of the value as read
+    from the line (plain JSON data pickles as it did on the capture side). Only for
+    recognising such hashes: a pickle depends on Python types and on a dict's key order, so
+    reward code cannot reproduce it from a student's live value. None when it does not
+    pickle."""
+    try:
+        return hashlib.sha256(pickle.dumps(value, protocol=4)).hexdigest()[:HASH_LENGTH]
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
+        return None
 
 
 def normalize_question_text(text: str) -> str:

@@ -12,6 +12,7 @@ from builder.checks import (
     FINAL_ANSWER_HASH_MISMATCH,
     GROUND_TRUTH_MISMATCH,
     HASH_SCHEME_MISMATCH,
+    PICKLE_HASH_SCHEME,
     ROUNDED_PRECISION,
 )
 
@@ -59,6 +60,20 @@ def hash_scheme_warning(manifest: Mapping[str, Any]) -> str | None:
     )
 
 
+def pickle_scheme_warning(manifest: Mapping[str, Any]) -> str | None:
+    """Episodes whose answer hashes are the capture code's first (pickle) scheme."""
+    count = manifest["checks"]["episodes_by_kind"].get(PICKLE_HASH_SCHEME, 0)
+    if count == 0:
+        return None
+    return (
+        f"{count} episodes carry answer hashes of the capture code's first scheme (sha256 of "
+        "the answer's Python pickle, replaced by its JSON scheme on 2025-12-21): the answers "
+        "match them, but reward code cannot reproduce such hashes, so these episodes are "
+        "excluded from training. Hash their answers again with the capture contract's "
+        "scheme (a new capture file; this one stays as it is) to train on them."
+    )
+
+
 def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # the stream of the call, not of the import
     m = report.manifest
@@ -77,8 +92,8 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
         _section(f"incremental cache ({len(m['inputs'])} inputs)", report.cache.items(), out)
     if report.upload is not None:
         _section("upload (files)", report.upload.items(), out)
-    warning = hash_scheme_warning(m)
-    if warning:
-        print(f"\nwarning: {warning}", file=out)
+    for warning in (hash_scheme_warning(m), pickle_scheme_warning(m)):
+        if warning:
+            print(f"\nwarning: {warning}", file=out)
     lines = sum(i["lines"] for i in m["inputs"])
     print(f"\n{lines:,} input lines → {report.out} in {report.seconds:.1f} s", file=out)

@@ -354,5 +354,5 @@ def test_check_corrections_direct(make: SimpleNamespace) -> None:
 
 
 def test_all_check_kinds_are_listed() -> None:
-    assert len(set(checks.ALL_CHECKS)) == len(checks.ALL_CHECKS) == 13
+    assert len(set(checks.ALL_CHECKS)) == len(checks.ALL_CHECKS) == 14
     assert checks.DUPLICATE_EPISODE_ID in checks.ALL_CHECKS

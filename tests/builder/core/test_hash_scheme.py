@@ -1,5 +1,6 @@
 """The hash scheme of a build: ``[hashing] precision`` / ``--hash-precision``, recomputed
-hashes under it, the ``hash_scheme_mismatch`` check, the manifest, ``rl`` rows and rewards."""
+hashes under it, the ``hash_scheme_mismatch`` check, the manifest, ``rl`` rows and rewards;
+the capture code's first (pickle) scheme recognised."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import pytest
 from builder import checks
 from builder.build import build
 from builder.config import BuildConfig, ConfigError, load_config
-from builder.hashing import value_hash
+from builder.hashing import pickle_hash, value_hash
 from builder.rewards import make_outcome_reward, make_process_reward, outcome_reward
-from builder.summary import hash_scheme_warning
+from builder.summary import hash_scheme_warning, pickle_scheme_warning
 
 ROOT = Path(__file__).resolve().parents[3]
 ANSWER = 54.321  # hashes differently under the exact and the rounded scheme
@@ -88,6 +89,60 @@ def test_the_wrong_scheme_is_named_in_the_checks_and_the_summary(
     assert manifest["training_exclusions"]["failed_checks"] == 6
     warning = hash_scheme_warning(manifest)
     assert warning is not None and "--hash-precision 2" in warning
+
+
+# Answers and their hashes from an episode file the capture code wrote with its first scheme
+# (its repository's ``episodes/episodes.jsonl``, December 2025), the answers as the lines
+# hold them: hashes computed by the capture code itself.
+PICKLE_VECTORS = [
+    ("numeric + categorical", "641d093004343888"),
+    (0.7149499284692418, "60ccaf0062a92bc8"),
+    (["INTERNODE_26"], "c8bb4eb8f6bdbea3"),
+    ({"p_value": 0.0, "decision": "significant", "answer": "Yes"}, "a6fe9d8f634da8e7"),
+]
+
+
+@pytest.mark.parametrize(("answer", "captured"), PICKLE_VECTORS)
+def test_pickle_hash_is_the_capture_codes_first_scheme(answer: Any, captured: str) -> None:
+    assert pickle_hash(answer) == captured
+    assert captured not in (value_hash(answer), value_hash(answer, ROUNDED))
+
+
+ROUNDED = checks.ROUNDED_PRECISION
+
+
+def repickled(record: Any, answer: Any) -> Any:
+    """``record`` with every answer hash of ``answer`` made by the first scheme."""
+    if isinstance(record, dict):
+        return {
+            k: pickle_hash(answer)
+            if k in HASH_KEYS and v == value_hash(answer)
+            else repickled(v, answer)
+            for k, v in record.items()
+        }
+    if isinstance(record, list):
+        return [repickled(v, answer) for v in record]
+    return record
+
+
+def test_answers_hashed_by_the_first_scheme_are_named_in_the_checks_and_the_summary(
+    make: SimpleNamespace, tmp_path: Path
+) -> None:
+    answer = {"p_value": 0.0, "decision": "significant", "answer": "Yes"}  # keys unsorted
+    lines = []
+    for i in range(4):
+        consistency = [make.flat_trace(answer), make.flat_trace(answer)]
+        q = make.question(f"Question {i}: is the effect significant?")
+        record = make.episode(
+            f"ep-{i}", q=q, gold=make.turns_trace(answer), consistency=consistency
+        )
+        lines.append(make.line(repickled(record, answer)))
+    manifest = build_once(tmp_path, lines)
+    assert manifest["checks"]["episodes_by_kind"] == {checks.PICKLE_HASH_SCHEME: 4}
+    assert manifest["training_exclusions"]["failed_checks"] == 4
+    assert hash_scheme_warning(manifest) is None
+    warning = pickle_scheme_warning(manifest)
+    assert warning is not None and warning.startswith("4 episodes")
 
 
 def test_the_config_and_the_flag_set_the_scheme(tmp_path: Path) -> None:
