@@ -21,6 +21,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from builder import fastpath
+from builder.banks import bank_lines
 from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
 from builder.engine import (
@@ -161,7 +162,7 @@ class Ingest:
         """Question banks are small: validated by pydantic, one line at a time."""
         source, counts = self._start(path, "questions")
         validator = Validator(Question, "id")
-        lines = source.lines(self.on_bytes)
+        lines = bank_lines(source.lines(self.on_bytes))
         for valid in valid_records(lines, validator, counts, self.rejects):
             line = valid.line
             self.normalizer.question(valid.record, kind, line.path, line.number)
@@ -328,6 +329,8 @@ def validate_files(
     for path in paths:
         counts = out.setdefault(path, FileCounts())
         lines = InputFile(path, max_line_bytes).lines()
+        if model is Question:
+            lines = bank_lines(lines)
         for _ in valid_records(lines, validator, counts, rejects):
             pass
     return out

@@ -21,6 +21,7 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from builder.banks import with_model_keys
 from builder.hashing import question_id
 from builder.sources import SourceLine
 from builder.teach import teach
@@ -229,8 +230,8 @@ class Validator(Generic[ModelT]):
             question = with_content_question_id(value.get("question"), found.free_question_id)
             if question is not value.get("question"):
                 value = {**value, "question": question}
-        elif self.model is Question:
-            value = with_content_question_id(value, free=False)
+        elif self.model is Question:  # a question bank's line
+            value = with_content_question_id(with_model_keys(value), free=True)
         try:
             record = self.model.model_validate(value)
         except ValidationError as exc:

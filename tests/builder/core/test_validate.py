@@ -252,8 +252,9 @@ def test_question_validator_keys_on_id(make: SimpleNamespace) -> None:
 
 
 def test_a_bank_question_without_an_id_gets_the_content_address(make: SimpleNamespace) -> None:
-    """Question banks follow the episodes' rule: a null or absent id is computed (the
-    capture side's bank lines carry none); a malformed one is still a reject."""
+    """Question banks follow the later layout's rule: a null or absent id is computed (the
+    capture side's bank lines carry none), and a producer's own id is kept as
+    ``capture_id``; a 16-hex id stays the id."""
     validator = Validator(Question, "id")
     question = make.question()
     content = question["id"]
@@ -262,8 +263,10 @@ def test_a_bank_question_without_an_id_gets_the_content_address(make: SimpleName
     assert isinstance(absent, Valid) and absent.record.id == content
     again = validator.validate(SourceLine("q.jsonl", 2, make.line({**question, "id": None})))
     assert isinstance(again, Reject) and again.kind == "duplicate_id"
-    bad = validator.validate(SourceLine("q.jsonl", 3, make.line({**question, "id": "q001"})))
-    assert isinstance(bad, Reject) and bad.path == "$.id"
+    other = {**question, "question_text": "Another question?"}
+    own = validator.validate(SourceLine("q.jsonl", 3, make.line({**other, "id": "llm_q001"})))
+    assert isinstance(own, Valid) and own.record.capture_id == "llm_q001"
+    assert own.record.id == question_id("Another question?", question["hint"])
 
 
 def test_reject_to_json_contract(make: SimpleNamespace) -> None:

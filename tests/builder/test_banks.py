@@ -1,0 +1,102 @@
+"""Question banks as the capture side writes them: one JSON document (``questions.json``)
+with its own key names and producer ids, as well as JSONL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from builder.banks import bank_lines
+from builder.build import build
+from builder.config import BuildConfig
+from builder.hashing import question_id, value_hash
+from builder.sources import InputFile
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def capture_question(i: int, **extra: object) -> dict:
+    """A question as the capture side's synthetic generator writes it into its bank."""
+    answer = {"column": "charges", "mean": 13270.42 + i}
+    return {
+        "question": f"What is the mean of the charges column, case {i}?",
+        "hint": "Take the mean of charges.",
+        "n_steps": 2,
+        "difficulty": "EASY",
+        "template_name": "column_mean",
+        "template_params": None,
+        "output_type": "dict",
+        "output_schema": "A JSON object with keys column and mean",
+        "_ground_truth": answer,
+        "ground_truth_hash": value_hash(answer),
+        **extra,
+    }
+
+
+def lines_of(path: Path) -> list:
+    return bank_lines(InputFile(str(path), 1 << 20).lines())
+
+
+def test_a_document_bank_is_one_source_line_per_question(tmp_path: Path) -> None:
+    questions = [capture_question(i) for i in range(3)]
+    pretty = tmp_path / "questions.json"
+    pretty.write_text(
+        json.dumps({"dataset_columns": ["charges"], "questions": questions}, indent=2)
+    )
+    lines = lines_of(pretty)
+    assert [json.loads(line.raw) for line in lines] == questions
+    text = pretty.read_text().splitlines()
+    for line in lines:  # numbered by the line each question starts on
+        assert text[line.number - 1].strip() == "{"
+        assert text[line.number].strip().startswith('"question":')
+    compact = tmp_path / "list.json"
+    compact.write_text(json.dumps(questions))
+    assert [(x.number, json.loads(x.raw)) for x in lines_of(compact)] == [(1, q) for q in questions]
+
+
+def test_a_jsonl_bank_is_read_line_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "bank.jsonl"
+    path.write_text("".join(json.dumps(capture_question(i)) + "\n" for i in range(3)))
+    assert [line.number for line in lines_of(path)] == [1, 2, 3]
+    one = tmp_path / "one.json"  # one question on one line is JSONL, not a document
+    one.write_text(json.dumps(capture_question(0)) + "\n")
+    assert [json.loads(line.raw) for line in lines_of(one)] == [capture_question(0)]
+    committed = next((DATA / "questions" / "llm").glob("*.jsonl"))
+    assert len(lines_of(committed)) == len(committed.read_text().splitlines())
+
+
+def test_a_capture_side_bank_builds_with_its_ground_truth_checked(tmp_path: Path) -> None:
+    questions = [capture_question(0), capture_question(1, id="llm_insurance_0002")]
+    broken = capture_question(2, n_steps="three")
+    bank = tmp_path / "questions.json"
+    bank.write_text(json.dumps({"questions": [*questions, broken]}, indent=2))
+    out, rejects = tmp_path / "ds", tmp_path / "rejects.jsonl"
+    config = BuildConfig(
+        episodes=(str(DATA / "episodes" / "*.jsonl"),),
+        synthetic_questions=(str(bank),),
+        out=out,
+        rejects=rejects,
+        max_reject_ratio=0.5,
+    )
+    build(config)
+    rows = {
+        r["question_id"]: r
+        for r in pq.read_table(out / "questions").to_pylist()
+        if r["source_file"] == str(bank)
+    }
+    for q, capture_id in zip(questions, (None, "llm_insurance_0002"), strict=True):
+        row = rows[question_id(q["question"], q["hint"])]
+        assert row["question_text"] == q["question"]
+        assert json.loads(row["ground_truth"]) == q["_ground_truth"]
+        assert (row["capture_id"], row["checks"], row["template_name"]) == (
+            capture_id,
+            [],
+            "column_mean",
+        )
+    assert len(rows) == 2
+    [reject] = [json.loads(r) for r in rejects.open() if str(bank) in r]
+    lines = bank.read_text().splitlines()
+    third = [i for i, text in enumerate(lines, 1) if text == "    {"][2]  # where it starts
+    assert (reject["line"], reject["path"]) == (third, "$.n_steps")
