@@ -115,6 +115,18 @@ def recognise(line: dict[str, Any]) -> Layout:
     )
     raise NoLayout(
         f"Field required: matches no episode layout ({', '.join(LAYOUT_NAMES)}); the "
-        f"nearest, {nearest.name!r}, lacks {', '.join(missing[nearest.name])}",
+        f"nearest, {nearest.name!r}, lacks {', '.join(missing[nearest.name])}" + _looks_like(line),
         missing[nearest.name],
     )
+
+
+def _looks_like(line: dict[str, Any]) -> str:
+    """What a line of no layout most likely is, when that is a known training row: the
+    capture side also writes chat-format files (``messages``, ``system``) derived from its
+    episodes, and those get passed as episodes by mistake."""
+    if isinstance(line.get("messages"), list) and not any(k in line for k in TRACE_KEYS):
+        return (
+            "; the line looks like a chat-format training row (messages), not an episode: "
+            "pass the episode files the capture side wrote"
+        )
+    return ""

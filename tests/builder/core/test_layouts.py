@@ -78,6 +78,14 @@ def test_a_line_of_no_layout_names_the_nearest_and_what_it_lacks() -> None:
     del record["question"]
     (error,) = validate(record).errors
     assert error.path == "$" and "lacks question, gold_trace" in error.message
+    assert "chat-format" not in error.message
+
+
+def test_a_chat_format_row_passed_as_an_episode_is_named_as_one() -> None:
+    """The capture side also writes chat-format training files beside its episodes."""
+    row = {"messages": [{"role": "system", "content": "You are a data analyst."}]}
+    (error,) = validate(row).errors
+    assert error.path == "$" and "looks like a chat-format training row" in error.message
 
 
 def test_rejects_of_the_later_layout_use_its_own_names() -> None:
