@@ -58,6 +58,18 @@ def with_model_keys(question: Any) -> Any:
     return out
 
 
+def bank_path(question: Any, path: str) -> str:
+    """A JSON path into the model as the bank line spells it (``$.question_text`` is
+    ``$.question`` in a line that used the capture side's key)."""
+    if not isinstance(question, dict):
+        return path
+    for theirs, ours in BANK_RENAMES.items():
+        named = path == f"$.{ours}" or path.startswith((f"$.{ours}.", f"$.{ours}["))
+        if named and theirs in question and ours not in question:
+            return f"$.{theirs}" + path[len(ours) + 2 :]
+    return path
+
+
 def _skip(text: str, i: int) -> int:
     while i < len(text) and text[i] in _WHITESPACE:
         i += 1

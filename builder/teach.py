@@ -55,9 +55,24 @@ def teach(line: Any, path: str, message: str) -> str:
     """``message``, or for a malformed id or hash what the value should be."""
     found = expected_value(line, path)
     if found is None:
+        if _underivable_id(line, path):
+            return f"{message}; it is computed from question_text and hint, not valid here"
         return message
     formula, expected = found
     value = _at(line, path)
     if isinstance(value, str):
         return f"{path.removeprefix('$.')} {value!r} is not {HEX16}; {formula} is {expected!r}"
     return f"{message}; {formula} is {expected!r}"  # missing, or not a string
+
+
+def _underivable_id(line: Any, path: str) -> bool:
+    """A question id left out (null or absent) that could not be computed, because the
+    question's text or hint is itself not valid."""
+    parent, _, name = path.rpartition(".")
+    holder = _at(line, parent)
+    return (
+        name == "id"
+        and parent in ("$.question", "$")
+        and isinstance(holder, dict)
+        and (holder.get("id") is None)
+    )

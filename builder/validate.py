@@ -21,7 +21,7 @@ import numpy as np
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from builder.banks import with_model_keys
+from builder.banks import bank_path, with_model_keys
 from builder.hashing import question_id
 from builder.sources import SourceLine
 from builder.teach import teach
@@ -218,7 +218,7 @@ class Validator(Generic[ModelT]):
         value, rejected = parse_line(line)
         if rejected is not None:
             return rejected
-        layout = SEEDS.name
+        layout, spelled = SEEDS.name, value
         if self.model is Episode and isinstance(value, dict):
             try:
                 found = recognise(value)
@@ -240,6 +240,8 @@ class Validator(Generic[ModelT]):
             )
             if layout != SEEDS.name:  # name the line's own keys, not the model's
                 errors = tuple(FieldError(layout_path(layout, e.path), e.message) for e in errors)
+            elif self.model is Question:
+                errors = tuple(FieldError(bank_path(spelled, e.path), e.message) for e in errors)
             return Reject(line.path, line.number, SCHEMA, errors, line.raw)
         if self.unique_key is not None:
             key = getattr(record, self.unique_key)

@@ -13,6 +13,8 @@ from builder.build import build
 from builder.config import BuildConfig
 from builder.hashing import question_id, value_hash
 from builder.sources import InputFile
+from builder.validate import Reject, Validator
+from schemas.episode import Question
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -100,3 +102,14 @@ def test_a_capture_side_bank_builds_with_its_ground_truth_checked(tmp_path: Path
     lines = bank.read_text().splitlines()
     third = [i for i, text in enumerate(lines, 1) if text == "    {"][2]  # where it starts
     assert (reject["line"], reject["path"]) == (third, "$.n_steps")
+
+
+def test_a_bank_reject_names_the_bank_lines_own_keys(tmp_path: Path) -> None:
+    bank = tmp_path / "questions.json"
+    bank.write_text(json.dumps([capture_question(0, question=7)], indent=2))
+    [line] = lines_of(bank)
+    outcome = Validator(Question, "id").validate(line)
+    assert isinstance(outcome, Reject)
+    errors = {e.path: e.message for e in outcome.errors}
+    assert set(errors) == {"$.id", "$.question"}
+    assert "computed from question_text and hint" in errors["$.id"]
