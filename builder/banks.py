@@ -1,7 +1,7 @@
 """Question banks as the capture side writes them: JSONL (a question per line), or one JSON
 document, its ``questions.json`` (a list of questions, or an object whose ``questions``
-lists them, pretty-printed or not), with its own key names (``question`` for the question's
-text, ``_ground_truth`` for the answer it knows).
+lists them, pretty-printed or not), with its own key names (``schemas.layouts.BANK_RENAMES``:
+``question`` for the question's text, ``_ground_truth`` for the answer it knows).
 
 A document's questions become one ``SourceLine`` each: the question's own text, numbered by
 the line of the document it starts on, so a reject names the file, that line and the field
@@ -16,11 +16,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from builder.sources import SourceLine
+from schemas.layouts import BANK_RENAMES
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
-# The capture side's key -> the model's; applied only where the model's key is absent.
-BANK_RENAMES = {"question": "question_text", "_ground_truth": "ground_truth"}
 
 
 def bank_lines(lines: Iterable[SourceLine]) -> list[SourceLine]:

@@ -73,6 +73,9 @@ CAPTURE_V2 = Layout(
     ground_truth_evidence=True,
 )
 LAYOUTS: tuple[Layout, ...] = (SEEDS, CAPTURE_V2)
+# A question bank as the capture side writes it (``builder.banks``) names two of the
+# question's keys its own way: its key -> the model's, used where the model's is absent.
+BANK_RENAMES = {"question": "question_text", "_ground_truth": "ground_truth"}
 LAYOUT_NAMES = tuple(layout.name for layout in LAYOUTS)
 LAYOUTS_BY_NAME = {layout.name: layout for layout in LAYOUTS}
 
