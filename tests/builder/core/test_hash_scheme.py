@@ -27,18 +27,21 @@ ANSWER = 54.321  # hashes differently under the exact and the rounded scheme
 HASH_KEYS = {"final_answer_hash", "majority_answer_hash", "expected_final_answer_hash"}
 
 
-def rehashed(record: Any, precision: int | None) -> Any:
-    """``record`` with every answer hash of ``ANSWER`` recomputed under ``precision``."""
+def with_answer_hash(record: Any, old: str, new: str | None) -> Any:
+    """``record`` with every answer hash ``old`` replaced by ``new``."""
     if isinstance(record, dict):
         return {
-            k: value_hash(ANSWER, precision)
-            if k in HASH_KEYS and v == value_hash(ANSWER)
-            else rehashed(v, precision)
+            k: new if k in HASH_KEYS and v == old else with_answer_hash(v, old, new)
             for k, v in record.items()
         }
     if isinstance(record, list):
-        return [rehashed(v, precision) for v in record]
+        return [with_answer_hash(v, old, new) for v in record]
     return record
+
+
+def rehashed(record: Any, precision: int | None) -> Any:
+    """``record`` with every answer hash of ``ANSWER`` recomputed under ``precision``."""
+    return with_answer_hash(record, value_hash(ANSWER), value_hash(ANSWER, precision))
 
 
 def episodes(make: SimpleNamespace, n: int, precision: int | None) -> list[bytes]:
@@ -113,16 +116,7 @@ ROUNDED = checks.ROUNDED_PRECISION
 
 def repickled(record: Any, answer: Any) -> Any:
     """``record`` with every answer hash of ``answer`` made by the first scheme."""
-    if isinstance(record, dict):
-        return {
-            k: pickle_hash(answer)
-            if k in HASH_KEYS and v == value_hash(answer)
-            else repickled(v, answer)
-            for k, v in record.items()
-        }
-    if isinstance(record, list):
-        return [repickled(v, answer) for v in record]
-    return record
+    return with_answer_hash(record, value_hash(answer), pickle_hash(answer))
 
 
 def test_answers_hashed_by_the_first_scheme_are_named_in_the_checks_and_the_summary(
