@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from builder.sources import SourceLine
-from schemas.layouts import BANK_RENAMES
+from schemas.layouts import BANK_RENAMES, BANK_TEXT_FALLBACK
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
@@ -47,14 +47,27 @@ def bank_lines(lines: Iterable[SourceLine]) -> list[SourceLine]:
 
 
 def with_model_keys(question: Any) -> Any:
-    """A bank question with the capture side's key names mapped onto the model's."""
-    if not isinstance(question, dict) or not any(k in question for k in BANK_RENAMES):
+    """A bank question with the capture side's key names mapped onto the model's, and its
+    text where it asks only ``question_mechanical`` (the text its episodes carry, so the
+    question's id is the one they join on)."""
+    if not isinstance(question, dict):
+        return question
+    fallback = question.get(BANK_TEXT_FALLBACK)
+    text = question.get("question_text", question.get("question"))
+    mechanical = _blank(text) and isinstance(fallback, str) and not _blank(fallback)
+    if not mechanical and not any(k in question for k in BANK_RENAMES):
         return question
     out = dict(question)
     for theirs, ours in BANK_RENAMES.items():
         if theirs in out and ours not in out:
             out[ours] = out.pop(theirs)
+    if mechanical:
+        out["question_text"] = fallback
     return out
+
+
+def _blank(text: Any) -> bool:
+    return text is None or (isinstance(text, str) and not text.strip())
 
 
 def bank_path(question: Any, path: str) -> str:

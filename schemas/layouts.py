@@ -76,6 +76,9 @@ LAYOUTS: tuple[Layout, ...] = (SEEDS, CAPTURE_V2)
 # A question bank as the capture side writes it (``builder.banks``) names two of the
 # question's keys its own way: its key -> the model's, used where the model's is absent.
 BANK_RENAMES = {"question": "question_text", "_ground_truth": "ground_truth"}
+# Its later records may carry only a template's wording (``question_text`` null or blank):
+# the capture side then asks, and writes into the episode, this one instead.
+BANK_TEXT_FALLBACK = "question_mechanical"
 LAYOUT_NAMES = tuple(layout.name for layout in LAYOUTS)
 LAYOUTS_BY_NAME = {layout.name: layout for layout in LAYOUTS}
 

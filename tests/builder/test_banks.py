@@ -113,3 +113,25 @@ def test_a_bank_reject_names_the_bank_lines_own_keys(tmp_path: Path) -> None:
     errors = {e.path: e.message for e in outcome.errors}
     assert set(errors) == {"$.id", "$.question"}
     assert "computed from question_text and hint" in errors["$.id"]
+
+
+def test_a_question_asked_only_mechanically_takes_that_text(tmp_path: Path) -> None:
+    """The capture side's later records may hold only a template's wording; its episodes
+    then carry that wording as the question's text, so the bank's id must be its address."""
+    record = {
+        "id": "prog_insurance_0003",
+        "source": "procedural",
+        "dataset": "insurance",
+        "question_text": None,
+        "question_mechanical": "Compute the mean of charges grouped by region.",
+        "hint": None,
+    }
+    bank = tmp_path / "questions.json"
+    bank.write_text(json.dumps([record, {**record, "question_text": "Which region pays most?"}]))
+    validator = Validator(Question, "id")
+    mechanical, worded = (validator.validate(line) for line in lines_of(bank))
+    assert not isinstance(mechanical, Reject) and not isinstance(worded, Reject)
+    assert mechanical.record.question_text == record["question_mechanical"]
+    assert mechanical.record.id == question_id(record["question_mechanical"], None)
+    assert mechanical.record.capture_id == "prog_insurance_0003"
+    assert worded.record.question_text == "Which region pays most?"
