@@ -4,6 +4,7 @@ entry points, their child processes and their reports work."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,10 @@ def test_build_benchmark_reports_every_scale(tmp_path: Path) -> None:
         assert row["build_s"] > 0 and row["floor_s"] > 0 and row["peak_rss_mib"] > 0
         assert row["build_over_floor"] > 0 and row["ingest_s"] > 0
         assert 0 < row["write_floor_s"] < row["build_s"]
-    assert (tmp_path / "build.json").is_file()
+    stages = json.loads((tmp_path / "build.json").read_text())["stages"]
+    assert stages["write Parquet"] > 0
+    # the CPU of the writing threads, measured beside their thread-seconds
+    assert 0 < stages["write Parquet CPU"] <= stages["write Parquet"] * 1.05
 
 
 def test_incremental_benchmark_checks_its_output_against_a_clean_build(
