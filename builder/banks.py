@@ -24,7 +24,8 @@ _WHITESPACE = " \t\r\n"
 
 def bank_lines(lines: Iterable[SourceLine]) -> list[SourceLine]:
     """The bank's questions: ``lines`` themselves for JSONL, one per question for a JSON
-    document (its whole text one JSON list, or an object with a ``questions`` list)."""
+    document (its whole text one JSON list, an object with a ``questions`` list, or one
+    question over several lines)."""
     lines = list(lines)
     if not lines or any(line.too_long for line in lines):
         return lines
@@ -34,15 +35,18 @@ def bank_lines(lines: Iterable[SourceLine]) -> list[SourceLine]:
     except (UnicodeDecodeError, ValueError, RecursionError):
         return lines  # not one document: JSONL, or broken lines that validation names
     if isinstance(document, list):
-        start = _skip(text, 0)
+        spans = _items(text, _skip(text, 0))
     elif isinstance(document, dict) and isinstance(document.get("questions"), list):
-        start = _member(text, "questions")
+        spans = _items(text, _member(text, "questions"))
+    elif len(lines) > 1:  # one question, pretty-printed over several lines
+        begin = _skip(text, 0)
+        spans = [(begin, _DECODER.raw_decode(text, begin)[1])]
     else:
         return lines  # one question on one line: JSONL
     path = lines[0].path
     return [
         SourceLine(path, text.count("\n", 0, begin) + 1, text[begin:end].encode("utf-8"))
-        for begin, end in _items(text, start)
+        for begin, end in spans
     ]
 
 

@@ -65,6 +65,9 @@ def test_a_jsonl_bank_is_read_line_by_line(tmp_path: Path) -> None:
     one = tmp_path / "one.json"  # one question on one line is JSONL, not a document
     one.write_text(json.dumps(capture_question(0)) + "\n")
     assert [json.loads(line.raw) for line in lines_of(one)] == [capture_question(0)]
+    single = tmp_path / "single.json"  # one question, pretty-printed
+    single.write_text("\n" + json.dumps(capture_question(0), indent=2) + "\n")
+    assert [(x.number, json.loads(x.raw)) for x in lines_of(single)] == [(2, capture_question(0))]
     committed = next((DATA / "questions" / "llm").glob("*.jsonl"))
     assert len(lines_of(committed)) == len(committed.read_text().splitlines())
 
