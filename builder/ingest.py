@@ -24,6 +24,7 @@ from builder import fastpath
 from builder.banks import bank_lines
 from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
+from builder.documents import records
 from builder.engine import (
     POOL_FROM_BYTES,
     Engine,
@@ -174,7 +175,7 @@ class Ingest:
         batch: list[SourceLine] = []
         size = 0
         limit, precision = self.config.hook_value_limit, self.config.hash_precision
-        for line in source.lines(self.on_bytes):
+        for line in records(source.lines(self.on_bytes), self.config.max_line_bytes):
             if is_blank(line):
                 counts.blank += 1
                 continue
@@ -329,8 +330,7 @@ def validate_files(
     for path in paths:
         counts = out.setdefault(path, FileCounts())
         lines = InputFile(path, max_line_bytes).lines()
-        if model is Question:
-            lines = bank_lines(lines)
+        lines = bank_lines(lines) if model is Question else records(lines, max_line_bytes)
         for _ in valid_records(lines, validator, counts, rejects):
             pass
     return out

@@ -79,6 +79,8 @@ BANK_RENAMES = {"question": "question_text", "_ground_truth": "ground_truth"}
 # Its later records may carry only a template's wording (``question_text`` null or blank):
 # the capture side then asks, and writes into the episode, this one instead.
 BANK_TEXT_FALLBACK = "question_mechanical"
+# Its ``questions.json`` is one JSON document that lists the questions under this key.
+BANK_LIST_KEY = "questions"
 LAYOUT_NAMES = tuple(layout.name for layout in LAYOUTS)
 LAYOUTS_BY_NAME = {layout.name: layout for layout in LAYOUTS}
 

@@ -24,6 +24,7 @@ from builder.cache import ingest_delta, keys
 from builder.cache.entries import CacheError, Entry, EntryStore, EntryWriter
 from builder.cache.memo import StatMemo
 from builder.cache.segments import SegmentCache
+from builder.documents import records
 from builder.engine.codec import BatchResult
 from builder.ingest import FileCounts, Ingest
 from builder.normalize.episode import EpisodeInfo
@@ -43,7 +44,7 @@ class _RawLines:
     def get(self, number: int) -> bytes:
         if self._lines is None:
             self._source = InputFile(self.path, self.max_line_bytes)
-            self._lines = self._source.lines()
+            self._lines = records(self._source.lines(), self.max_line_bytes)
         for line in self._lines:
             if line.number == number:
                 return line.raw

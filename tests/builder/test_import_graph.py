@@ -96,7 +96,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "builder.engine",
         ),
     ),
-    ("sources", ("builder.sources", "builder.banks")),
+    ("sources", ("builder.sources", "builder.documents", "builder.banks")),
     ("validate", ("builder.validate", "builder.fastpath", "builder.rejects")),
     ("normalize", ("builder.checks", "builder.normalize", "builder.redact")),
     (

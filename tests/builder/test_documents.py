@@ -1,0 +1,137 @@
+"""Episode files written as one JSON document (``builder.documents``): a pretty-printed
+episode, as the capture side's fixtures are, or a list of them, reads as one record per
+episode numbered by the line it starts on; JSONL streams as before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from builder.build import build
+from builder.config import BuildConfig
+from builder.documents import records
+from builder.ingest import validate_files
+from builder.rejects import RejectsWriter
+from builder.sources import InputFile, SourceLine
+from schemas.episode import Episode
+
+EPISODES = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"
+SOURCE_COLUMNS = {"source_file", "source_line"}
+
+
+@dataclass(frozen=True)
+class CachedConfig(BuildConfig):
+    cache_dir: Path | None = None
+
+
+def sample_episodes(n: int) -> list[dict]:
+    return [json.loads(line) for line in EPISODES.read_text().splitlines()[:n]]
+
+
+def read(path: Path, limit: int = 1 << 26) -> list[SourceLine]:
+    return list(records(InputFile(str(path), 1 << 26).lines(), limit))
+
+
+def starts(path: Path) -> list[int]:
+    """Lines where a top-level list item of an indent=2 document starts."""
+    return [i for i, text in enumerate(path.read_text().splitlines(), 1) if text == "  {"]
+
+
+def test_jsonl_streams_on_after_its_first_line() -> None:
+    def lines() -> Iterator[SourceLine]:
+        yield SourceLine("f.jsonl", 1, b"")
+        yield SourceLine("f.jsonl", 2, b'{"episode_id": "a"}')
+        yield SourceLine("f.jsonl", 3, b"[1, 2]")  # a bad line, not the start of a document
+        raise AssertionError("read ahead of what was asked")
+
+    out = records(lines(), limit=1 << 20)
+    assert [next(out).number for _ in range(3)] == [1, 2, 3]
+
+
+def test_a_document_is_one_record_per_episode(tmp_path: Path) -> None:
+    episodes = sample_episodes(3)
+    listed = tmp_path / "episodes.json"
+    listed.write_text(json.dumps(episodes, indent=2) + "\n")
+    got = read(listed)
+    assert [json.loads(line.raw) for line in got] == episodes
+    assert [line.number for line in got] == starts(listed)
+    single = tmp_path / "episode.json"
+    single.write_text("\n" + json.dumps(episodes[0], indent=4))
+    assert [(x.number, json.loads(x.raw)) for x in read(single)] == [(2, episodes[0])]
+
+
+def test_what_is_not_one_document_within_the_limit_is_read_line_by_line(tmp_path: Path) -> None:
+    pretty = json.dumps(sample_episodes(2), indent=2)
+    physical = len(pretty.splitlines())
+    big = tmp_path / "big.json"
+    big.write_text(pretty)
+    assert len(read(big, limit=len(pretty) // 2)) == physical
+    broken = tmp_path / "broken.json"
+    broken.write_text(pretty[: len(pretty) // 2])  # truncated: every line stays a line
+    assert [line.number for line in read(broken)] == list(
+        range(1, pretty.count("\n", 0, len(pretty) // 2) + 2)
+    )
+
+
+def test_a_document_builds_like_its_jsonl_and_rejects_name_where_each_episode_starts(
+    tmp_path: Path,
+) -> None:
+    episodes = sample_episodes(12)
+    episodes[4] = {**episodes[4], "verified": "yes"}
+    jsonl = tmp_path / "episodes.jsonl"
+    jsonl.write_text("".join(json.dumps(e) + "\n" for e in episodes))
+    document = tmp_path / "episodes.json"
+    document.write_text(json.dumps(episodes, indent=2))
+    tables = {}
+    for path in (jsonl, document):
+        out, rejects = tmp_path / path.suffix / "ds", tmp_path / path.suffix / "rejects.jsonl"
+        build(BuildConfig(episodes=(str(path),), out=out, rejects=rejects, max_reject_ratio=0.5))
+        tables[path] = {  # file names carry a digest of their bytes: key by config, split
+            (p.parent.name, p.name.split("-")[0]): pq.read_table(p).drop_columns(
+                sorted(SOURCE_COLUMNS & set(pq.read_schema(p).names))
+            )
+            for p in sorted(out.rglob("*.parquet"))
+        }
+        [reject] = [json.loads(line) for line in rejects.open()]
+        assert json.loads(reject["raw"]) == episodes[4]
+        assert reject["path"] == "$.verified"
+    assert tables[jsonl] and tables[jsonl] == tables[document]
+    assert reject["line"] == starts(document)[4]
+    episodes_table = pq.read_table(tmp_path / ".json" / "ds" / "episodes")
+    assert sorted(episodes_table["source_line"].to_pylist()) == [
+        n for i, n in enumerate(starts(document)) if i != 4
+    ]
+
+    counts = validate_files([str(document)], Episode, RejectsWriter(None), 1 << 26)
+    assert (counts[str(document)].valid, counts[str(document)].rejected) == (11, 1)
+
+
+def test_a_cached_rebuild_reads_back_a_documents_episode_for_a_late_reject(
+    tmp_path: Path,
+) -> None:
+    episodes = sample_episodes(6)
+    document = tmp_path / "b.json"
+    document.write_text(json.dumps(episodes, indent=2))
+    runs = {}
+    for name, files in (("first", [document]), ("second", [tmp_path / "a.jsonl", document])):
+        if name == "second":  # sorts first and repeats the document's fourth episode
+            (tmp_path / "a.jsonl").write_text(json.dumps(episodes[3]) + "\n")
+        for cache in (None, tmp_path / "cache"):
+            key = f"{name}-{'cached' if cache else 'clean'}"
+            config = CachedConfig(
+                episodes=tuple(map(str, files)),
+                out=tmp_path / key / "ds",
+                rejects=tmp_path / key / "rejects.jsonl",
+                max_reject_ratio=0.5,
+                cache_dir=cache,
+            )
+            build(config)
+            runs[key] = config.rejects.read_bytes()
+    assert runs["second-cached"] == runs["second-clean"]
+    [reject] = [json.loads(line) for line in runs["second-clean"].splitlines()]
+    assert (reject["source_file"], reject["line"]) == (str(document), starts(document)[3])
+    assert json.loads(reject["raw"]) == episodes[3]
