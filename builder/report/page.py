@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.report import lengths, sections, stats, style
+from builder.report import funnel, lengths, sections, stats, style
 from builder.report.errors import OutputInBuildError, ReportOutputError
 from builder.report.folder import BuildFolder
 from builder.report.html import Raw, el, render
@@ -34,8 +34,8 @@ def html_page(build: BuildFolder, options: Options) -> str:
         sections.header(build),
         el(
             "main",
-            sections.funnel_section(build, steps),
-            sections.rejects_section(build, stats.check_examples(build)),
+            funnel.funnel_section(build, steps),
+            funnel.rejects_section(build, stats.check_examples(build)),
             sections.distributions_section(stats.distributions(build)),
             sections.lengths_section(found),
             sections.splits_section(build, stats.leakage(build)),
