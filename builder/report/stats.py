@@ -32,12 +32,13 @@ def funnel(manifest: Mapping[str, Any], verified: Mapping[str, int]) -> list[Ste
     (from the ``episodes`` table)."""
     episode_inputs = [i for i in manifest["inputs"] if i.get("kind") == "episodes"]
     lines = sum(int(i.get("lines", 0)) for i in episode_inputs)
-    blank = sum(int(i.get("blank", 0)) for i in episode_inputs)
     valid = sum(int(i.get("valid", 0)) for i in episode_inputs)
+    # a non-blank line of JSONL, an episode of a JSON document (``builder.documents``)
+    records = valid + sum(int(i.get("rejected", 0)) for i in episode_inputs)
     excluded = sum(int(n) for n in manifest["training_exclusions"].values())
     steps = [
         Step("input_lines", "episode lines read", lines),
-        Step("non_blank", "non-blank lines", lines - blank),
+        Step("non_blank", "records (non-blank lines)", records),
         Step("valid", "valid episodes", valid),
         Step("verified_captured", "verified as captured", verified.get("captured", 0)),
         Step("verified_recomputed", "verified as recomputed", verified.get("recomputed", 0)),

@@ -16,6 +16,7 @@ from builder.config import BuildConfig
 from builder.documents import records
 from builder.ingest import validate_files
 from builder.rejects import RejectsWriter
+from builder.report.stats import funnel
 from builder.sources import InputFile, SourceLine
 from schemas.episode import Episode
 
@@ -105,6 +106,11 @@ def test_a_document_builds_like_its_jsonl_and_rejects_name_where_each_episode_st
     assert sorted(episodes_table["source_line"].to_pylist()) == [
         n for i, n in enumerate(starts(document)) if i != 4
     ]
+
+    manifest = json.loads((tmp_path / ".json" / "ds" / "manifest.json").read_text())
+    steps = {step.key: step.count for step in funnel(manifest, {})}
+    physical = len(document.read_text().splitlines())
+    assert (steps["input_lines"], steps["non_blank"], steps["valid"]) == (physical, 12, 11)
 
     counts = validate_files([str(document)], Episode, RejectsWriter(None), 1 << 26)
     assert (counts[str(document)].valid, counts[str(document)].rejected) == (11, 1)
