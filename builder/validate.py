@@ -134,10 +134,51 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
         except UnicodeDecodeError as bad:
             byte = line.raw[bad.start]
             return reject(INVALID_UTF8, f"invalid UTF-8 byte 0x{byte:02x} at byte {bad.start + 1}")
+        surrogates = _lone_surrogates(line.raw)
+        if surrogates:
+            errors = tuple(
+                FieldError(path, _SURROGATE_MESSAGE.format(char)) for path, char in surrogates
+            )
+            return None, Reject(line.path, line.number, INVALID_UTF8, errors, line.raw)
         python_dialect = _python_dialect(line.raw)
         if python_dialect is not None:
             return python_dialect, None
         return reject(INVALID_JSON, f"invalid JSON: {exc}")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_MESSAGE = (
+    "holds the lone surrogate \\u{:04x}, escaped in the JSON: not a Unicode character, so it "
+    "cannot be stored as UTF-8 text. It is what text decoded with errors='surrogateescape' "
+    "keeps of a byte that was not UTF-8; decode captured output with errors='replace'"
+)
+
+
+def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
+    """The JSON paths (at most ``most``) of the strings whose ``\\uXXXX`` escapes leave a
+    surrogate unpaired (the stdlib reads them, orjson refuses them), with that code point;
+    a key holding one is named by its object's path."""
+    if b"\\u" not in raw:
+        return []
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return []
+    found: list[tuple[str, int]] = []
+    stack: list[tuple[Any, str]] = [(value, "$")]
+    while stack and len(found) < most:
+        node, path = stack.pop()
+        if isinstance(node, str):
+            if bad := _SURROGATE.search(node):
+                found.append((path, ord(bad.group())))
+        elif isinstance(node, dict):
+            for key, item in reversed(node.items()):
+                if bad := _SURROGATE.search(key):
+                    found.append((path, ord(bad.group())))
+                stack.append((item, f"{path}.{key}"))
+        elif isinstance(node, list):
+            stack += [(item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node)))]
+    return found
 
 
 def _python_dialect(raw: bytes) -> Any | None:

@@ -187,6 +187,27 @@ def test_non_utf8_bytes(make: SimpleNamespace) -> None:
     assert base64.b64decode(record["raw_base64"]) == raw
 
 
+def test_a_lone_surrogate_names_the_field_and_how_to_capture_it(make: SimpleNamespace) -> None:
+    """Python's ``json.dumps`` writes text decoded with ``surrogateescape`` as an unpaired
+    ``\\udc80`` escape: JSON a parser may read, but no Unicode text (Arrow holds UTF-8)."""
+    record = make.episode()
+    record["teacher_gold_trace"]["turns"][1]["execution"]["stdout"] = "caf\udce9"
+    record["question"]["template_params"] = {"col\ud800": 1}
+    outcome = validate(json.dumps(record).encode(), number=4)
+    assert isinstance(outcome, Reject)
+    assert (outcome.kind, outcome.line) == (INVALID_UTF8, 4)
+    paths = {e.path: e.message for e in outcome.errors}
+    assert set(paths) == {
+        "$.question.template_params",
+        "$.teacher_gold_trace.turns[1].execution.stdout",
+    }
+    assert "\\udce9" in paths["$.teacher_gold_trace.turns[1].execution.stdout"]
+    assert "errors='replace'" in outcome.message
+    paired = make.episode()  # a pair is one character (ensure_ascii writes emoji this way)
+    paired["teacher_gold_trace"]["turns"][1]["execution"]["stdout"] = "done \U0001f600"
+    assert isinstance(validate(json.dumps(paired).encode()), Valid)
+
+
 @pytest.mark.parametrize(
     "raw",
     [b"[1, 2, 3]", b'"episode"', b"42", b"null", b"[]"],
