@@ -5,14 +5,19 @@ over several lines, as the capture side's fixtures and banks are.
 Such a document's records become one ``SourceLine`` each: the record's own text, numbered by
 the line it starts on, so a reject names the file, that line and the field as for a JSONL
 line. A file is JSONL when its first non-blank line is a JSON object on its own, so the
-common input streams on after one parse of that line; only a file whose first line is not
-one record is read whole (up to ``limit`` bytes) to see whether it is a document.
+common input streams on after one parse of that line. A file whose first line is not one
+record is read whole, up to ``limit`` bytes, to see whether it is a document; a list larger
+than that is streamed item by item instead, so memory stays bounded by the largest item.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from collections.abc import Iterable, Iterator
+
+import numpy as np
 
 from builder.sources import SourceLine
 
@@ -24,8 +29,8 @@ def records(
     lines: Iterable[SourceLine], limit: int | None = None, list_key: str | None = None
 ) -> Iterator[SourceLine]:
     """The input's records: ``lines`` themselves for JSONL, one per record for a JSON
-    document of at most ``limit`` bytes (None: any size). ``list_key``: the member of a
-    top-level object that lists the records."""
+    document of at most ``limit`` bytes (None: any size) or a larger top-level list.
+    ``list_key``: the member of a top-level object that lists the records."""
     it = iter(lines)
     head: list[SourceLine] = []
     for line in it:
@@ -36,15 +41,97 @@ def records(
         yield from head
         yield from it
         return
+    opens_array = head[-1].raw.strip() == b"["
     size = sum(len(line.raw) + 1 for line in head)
     for line in it:
         head.append(line)
         size += len(line.raw) + 1
-        if line.too_long or (limit is not None and size > limit):
-            yield from head  # too big to read whole: lines, which validation names
+        too_big = limit is not None and size > limit
+        if too_big and opens_array:  # stream its items
+            blank = next(i for i, line in enumerate(head) if line.raw.strip())
+            yield from head[:blank]
+            yield from _array_items(itertools.chain(head[blank:], it), limit)  # type: ignore[arg-type]
+            return
+        if too_big or line.too_long:
+            yield from head  # not a document read whole: lines, which validation names
             yield from it
             return
     yield from _split(head, list_key)
+
+
+# a JSON string, never across a line end; the loop unrolled, ≈ 6× faster in ``re``
+_STRING = re.compile(rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+_BLOCK_BYTES = 4 << 20
+
+
+def _with_depth_changes(lines: Iterator[SourceLine]) -> Iterator[tuple[SourceLine, int]]:
+    """Each line with the brackets it opens minus those it closes, outside its strings (a
+    JSON string never spans lines), counted for a block of lines at a time in numpy."""
+    block: list[SourceLine] = []
+    size = 0
+    for line in itertools.chain(lines, [None]):
+        if line is not None:
+            block.append(line)
+            size += len(line.raw) + 1
+            if size < _BLOCK_BYTES:
+                continue
+        if not block:
+            return
+        text = b"\n".join(line.raw for line in block)
+        bare = np.frombuffer(_STRING.sub(b"", text), dtype=np.uint8)
+        step = np.zeros(len(bare) + 1, dtype=np.int64)
+        step[1:][(bare == ord("{")) | (bare == ord("["))] = 1
+        step[1:][(bare == ord("}")) | (bare == ord("]"))] = -1
+        depth = np.cumsum(step)[np.append(np.flatnonzero(bare == ord("\n")), len(bare))]
+        yield from zip(block, np.diff(depth, prepend=0).tolist(), strict=True)
+        block, size = [], 0
+
+
+def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine]:
+    """The items of a top-level JSON array too big to read whole, streamed: the array opens
+    on a line of its own and each item starts on a new line, as ``json.dump(items, f,
+    indent=2)`` writes it. An item over ``limit`` bytes is a ``too_long`` record (its
+    prefix); what does not fit this shape becomes records that validation rejects."""
+    counted = _with_depth_changes(lines)
+    depth = next(counted)[1]  # the "[" line
+    item: list[bytes] = []
+    start = size = 0
+    for line, change in counted:
+        if not item:
+            stripped = line.raw.strip()
+            if depth == 1 and stripped == b"]":
+                depth = 0  # the array closed
+                continue
+            if depth <= 0 and stripped:  # after the array: the rest as it is
+                yield line
+                yield from (rest for rest, _ in counted)
+                return
+            if depth != 1 or not stripped:
+                continue  # a blank line between items
+        if line.too_long:  # its brackets cannot be counted: the rest as it is
+            if item:
+                yield SourceLine(line.path, start, b"\n".join(item)[:256], too_long=True)
+            yield line
+            yield from (rest for rest, _ in counted)
+            return
+        if not item:
+            start, size = line.number, 0
+        depth += change
+        size += len(line.raw) + 1
+        item.append(line.raw if size <= limit else b"")
+        if depth <= 1:
+            yield _item(line.path, start, item, depth, size > limit)
+            item = []
+    if item:  # the document ended inside an item
+        yield SourceLine(line.path, start, b"\n".join(item)[:256], size > limit)
+
+
+def _item(path: str, start: int, item: list[bytes], depth: int, too_long: bool) -> SourceLine:
+    text = b"\n".join(item).strip()
+    if depth == 0 and text.endswith(b"]"):  # the array closed on the item's last line
+        text = text[:-1].rstrip()
+    text = text.removesuffix(b",")
+    return SourceLine(path, start, text[:256] if too_long else text, too_long)
 
 
 def _may_be_document(first: SourceLine, list_key: str | None) -> bool:

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
+from builder import documents
 from builder.build import build
 from builder.config import BuildConfig
 from builder.documents import records
@@ -66,16 +68,60 @@ def test_a_document_is_one_record_per_episode(tmp_path: Path) -> None:
 
 
 def test_what_is_not_one_document_within_the_limit_is_read_line_by_line(tmp_path: Path) -> None:
-    pretty = json.dumps(sample_episodes(2), indent=2)
-    physical = len(pretty.splitlines())
+    one = json.dumps(sample_episodes(1)[0], indent=2)  # one record, over the limit
     big = tmp_path / "big.json"
-    big.write_text(pretty)
-    assert len(read(big, limit=len(pretty) // 2)) == physical
+    big.write_text(one)
+    assert len(read(big, limit=len(one) // 2)) == len(one.splitlines())
+    pretty = json.dumps(sample_episodes(2), indent=2)
     broken = tmp_path / "broken.json"
     broken.write_text(pretty[: len(pretty) // 2])  # truncated: every line stays a line
     assert [line.number for line in read(broken)] == list(
         range(1, pretty.count("\n", 0, len(pretty) // 2) + 2)
     )
+
+
+def test_an_array_over_the_limit_streams_its_items(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    episodes = sample_episodes(12)
+    path = tmp_path / "episodes.json"
+    path.write_text("\n" + json.dumps(episodes, indent=2) + "\n")
+    whole = read(path)
+    limit = max(len(line.raw) for line in whole) + 10  # every item fits, the array does not
+    streamed = read(path, limit)
+    assert [line.raw for line in whole] == [
+        json.dumps(e, indent=2).replace("\n", "\n  ").encode() for e in episodes
+    ]
+    assert streamed[0] == SourceLine(str(path), 1, b"")  # the blank line before it
+    assert streamed[1:] == whole
+
+    def lines() -> Iterator[SourceLine]:  # streamed, not read to the end first
+        yield from InputFile(str(path), 1 << 26).lines()
+        raise AssertionError("read to the end")
+
+    monkeypatch.setattr(documents, "_BLOCK_BYTES", 4096)  # brackets counted per 4 KB
+    out = records(lines(), limit)
+    assert [next(out).number for _ in range(4)] == [1, *starts(path)[:3]]
+
+    tail = tmp_path / "tail.json"  # after the array: lines as they are, which validation names
+    tail.write_text(path.read_text() + '{"episode_id": "after"}\n')
+    after = read(tail, limit)
+    assert after[:-1] == [replace(x, path=str(tail)) for x in streamed]
+    assert (after[-1].number, after[-1].raw) == (
+        len(tail.read_text().splitlines()),
+        b'{"episode_id": "after"}',
+    )
+
+    big = max(range(12), key=lambda i: len(whole[i].raw))
+    small = read(path, len(whole[big].raw) - 1)  # the largest item is over the limit
+    assert [(x.number, x.too_long) for x in small[1:]] == [
+        (n, i == big) for i, n in enumerate(starts(path))
+    ]
+    assert small[1 + big].raw == whole[big].raw[:256]
+    writer = RejectsWriter(None)
+    counts = validate_files([str(path)], Episode, writer, len(whole[big].raw) - 1)
+    assert (counts[str(path)].valid, counts[str(path)].blank) == (11, 1)
+    assert dict(writer.by_kind) == {"line_too_long": 1}
 
 
 def test_a_document_builds_like_its_jsonl_and_rejects_name_where_each_episode_starts(
