@@ -144,7 +144,12 @@ def _may_be_document(first: SourceLine, list_key: str | None) -> bool:
         return True  # the start of a pretty-printed document, or a broken line
     if isinstance(value, dict):
         return list_key is not None and isinstance(value.get(list_key), list)
-    return isinstance(value, list)
+    # a list on one line: the whole of a .json file, but a bad line of a file named JSONL
+    return isinstance(value, list) and not _named_jsonl(first.path)
+
+
+def _named_jsonl(path: str) -> bool:
+    return path.removesuffix(".gz").removesuffix(".zst").endswith((".jsonl", ".ndjson"))
 
 
 def _split(lines: list[SourceLine], list_key: str | None) -> list[SourceLine]:

@@ -4,6 +4,7 @@ episode numbered by the line it starts on; JSONL streams as before."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -62,6 +63,12 @@ def test_a_document_is_one_record_per_episode(tmp_path: Path) -> None:
     got = read(listed)
     assert [json.loads(line.raw) for line in got] == episodes
     assert [line.number for line in got] == starts(listed)
+    compact = tmp_path / "compact.json"  # json.dump(episodes, f): the whole file on one line
+    compact.write_text(json.dumps(episodes))
+    assert [(x.number, json.loads(x.raw)) for x in read(compact)] == [(1, e) for e in episodes]
+    named = tmp_path / "compact.jsonl.gz"  # in a file named JSONL, a list is a bad line
+    named.write_bytes(gzip.compress(compact.read_bytes()))
+    assert [(x.number, x.raw) for x in read(named)] == [(1, compact.read_bytes())]
     single = tmp_path / "episode.json"
     single.write_text("\n" + json.dumps(episodes[0], indent=4))
     assert [(x.number, json.loads(x.raw)) for x in read(single)] == [(2, episodes[0])]
