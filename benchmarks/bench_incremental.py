@@ -6,7 +6,7 @@ episodes (``benchmarks.episodes_profile``) in ``files`` files, then one more fil
 base files without cache, the same with a cold cache (the cost of writing it), the rebuild
 with the new file using the warm cache, a clean build of all files without cache (the
 reference the rebuild is compared with; its dataset folder must be byte-identical), and a
-clean build of the same episodes from one file (what the per-file segments cost).
+clean build of the same episodes from one file (what the segments cost).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         "full, cold cache": build(files, out / "cold", cache, staging),
         "+1 % file, warm cache": build([*files, new], out / "inc", cache, staging),
         "+1 % file, no cache": build([*files, new], out / "ref", None, staging),
-        # the same episodes in one file: what the per-file segments cost a clean build
+        # the same episodes in one file: what the segments cost a clean build
         "same episodes in one file, no cache": build([one_file(files, new)], out / "one", None),
     }
     same = digest(out / "inc" / "ds") == digest(out / "ref" / "ds")

@@ -38,7 +38,7 @@ from builder.rejects import RejectsWriter
 from builder.report import card_images
 from builder.report.chart_process import ChartDrawer, chart_drawer
 from builder.sources import expand_inputs
-from builder.staging import segment_names
+from builder.staging import plan_segments, segment_names
 
 # A segment's buckets follow its episodes, or its questions (the banks' segment has only those).
 BUCKET_SIZED = ("episodes", "questions")
@@ -98,11 +98,15 @@ class BuildReport:
 
 
 def expanded(config: BuildConfig) -> BuildConfig:
+    """The config with its globs expanded and its episode files cut into segments, once, so
+    every stage sees the same segments."""
+    episodes = tuple(expand_inputs(config.episodes))
     return replace(
         config,
-        episodes=tuple(expand_inputs(config.episodes)),
+        episodes=episodes,
         synthetic_questions=tuple(expand_inputs(config.synthetic_questions)),
         llm_questions=tuple(expand_inputs(config.llm_questions)),
+        segments=plan_segments(episodes, config.segment_bytes),
     )
 
 

@@ -62,6 +62,11 @@ class BuildConfig:
     publish_private: bool = False
     max_output_chars: int = 8000
     workers: int = 0  # ingest processes; 0: one per core for files of 64 MB+; 1: in-process
+    # episode files are read and exported in segments of this many stored bytes (a larger
+    # file is a segment of its own); 0: automatic (``builder.staging.segment_threshold``)
+    segment_bytes: int = 0
+    # the episode files of each segment, fixed when the build starts (``builder.build``)
+    segments: tuple[tuple[str, ...], ...] = ()
     engine: str = "local"  # "local" or "ray"
     ray_address: str = ""  # empty: a local Ray with 2 CPUs; "auto" or "ray://host:10001"
     cache_dir: Path | None = None  # per-file normalized results for incremental rebuilds
@@ -88,7 +93,7 @@ _SECTIONS = {
     "inputs": {"episodes", "synthetic_questions", "llm_questions", "sessions"},
     "output": {"out", "rejects", "parquet_max_rows_per_file", "upload_to"},
     "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
-    "build": {"batch_lines", *RUN_OPTIONS},
+    "build": {"batch_lines", "segment_bytes", *RUN_OPTIONS},
     "splits": {"train", "validation", "test", "salt"},
     "derive": {"dpo_max_pairs_per_episode", "null_correct_trains", "max_output_chars"},
     "redaction": {"enabled", "allowlist", "extra_patterns"},
@@ -201,6 +206,8 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
         return base / value
     if key == "upload_to" and not (isinstance(value, str) and is_uri(value)):
         raise ConfigError(f"{path}: upload_to must be an object-store URI such as s3://bucket/x")
+    if key == "segment_bytes" and (type(value) is not int or value < 0):
+        raise ConfigError(f"{path}: segment_bytes must be a number of bytes (0: automatic)")
     if key == "engine" and value not in ("local", "ray"):
         raise ConfigError(f'{path}: engine must be "local" or "ray"')
     if key in _NOT_PATHS:

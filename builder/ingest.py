@@ -42,7 +42,7 @@ from builder.normalize.questions import question_row
 from builder.normalize.rows import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS, empty_rows, to_table
 from builder.rejects import RejectsWriter
 from builder.sources import InputFile, InputStats, SourceLine
-from builder.staging import TableSink, bank_paths, segment_names
+from builder.staging import BANK_SEGMENT, TableSink, bank_paths, episode_segments, segment_name
 from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank
 from schemas.episode import Episode, Question
 from schemas.layouts import SEEDS
@@ -133,14 +133,20 @@ class Ingest:
             hash_precision=self.config.hash_precision,
         )
         self.first_seen: dict[str, tuple[str, int]] = {}
+        self.segment_files: dict[str, tuple[str, ...]] = {}  # episode segment -> its files
 
     def run(self) -> IngestResult:
-        banks, *files = segment_names(self.config)
-        self._segment(banks, self._read_banks)
-        for name, path in zip(files, self.config.episodes, strict=True):
-            self._segment(name, lambda path=path: self._read_episodes(path))
+        runs = episode_segments(self.config)
+        self.segment_files = {segment_name(i): run for i, run in enumerate(runs, 1)}
+        self._segment(BANK_SEGMENT, self._read_banks)
+        for name, run in self.segment_files.items():
+            self._segment(name, lambda run=run: self._read_run(run))
         self.result.rows = self.sink.rows
         return self.result
+
+    def _read_run(self, paths: tuple[str, ...]) -> None:
+        for path in paths:
+            self._read_episodes(path)
 
     def _segment(self, name: str, read: Callable[[], None]) -> None:
         """Read one segment's inputs into its own staging folder."""

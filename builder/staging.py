@@ -1,21 +1,24 @@
 """The staging tables: the ingest's output, one Parquet file per normalized table per segment.
 
 The staging tables are cut by input: segment ``00000`` (``BANK_SEGMENT``) holds the question
-banks, segment ``k`` the ``k``-th episode file (inputs sorted), each in
-``{staging}/{segment}/{table}.parquet``. The export keeps the cut (every config's files are
-per segment), so a segment's output depends only on its own file and what came before it:
-an appended file leaves every earlier segment's files as they were (``builder.cache.segments``).
+banks, segment ``k`` the ``k``-th run of episode files (inputs sorted; ``plan_segments``),
+each in ``{staging}/{segment}/{table}.parquet``. The export keeps the cut (every config's
+files are per segment), so a segment's output depends only on its own files and what came
+before it: an appended file leaves every earlier closed segment's files as they were
+(``builder.cache.segments``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builder import storage
 from builder.config import BuildConfig
 from schemas.tables import TABLES, empty_table
 
@@ -85,7 +88,56 @@ def segment_name(index: int) -> str:
 
 def segment_names(config: BuildConfig) -> list[str]:
     """Every segment of a build but the sessions', in order."""
-    return [BANK_SEGMENT, *(segment_name(i) for i in range(1, len(config.episodes) + 1))]
+    count = len(episode_segments(config))
+    return [BANK_SEGMENT, *(segment_name(i) for i in range(1, count + 1))]
+
+
+# A segment has a fixed cost (its derive plans, a file per config and split), so small files
+# are read and exported together; a segment closes once it holds this many stored bytes.
+MIN_SEGMENT_BYTES = 8 << 20
+SEGMENTS_PER_INPUT = 64
+
+
+def segment_threshold(total_bytes: int) -> int:
+    """The automatic ``segment_bytes``: the power of two at or above 1/64 of the input, and at
+    least 8 MiB. A segment stays a small share of the input, so a file appended to an open
+    segment rebuilds little, and the threshold (with every segment) only moves when the
+    input doubles."""
+    target = max(MIN_SEGMENT_BYTES, total_bytes // SEGMENTS_PER_INPUT)
+    return 1 << (target - 1).bit_length()
+
+
+def plan_segments(paths: Sequence[str], segment_bytes: int = 0) -> tuple[tuple[str, ...], ...]:
+    """The episode files (``paths``, in order) cut into runs: a run closes at the file that
+    brings it to ``segment_bytes`` stored bytes (0: ``segment_threshold``), so a file that
+    large is a segment of its own, and appending a file changes the last, open run only."""
+    sizes = [_stored_bytes(p) for p in paths]
+    threshold = segment_bytes or segment_threshold(sum(sizes))
+    runs: list[tuple[str, ...]] = []
+    run: list[str] = []
+    size = 0
+    for path, n in zip(paths, sizes, strict=True):
+        run.append(path)
+        size += n
+        if size >= threshold:
+            runs.append(tuple(run))
+            run, size = [], 0
+    if run:
+        runs.append(tuple(run))
+    return tuple(runs)
+
+
+def episode_segments(config: BuildConfig) -> tuple[tuple[str, ...], ...]:
+    """The episode files of each segment: as the build fixed them (``config.segments``), or
+    planned now for an ingest run on its own."""
+    return config.segments or plan_segments(config.episodes, config.segment_bytes)
+
+
+def _stored_bytes(path: str) -> int:
+    try:
+        return storage.stat(path).st_size
+    except OSError:
+        return 0  # the ingest reports the missing file
 
 
 def bank_paths(config: BuildConfig) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -108,38 +108,45 @@ class CachedIngest(Ingest):
 
     def _material(self, name: str) -> Any:
         """What identifies a segment's input, once read: the question banks' paths and
-        digests, or the episode file's cache key."""
+        digests, or the cache keys of the segment's episode files."""
         digests = {s.path: s.sha256 for s in self.result.inputs}
         if name == BANK_SEGMENT:
             return keys.bank_material(self.config, digests.__getitem__)
-        path = self.config.episodes[int(name) - 1]
-        return self.entries.key(path, digests[path])
+        return [self.entries.key(path, digests[path]) for path in self.segment_files[name]]
 
     def _stored_key(self, name: str) -> str | None:
-        """The segment's key before reading it, when its input's digest can be known
+        """The segment's key before reading it, when its inputs' digests can be known
         without a parse (banks: hashed; episode files: ``known_digest``); else None."""
-        try:
-            if name == BANK_SEGMENT:
+        if name == BANK_SEGMENT:
+            try:
                 hashed = keys.bank_material(self.config, keys.file_sha256)
-                return keys.chain(self._previous, name, hashed)
-            path = self.config.episodes[int(name) - 1]
-            before = storage.stat(path)
-        except OSError:
-            return None
-        recorded_ns = time.time_ns()
-        digest, trusted = self.memo.known_digest(path, before)
-        if digest is None:
-            return None
-        entry = self.entries.key(path, digest)
-        key = keys.chain(self._previous, name, entry)
+            except OSError:
+                return None
+            return keys.chain(self._previous, name, hashed)
+        known = []
+        for path in self.segment_files[name]:
+            try:
+                before = storage.stat(path)
+            except OSError:
+                return None
+            recorded_ns = time.time_ns()
+            digest, trusted = self.memo.known_digest(path, before)
+            if digest is None:
+                return None
+            known.append((path, before, digest, trusted, recorded_ns))
+        entries = [self.entries.key(path, digest) for path, _, digest, _, _ in known]
+        key = keys.chain(self._previous, name, entries)
         if (self.segments.directory / key).is_dir():
-            # The memo and the file's normalized batches stay for the next build.
-            if trusted:
-                self.memo.keep(path)
-            else:
-                self.memo.remember(path, before, digest, recorded_ns)
-            if (self.entries.directory / entry).is_dir():
-                self.entries.used.add(entry)
+            # The memo and the files' normalized batches stay for the next build.
+            for (path, before, digest, trusted, recorded_ns), entry in zip(
+                known, entries, strict=True
+            ):
+                if trusted:
+                    self.memo.keep(path)
+                else:
+                    self.memo.remember(path, before, digest, recorded_ns)
+                if (self.entries.directory / entry).is_dir():
+                    self.entries.used.add(entry)
         return key
 
     def _read_episodes(self, path: str) -> None:

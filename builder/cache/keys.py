@@ -32,7 +32,7 @@ from builder.ingest import BATCH_BYTES
 from builder.staging import bank_paths
 
 ENTRY_FORMAT = 1
-SEGMENT_FORMAT = 1
+SEGMENT_FORMAT = 2  # 2: a segment is a run of episode files
 _LIBRARIES = ("pydantic", "pydantic_core", "msgspec", "orjson", "pyarrow")
 _ROOTS = ("builder", "schemas")
 # The modules whose code decides what a cached batch holds, and what they import.
@@ -40,6 +40,8 @@ _INGEST_MODULES = ("builder.ingest", "builder.engine.codec", "builder.cache.cach
 # Options that do not change any segment's files (inputs are keyed one by one).
 SEGMENT_INDEPENDENT = RUN_OPTIONS | {
     "episodes",
+    "segments",  # each segment's key names its files
+    "segment_bytes",
     "synthetic_questions",
     "llm_questions",
     "sessions",

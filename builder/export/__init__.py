@@ -1,8 +1,9 @@
 """Export stage: derived objectives and tables → a Hugging Face dataset folder.
 
 Layout: ``{config}/{split}-{segment}-NNNNN-of-NNNNN.parquet`` for every config (a segment
-per input: ``builder.export.segment``), ``README.md`` (the card, whose YAML declares the
-configs) and ``manifest.json``. No loading script.
+per run of inputs, ``builder.staging``; its export: ``builder.export.segment``),
+``README.md`` (the card, whose YAML declares the configs) and ``manifest.json``. No loading
+script.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def ingest(config: BuildConfig, folder: Path, workers: int) -> tuple[dict[str, b
         rejects.close()
     staging = folder / "staging"
     files = {str(p.relative_to(staging)): p.read_bytes() for p in staging.rglob("*.parquet")}
-    assert len(files) == len(TABLES) * 3  # the bank segment and one per episode file
+    assert len(files) == len(TABLES) * 2  # the bank segment, and one run of both small files
     files["rejects"] = (folder / "rejects.jsonl").read_bytes()
     summary = (result.counts, result.rows, normalizer.stats, normalizer.ground_truth)
     return files, summary

@@ -58,6 +58,7 @@ def write_inputs(folder: Path) -> list[str]:
 
 
 def config_for(folder: Path, episodes: list[str], name: str, **kw: Any) -> CachedConfig:
+    kw.setdefault("segment_bytes", 1)  # a segment per file, however small
     return CachedConfig(
         episodes=tuple(episodes),
         synthetic_questions=(str(folder / "bank.jsonl"),),
@@ -202,6 +203,40 @@ def test_an_appended_file_rebuilds_only_its_own_segment(
     assert sft.height and sft.get_column("difficulty").null_count() == 0
     prompts = sft.select(pl.col("messages").list.get(1).struct.field("content"))
     assert all(q in p for q, p in zip(sft["question_text"], prompts.to_series(), strict=True))
+
+
+def rows_of(dataset: Path, name: str) -> list[str]:
+    """A config's rows across its files, in a canonical order (the cut is not compared)."""
+    table = pl.read_parquet(dataset / name / "*.parquet")
+    return sorted(json.dumps(row, sort_keys=True, default=str) for row in table.to_dicts())
+
+
+def test_small_files_share_a_segment_and_an_appended_one_rebuilds_that_run(
+    tmp_path: Path, spy: Spy
+) -> None:
+    """Automatic segments (``segment_bytes`` 0): files far below the threshold are read and
+    exported as one run, so many small files do not cost a segment (and a file per config
+    and split) each; a file appended to the open run rebuilds that run, its earlier files
+    replayed from their cached batches, and the result is the clean build's."""
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    auto = {"segment_bytes": 0}
+    outputs(config_for(tmp_path, files, "before", cache_dir=cache, **auto))
+    assert spy.built == ["00000", "00001"]  # the banks, and the three files as one run
+    write_jsonl(tmp_path / "e-appended.jsonl", generate_episodes(12, seed=8, question_pool=15))
+    more = [*files, str(tmp_path / "e-appended.jsonl")]
+    spy.reset()
+    incremental = outputs(config_for(tmp_path, more, "inc", cache_dir=cache, **auto))
+    assert (spy.reused, spy.built) == (["00000"], ["00001"])
+    assert (spy.hits, spy.misses) == (3, 1)
+    clean = outputs(config_for(tmp_path, more, "clean", **auto))
+    assert incremental == clean
+    per_file = outputs(config_for(tmp_path, more, "per-file"))
+    parquet = [len([f for f in o["dataset"] if f.endswith(".parquet")]) for o in (clean, per_file)]
+    assert parquet[0] < parquet[1]
+    for name in ("sft", "prm_stepwise", "dpo", "episodes", "questions"):
+        runs, files_apart = (tmp_path / n / "dataset" for n in ("clean", "per-file"))
+        assert rows_of(runs, name) == rows_of(files_apart, name)
 
 
 IMPORTED_BY_A_BUILD = """

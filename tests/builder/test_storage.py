@@ -157,17 +157,21 @@ def test_an_upload_sends_only_the_files_that_changed(bucket: str, tmp_path: Path
     first_day, second_day = tmp_path / "day-1.jsonl", tmp_path / "day-2.jsonl"
     first_day.write_text("".join(lines[:75]), encoding="utf-8")
     second_day.write_text("".join(lines[75:]), encoding="utf-8")
-    target = f"{bucket}/daily/ds"
-    first = build(config_for(tmp_path, "first", episodes=(str(first_day),), upload_to=target))
+    target = f"{bucket}/daily/ds"  # below: a segment per day's file, however small
+    first = build(
+        config_for(tmp_path, "first", episodes=(str(first_day),), upload_to=target, segment_bytes=1)
+    )
     assert first.upload == {"sent": len(local_files(first.out)), "unchanged": 0, "deleted": 0}
 
-    again = build(config_for(tmp_path, "again", episodes=(str(first_day),), upload_to=target))
+    again = build(
+        config_for(tmp_path, "again", episodes=(str(first_day),), upload_to=target, segment_bytes=1)
+    )
     # The data files and the card's images: unchanged, so not sent again.
     data = [name for name in local_files(again.out) if name.endswith((".parquet", ".png"))]
     assert again.upload == {"sent": 2, "unchanged": len(data), "deleted": 0}
 
     days = (str(first_day), str(second_day))
-    more = build(config_for(tmp_path, "more", episodes=days, upload_to=target))
+    more = build(config_for(tmp_path, "more", episodes=days, upload_to=target, segment_bytes=1))
     added = [name for name in local_files(more.out) if "-00002-" in name]
     before, after = local_files(again.out), local_files(more.out)
     redrawn = [n for n in after if n.startswith("images/") and after[n] != before[n]]

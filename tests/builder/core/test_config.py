@@ -28,6 +28,7 @@ hook_value_limit = 500
 
 [build]
 batch_lines = 64
+segment_bytes = 33554432
 
 [splits]
 train = 0.8
@@ -65,6 +66,7 @@ def test_every_section_is_read(tmp_path: Path) -> None:
     assert config.parquet_max_rows_per_file == 1000
     assert (config.max_reject_ratio, config.strict) == (0.05, True)
     assert (config.max_line_bytes, config.hook_value_limit, config.batch_lines) == (4096, 500, 64)
+    assert config.segment_bytes == 32 << 20
     assert (config.split_train, config.split_validation, config.split_test) == (0.8, 0.1, 0.1)
     assert config.split_salt == "v2"
     assert (config.dpo_max_pairs_per_episode, config.null_correct_trains) == (2, False)
@@ -138,6 +140,8 @@ def test_unknown_sections_and_keys_are_errors(tmp_path: Path, text: str, message
         "[checks]\nmax_line_bytes = 1.5\n",
         "[build]\nbatch_lines = true\n",
         '[build]\nbatch_lines = "64"\n',
+        "[build]\nsegment_bytes = -1\n",
+        '[build]\nsegment_bytes = "64MB"\n',
         "[inputs]\nepisodes = 3\n",
         "[inputs]\nepisodes = [1, 2]\n",
         "[output]\nout = 3\n",
