@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 import numpy as np
+import orjson
 
 from builder.sources import SourceLine
 
@@ -139,9 +140,11 @@ def _may_be_document(first: SourceLine, list_key: str | None) -> bool:
     if first.too_long:
         return False
     try:
-        value = json.loads(first.raw)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return True  # the start of a pretty-printed document, or a broken line
+        value = orjson.loads(first.raw)
+    except orjson.JSONDecodeError:
+        # the start of a pretty-printed document, or a broken line (or one with NaN or a
+        # lone surrogate, which orjson refuses: ``_split`` finds it is not a document)
+        return True
     if isinstance(value, dict):
         return list_key is not None and isinstance(value.get(list_key), list)
     # a list on one line: the whole of a .json file, but a bad line of a file named JSONL

@@ -54,6 +54,8 @@ def test_jsonl_streams_on_after_its_first_line() -> None:
 
     out = records(lines(), limit=1 << 20)
     assert [next(out).number for _ in range(3)] == [1, 2, 3]
+    python_dialect = [SourceLine("g.jsonl", 1, b'{"x": NaN}'), SourceLine("g.jsonl", 2, b"{}")]
+    assert list(records(python_dialect, 1 << 20)) == python_dialect  # json.dumps writes NaN
 
 
 def test_a_document_is_one_record_per_episode(tmp_path: Path) -> None:
