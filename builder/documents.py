@@ -47,13 +47,12 @@ def records(
     for line in it:
         head.append(line)
         size += len(line.raw) + 1
-        too_big = limit is not None and size > limit
-        if too_big and opens_array:  # stream its items
+        if limit is not None and size > limit and opens_array:  # stream its items
             blank = next(i for i, line in enumerate(head) if line.raw.strip())
             yield from head[:blank]
-            yield from _array_items(itertools.chain(head[blank:], it), limit)  # type: ignore[arg-type]
+            yield from _array_items(itertools.chain(head[blank:], it), limit)
             return
-        if too_big or line.too_long:
+        if (limit is not None and size > limit) or line.too_long:
             yield from head  # not a document read whole: lines, which validation names
             yield from it
             return

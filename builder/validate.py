@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -165,20 +165,24 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
     except (ValueError, RecursionError):
         return []
     found: list[tuple[str, int]] = []
-    stack: list[tuple[Any, str]] = [(value, "$")]
-    while stack and len(found) < most:
-        node, path = stack.pop()
-        if isinstance(node, str):
-            if bad := _SURROGATE.search(node):
-                found.append((path, ord(bad.group())))
-        elif isinstance(node, dict):
-            for key, item in reversed(node.items()):
-                if bad := _SURROGATE.search(key):
-                    found.append((path, ord(bad.group())))
-                stack.append((item, f"{path}.{key}"))
-        elif isinstance(node, list):
-            stack += [(item, f"{path}[{i}]") for i, item in reversed(list(enumerate(node)))]
+    for node, path in _json_nodes(value):
+        texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
+        found += [(path, ord(bad.group())) for t in texts if (bad := _SURROGATE.search(t))]
+        if len(found) >= most:
+            return found[:most]
     return found
+
+
+def _json_nodes(value: Any) -> Iterator[tuple[Any, str]]:
+    """Every node of a decoded JSON value with its JSON path, depth first, in order."""
+    stack: list[tuple[Any, str]] = [(value, "$")]
+    while stack:
+        node, path = stack.pop()
+        yield node, path
+        if isinstance(node, dict):
+            stack += [(v, f"{path}.{k}") for k, v in reversed(node.items())]
+        elif isinstance(node, list):
+            stack += [(v, f"{path}[{i}]") for i, v in reversed(list(enumerate(node)))]
 
 
 def _python_dialect(raw: bytes) -> Any | None:
@@ -336,15 +340,12 @@ def duplicate_keys(raw: bytes) -> list[str]:
         value = json.loads(raw, object_pairs_hook=_Object)
     except (ValueError, RecursionError):
         return []
-    found: list[str] = []
-    stack: list[tuple[Any, str]] = [(value, "$")]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, _Object):
-            found += [f"{path}.{key}" for key in node.repeated]
-            stack += [(v, f"{path}.{k}") for k, v in node.items()]
-        elif isinstance(node, list):
-            stack += [(v, f"{path}[{i}]") for i, v in enumerate(node)]
+    found = [
+        f"{path}.{key}"
+        for node, path in _json_nodes(value)
+        if isinstance(node, _Object)
+        for key in node.repeated
+    ]
     return sorted(found)
 
 
