@@ -48,10 +48,10 @@ with open(path, "rb") as f:
     for number, line in enumerate(f, 1):
         batch.append(SourceLine(path, number, line.rstrip(b"\\n")))
         if len(batch) == 1000:
-            normalize_batch(path, batch, 4096)
+            normalize_batch(batch, 4096)
             batch = []
 if batch:
-    normalize_batch(path, batch, 4096)
+    normalize_batch(batch, 4096)
 """,
     "pyarrow read_json": """
 import sys, pyarrow.json

@@ -51,7 +51,7 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--workers",
         type=int,
-        help="ingest processes (default 0: one per core for a file of 64 MB or more; 1: none)",
+        help="ingest processes (default 0: one per core from 64 MB of episodes on; 1: none)",
     )
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")

@@ -61,7 +61,7 @@ class BuildConfig:
     publish_repo: str = ""
     publish_private: bool = False
     max_output_chars: int = 8000
-    workers: int = 0  # ingest processes; 0: one per core for files of 64 MB+; 1: in-process
+    workers: int = 0  # ingest processes; 0: one per core from 64 MB of episodes; 1: in-process
     # episode files are read and exported in segments of this many stored bytes (a larger
     # file is a segment of its own); 0: automatic (``builder.staging.segment_threshold``)
     segment_bytes: int = 0

@@ -11,7 +11,7 @@ The staging tables are cut into segments by input (``builder.staging``).
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from builder.engine import (
     InlineEngine,
     PerFileEngine,
     default_workers,
-    for_file,
+    for_files,
     local_engine,
     main_survives_reimport,
 )
@@ -85,9 +85,10 @@ BATCH_BYTES = 16 << 20
 
 
 def normalize_batch(
-    path: str, lines: list[SourceLine], hook_value_limit: int, precision: int | None = None
+    lines: list[SourceLine], hook_value_limit: int, precision: int | None = None
 ) -> BatchResult:
-    """Validate and normalize a batch of episode lines: pure, so it runs on any worker.
+    """Validate and normalize a batch of episode lines (of one file or of several, each line
+    naming its own): pure, so it runs on any worker.
 
     The fast typed path (``builder.fastpath``) decodes the common line; anything it declines
     is validated by pydantic, which accepts it or names the exact reject."""
@@ -106,6 +107,7 @@ def normalize_batch(
         else:
             layout = SEEDS.name
         duplicates = duplicate_keys(line.raw)
+        path = line.path
         info = emit_episode(
             record, path, line.number, hook_value_limit, out, precision, layout, duplicates
         )
@@ -145,8 +147,7 @@ class Ingest:
         return self.result
 
     def _read_run(self, paths: tuple[str, ...]) -> None:
-        for path in paths:
-            self._read_episodes(path)
+        self._read_files(paths)
 
     def _segment(self, name: str, read: Callable[[], None]) -> None:
         """Read one segment's inputs into its own staging folder."""
@@ -175,47 +176,61 @@ class Ingest:
             self.normalizer.question(valid.record, kind, line.path, line.number)
         self.result.inputs.append(source.stats)
 
+    def _read_files(self, paths: Sequence[str]) -> None:
+        """Episode files, in order, normalized in batches that span files: a batch closes at
+        ``batch_lines`` lines or ``BATCH_BYTES``, not at a file's end, so a run of small
+        files costs a few batches rather than one each. A file is done (``_file_done``) once
+        the batch holding its last line is committed."""
+        sent: deque[tuple[list[SourceLine], list[InputFile]]] = deque()
+        engine = for_files(self.engine, paths)
+        for result in engine.map(normalize_batch, self._batches(paths, sent)):
+            lines, ended = sent.popleft()
+            self._commit(lines, result)
+            for source in ended:
+                self._file_done(source)
+        for _, ended in sent:  # files after the last batch: blank, or no lines at all
+            for source in ended:
+                self._file_done(source)
+
     def _batches(
-        self, source: InputFile, counts: FileCounts
-    ) -> Iterator[tuple[str, list[SourceLine], int, int | None]]:
+        self, paths: Sequence[str], sent: deque[tuple[list[SourceLine], list[InputFile]]]
+    ) -> Iterator[tuple[list[SourceLine], int, int | None]]:
+        """``normalize_batch``'s arguments; each batch is also queued on ``sent`` with the
+        files that ended before it was cut. Files after the last line are queued alone."""
+        limit, precision = self.config.hook_value_limit, self.config.hash_precision
+        ended: list[InputFile] = []
         batch: list[SourceLine] = []
         size = 0
-        limit, precision = self.config.hook_value_limit, self.config.hash_precision
-        for line in records(source.lines(self.on_bytes), self.config.max_line_bytes):
-            if is_blank(line):
-                counts.blank += 1
-                continue
-            batch.append(line)
-            size += len(line.raw)
-            if len(batch) >= self.config.batch_lines or size >= BATCH_BYTES:
-                yield source.path, batch, limit, precision
-                batch, size = [], 0
+        for path in paths:
+            source, counts = self._start(path, "episodes")
+            for line in records(source.lines(self.on_bytes), self.config.max_line_bytes):
+                if is_blank(line):
+                    counts.blank += 1
+                    continue
+                batch.append(line)
+                size += len(line.raw)
+                if len(batch) >= self.config.batch_lines or size >= BATCH_BYTES:
+                    sent.append((batch, ended))
+                    yield batch, limit, precision
+                    batch, size, ended = [], 0, []
+            ended.append(source)
+        sent.append((batch, ended))
         if batch:
-            yield source.path, batch, limit, precision
+            yield batch, limit, precision
 
-    def _read_episodes(self, path: str) -> None:
-        source, counts = self._start(path, "episodes")
-        sent: deque[list[SourceLine]] = deque()
-
-        def batches() -> Iterator[tuple[str, list[SourceLine], int]]:
-            for item in self._batches(source, counts):
-                sent.append(item[1])
-                yield item
-
-        engine = for_file(self.engine, path)
-        for result in engine.map(normalize_batch, batches()):
-            self._commit(sent.popleft(), result, counts)
+    def _file_done(self, source: InputFile) -> None:
         self.result.inputs.append(source.stats)
 
-    def _commit(self, lines: list[SourceLine], batch: BatchResult, counts: FileCounts) -> None:
+    def _commit(self, lines: list[SourceLine], batch: BatchResult) -> None:
         """The build-wide, order-dependent part, in input order: duplicate ids (first wins),
         question rows (first source wins), ground truth learned from earlier lines, and
         ``--strict`` rejects. Exactly what a one-line-at-a-time ingest decides."""
-        normalizer, strict = self.normalizer, self.config.strict
+        normalizer, strict, counted = self.normalizer, self.config.strict, self.result.counts
         keep_episode: list[bool] = []
         keep_question: list[bool] = []
         episode_checks: list[list[str]] = []
         for line, outcome in zip(lines, batch.outcomes, strict=True):
+            counts = counted[line.path]
             if isinstance(outcome, Reject):
                 counts.rejected += 1
                 self.rejects.add(outcome)
@@ -282,7 +297,8 @@ def ingest_files(
     cache: Any = None,
 ) -> tuple[IngestResult, Normalizer]:
     """Read every input into the staging tables. ``workers``: processes for the per-batch
-    work (default: chosen per file, ``_local``). The output is byte-identical for any number.
+    work (default: chosen as runs of files come, ``_local``); the output is the same bytes
+    for any number.
     ``cache``: an open ``builder.cache.IngestCache`` (``builder.cache.open_cache``), which
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
     does not import it."""
@@ -314,8 +330,8 @@ def _engine(config: BuildConfig, workers: int | None) -> Engine:
 
 def _local(config: BuildConfig, workers: int | None) -> Engine:
     """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
-    (1: this one). 0/None, the default: one worker per available core for each episode file
-    of ``POOL_FROM_BYTES`` or more, this process for smaller ones (``PerFileEngine``)."""
+    (1: this one). 0/None, the default: this process until the episode files normalized
+    add up to ``POOL_FROM_BYTES``, then one worker per available core (``PerFileEngine``)."""
     if workers is None:
         workers = getattr(config, "workers", 0) or 0
     if workers >= 1:

@@ -26,7 +26,7 @@ from builder.cache.memo import StatMemo
 from builder.cache.segments import SegmentCache
 from builder.documents import records
 from builder.engine.codec import BatchResult
-from builder.ingest import FileCounts, Ingest
+from builder.ingest import Ingest
 from builder.normalize.episode import EpisodeInfo
 from builder.sources import InputError, InputFile, SourceLine
 from builder.staging import BANK_SEGMENT
@@ -83,7 +83,9 @@ class CachedIngest(Ingest):
     entries: EntryStore = field(kw_only=True)
     memo: StatMemo = field(kw_only=True)
     segments: SegmentCache = field(kw_only=True)
-    _writer: EntryWriter | None = field(default=None, init=False, repr=False)
+    # The files being normalized: their stat before the read, and their entries' writers.
+    _stats: dict[str, tuple[Any, int]] = field(default_factory=dict, init=False, repr=False)
+    _writers: dict[str, EntryWriter] = field(default_factory=dict, init=False, repr=False)
     _previous: str = field(default="", init=False, repr=False)
     _reusing: bool = field(default=True, init=False, repr=False)
 
@@ -149,15 +151,26 @@ class CachedIngest(Ingest):
                     self.entries.used.add(entry)
         return key
 
-    def _read_episodes(self, path: str) -> None:
-        try:
-            before = storage.stat(path)
-        except OSError:
-            return super()._read_episodes(path)  # reports the missing file as usual
-        recorded_ns = time.time_ns()
-        digest, trusted = self.memo.known_digest(path, before)
-        entry = self.entries.entry(path, digest) if digest is not None else None
-        if entry is not None:
+    def _read_run(self, paths: tuple[str, ...]) -> None:
+        """Each file of the run whose digest is known is replayed from its cached batches;
+        the files between those are normalized together (``Ingest._read_files``), each
+        file's share of a batch stored as its own entry."""
+        fresh: list[str] = []
+        for path in paths:
+            try:
+                before = storage.stat(path)
+            except OSError:
+                fresh.append(path)  # reading it reports the missing file as usual
+                continue
+            recorded_ns = time.time_ns()
+            digest, trusted = self.memo.known_digest(path, before)
+            entry = self.entries.entry(path, digest) if digest is not None else None
+            if entry is None:
+                self._stats[path] = (before, recorded_ns)
+                fresh.append(path)
+                continue
+            self._read_fresh(fresh)
+            fresh = []
             self.entries.hits += 1
             self._replay(path, entry)
             self.entries.used.add(entry.directory.name)
@@ -165,25 +178,50 @@ class CachedIngest(Ingest):
                 self.memo.keep(path)
             else:
                 self.memo.remember(path, before, entry.meta["sha256"], recorded_ns)
+        self._read_fresh(fresh)
+
+    def _read_fresh(self, paths: list[str]) -> None:
+        if not paths:
             return
-        self.entries.misses += 1
-        self._writer = self.entries.writer(path)
+        self.entries.misses += sum(path in self._stats for path in paths)
         try:
-            super()._read_episodes(path)
-            stats = self.result.inputs[-1]
-            key = self._writer.finish(stats, self.result.counts[path].blank)
+            self._read_files(paths)
         except BaseException:
-            self._writer.abort()
+            for writer in self._writers.values():
+                writer.abort()
             raise
         finally:
-            self._writer = None
+            self._writers.clear()
+            self._stats.clear()
+
+    def _writer(self, path: str) -> EntryWriter | None:
+        """The entry being written for ``path``, opened at its first share of a batch; None
+        for a file that is not cached (it could not be stat'ed, or is being replayed)."""
+        if path not in self._stats:
+            return None
+        if path not in self._writers:
+            self._writers[path] = self.entries.writer(path)
+        return self._writers[path]
+
+    def _commit(self, lines: list[SourceLine], batch: BatchResult) -> None:
+        if self._stats:
+            for path, share in batch.by_file([line.path for line in lines]):
+                writer = self._writer(path)
+                if writer is not None:
+                    writer.add(share)
+        super()._commit(lines, batch)
+
+    def _file_done(self, source: InputFile) -> None:
+        super()._file_done(source)
+        path, stats = source.path, source.stats
+        writer = self._writer(path)
+        if writer is None:
+            return
+        key = writer.finish(stats, self.result.counts[path].blank)
+        del self._writers[path]
+        before, recorded_ns = self._stats.pop(path)
         self.entries.used.add(key)
         self.memo.remember(path, before, stats.sha256, recorded_ns)
-
-    def _commit(self, lines: list[SourceLine], batch: BatchResult, counts: FileCounts) -> None:
-        if self._writer is not None:
-            self._writer.add(batch)
-        super()._commit(lines, batch, counts)
 
     def _replay(self, path: str, entry: Entry) -> None:
         """The commit over the cached batches, in input order: what a clean build does."""
@@ -199,7 +237,7 @@ class CachedIngest(Ingest):
                     SourceLine(path, o.number if isinstance(o, EpisodeInfo) else o.line, None)  # type: ignore[arg-type]
                     for o in batch.outcomes
                 ]
-                self._commit(lines, batch, counts)
+                self._commit(lines, batch)
         except InputError:
             raise  # the input changed under the build, not the cache
         except (OSError, ValueError, pa.ArrowException) as exc:

@@ -1,10 +1,11 @@
 """The second level of the cache: each episode file's normalized batches, by entry key.
 
-What is cached is the pure, per-file part of the ingest: the batches ``normalize_batch``
-returns (one entry of record batches per input batch, ``builder.engine.codec``), plus the
-file's blank-line count and stats. The build-wide, order-dependent commit (duplicate ids,
-first-source-wins questions, ground truth, ``--strict``) is *not* cached: a rebuild replays
-it over the cached batches in input order (``builder.cache.cached_ingest``).
+What is cached is the pure, per-file part of the ingest: the file's share of each batch
+``normalize_batch`` returns (a batch may span files; ``BatchResult.by_file``), as record
+batches (``builder.engine.codec``), plus the file's blank-line count and stats. The
+build-wide, order-dependent commit (duplicate ids, first-source-wins questions, ground
+truth, ``--strict``) is *not* cached: a rebuild replays it over the cached batches in input
+order (``builder.cache.cached_ingest``).
 
 **Safety.** An entry is written into a temporary folder and renamed into place only when
 complete, ``meta.json`` last; before replay every file of the entry is checked against the

@@ -10,7 +10,9 @@ follows writes the same bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import groupby
 
 import pyarrow as pa
 
@@ -58,6 +60,7 @@ BATCH_SCHEMAS: dict[str, pa.Schema] = {
 
 LINES = pa.schema(
     [
+        pa.field("path", pa.string(), nullable=False),  # a batch may span files
         pa.field("number", pa.int64(), nullable=False),
         pa.field("raw", pa.large_binary(), nullable=False),
         pa.field("too_long", pa.bool_(), nullable=False),
@@ -76,6 +79,29 @@ class BatchResult:
 
     outcomes: list[EpisodeInfo | Reject]
     tables: dict[str, pa.Table]
+
+    def by_file(self, paths: list[str]) -> Iterator[tuple[str, BatchResult]]:
+        """The batch cut where ``paths`` (one per outcome: the file of its line) changes:
+        each file's share, in order, its tables zero-copy slices."""
+        if len(set(paths)) == 1:  # the common batch: within one file
+            yield paths[0], self
+            return
+        offsets = dict.fromkeys(self.tables, 0)
+        start = 0
+        for path, group in groupby(paths):
+            end = start + sum(1 for _ in group)
+            outcomes = self.outcomes[start:end]
+            rows = dict.fromkeys(self.tables, 0)
+            for info in outcomes:
+                if isinstance(info, EpisodeInfo):
+                    for name, n in zip(EPISODE_TABLES, info.counts, strict=True):
+                        rows[name] += n
+                    rows["questions"] += 1
+            tables = {name: t.slice(offsets[name], rows[name]) for name, t in self.tables.items()}
+            for name, n in rows.items():
+                offsets[name] += n
+            yield path, BatchResult(outcomes, tables)
+            start = end
 
 
 def outcomes_table(outcomes: list[EpisodeInfo | Reject]) -> pa.Table:
@@ -181,6 +207,7 @@ def batch_from_record_batches(batches: dict[str, pa.RecordBatch]) -> BatchResult
 def lines_table(lines: list[SourceLine]) -> pa.Table:
     return pa.Table.from_arrays(
         [
+            pa.array([line.path for line in lines], pa.string()),
             pa.array([line.number for line in lines], pa.int64()),
             pa.array([line.raw for line in lines], pa.large_binary()),
             pa.array([line.too_long for line in lines], pa.bool_()),
@@ -189,11 +216,13 @@ def lines_table(lines: list[SourceLine]) -> pa.Table:
     )
 
 
-def lines_from_table(path: str, table: pa.Table) -> list[SourceLine]:
+def lines_from_table(table: pa.Table) -> list[SourceLine]:
+    paths = table.column("path").to_pylist()
     numbers = table.column("number").to_pylist()
     raws = table.column("raw").to_pylist()
     too_long = table.column("too_long").to_pylist()
-    return [SourceLine(path, n, r, t) for n, r, t in zip(numbers, raws, too_long, strict=True)]
+    columns = zip(paths, numbers, raws, too_long, strict=True)
+    return [SourceLine(p, n, r, t) for p, n, r, t in columns]
 
 
 def to_ipc(batch: pa.RecordBatch) -> bytes:

@@ -122,18 +122,26 @@ def test_by_default_a_large_file_gets_one_worker_per_core(tmp_path: Path, monkey
     assert isinstance(ingest_module._engine(explicit, None), InlineEngine)
 
 
-def test_a_small_file_after_none_large_starts_no_pool(tmp_path: Path) -> None:
-    """What an incremental rebuild does: only its new, small file is normalized."""
+def test_a_pool_starts_once_the_runs_add_up_to_its_threshold(tmp_path: Path) -> None:
+    """A small run alone (what an incremental rebuild normalizes) starts no pool; runs of
+    small files that add up to the threshold start one, as one large file does, and the
+    pool then serves every later run."""
     small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
     small.write_bytes(b"x" * 10)
     large.write_bytes(b"x" * 100)
     engine = PerFileEngine(2, from_bytes=50)
     try:
-        assert isinstance(engine.for_file(str(small)), InlineEngine)
-        assert isinstance(engine.for_file("s3://bucket/remote.jsonl"), InlineEngine)
-        pool = engine.for_file(str(large))
+        assert isinstance(engine.for_files([str(small)]), InlineEngine)
+        assert isinstance(engine.for_files(["s3://bucket/remote.jsonl"]), InlineEngine)
+        pool = engine.for_files([str(large)])
         assert isinstance(pool, LocalEngine) and pool.workers == 2
-        assert engine.for_file(str(small)) is pool  # started: it serves what follows
+        assert engine.for_files([str(small)]) is pool  # started: it serves what follows
+    finally:
+        engine.close()
+    engine = PerFileEngine(2, from_bytes=50)
+    try:
+        runs = [engine.for_files([str(small), str(small)]) for _ in range(3)]
+        assert [type(e) for e in runs] == [InlineEngine, InlineEngine, LocalEngine]
     finally:
         engine.close()
 

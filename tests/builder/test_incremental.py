@@ -239,6 +239,31 @@ def test_small_files_share_a_segment_and_an_appended_one_rebuilds_that_run(
         assert rows_of(runs, name) == rows_of(files_apart, name)
 
 
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_run_whose_middle_files_changed_replays_the_files_around_them(
+    tmp_path: Path, spy: Spy, strict: bool
+) -> None:
+    """A run of small files shares batches; when files inside it change or are inserted,
+    the files around them are replayed from their cached batches (each file's share of a
+    batch is its own entry) and the new ones normalized together, in input order."""
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    auto = {"segment_bytes": 0, "strict": strict}
+    outputs(config_for(tmp_path, files, "before", cache_dir=cache, **auto))
+    changed = with_defects(generate_episodes(30, seed=12, question_pool=15))
+    changed.append(json.loads((tmp_path / "d-third.jsonl").read_text().splitlines()[1]))
+    write_jsonl(tmp_path / "c-second.jsonl.gz", changed)  # a duplicate of a later file's id
+    write_jsonl(tmp_path / "c-third.jsonl", generate_episodes(9, seed=13, question_pool=15))
+    more = [*files[:2], str(tmp_path / "c-third.jsonl"), files[2]]
+    spy.reset()
+    incremental = outputs(config_for(tmp_path, more, "inc", cache_dir=cache, **auto))
+    assert (spy.hits, spy.misses) == (2, 2)
+    assert spy.batches >= 1
+    clean = outputs(config_for(tmp_path, more, "clean", **auto))
+    assert incremental == clean
+    assert b"already seen at" in clean["rejects"]
+
+
 IMPORTED_BY_A_BUILD = """
 import json, sys
 from pathlib import Path

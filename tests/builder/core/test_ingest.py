@@ -450,3 +450,57 @@ def test_a_duplicated_key_is_a_counted_check_with_its_path(
         "$.verified": 1,
         "$.teacher_gold_trace.turns[*].execution.hooks[*].variable_name": 1,
     }
+
+
+def test_a_batch_spans_the_files_of_a_run(
+    make: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small files share batches: one ``normalize_batch`` call for a run of six files, with
+    every file's lines, blanks, rejects and stats exactly as in batches of one line each."""
+    import builder.ingest as ingest_module
+
+    good = {i: make.line(make.episode(f"ep-{i}")) for i in range(5)}
+    document = json.dumps(make.episode("ep-doc"), indent=2).encode()
+    files = {
+        "a.jsonl": [good[0], good[1]],
+        "b.jsonl": [],  # no bytes at all
+        "c.jsonl": [b"", b"  "],
+        "d.jsonl": [good[2], corrupt("truncated", good[3]), good[0]],  # ep-0 again
+        "e.json": [document],
+        "f.jsonl": [good[4]],
+    }
+    paths = []
+    for name, lines in files.items():
+        path = tmp_path / "in" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"".join(line + b"\n" for line in lines))
+        paths.append(str(path))
+    normalize = ingest_module.normalize_batch
+    calls: list[int] = []
+
+    def counted(lines: list[Any], *args: Any) -> Any:
+        calls.append(len({line.path for line in lines}))
+        return normalize(lines, *args)
+
+    monkeypatch.setattr(ingest_module, "normalize_batch", counted)
+    shared = ingest(tmp_path / "shared", episodes=tuple(paths))
+    assert calls == [4]  # a, d, e and f in one batch; b and c have no record
+    calls.clear()
+    alone = ingest(tmp_path / "alone", episodes=tuple(paths), batch_lines=1)
+    assert calls == [1] * 7  # a record each
+    result, _, rejects, staged = shared
+    assert [s.path for s in result.inputs] == paths
+    assert result.inputs == alone[0].inputs and result.counts == alone[0].counts
+    assert (rejects, staged) == (alone[2], alone[3])
+    assert {(r["source_file"], r["line"], r["kind"]) for r in rejects} == {
+        (paths[3], 2, "invalid_json"),
+        (paths[3], 3, "duplicate_episode_id"),
+    }
+    assert [(r["source_file"], r["source_line"]) for r in staged["episodes"]] == [
+        (paths[0], 1),
+        (paths[0], 2),
+        (paths[3], 1),
+        (paths[4], 1),
+        (paths[5], 1),
+    ]
+    assert (result.counts[paths[1]].blank, result.counts[paths[2]].blank) == (0, 2)
