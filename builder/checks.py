@@ -98,7 +98,8 @@ def check_question(question: Question, precision: int | None = None) -> list[str
 
 
 def is_submitted(trace: ExecutionTrace) -> bool:
-    """A trace submitted an answer when it carries an answer hash."""
+    """A trace submitted an answer when it carries an answer hash (the normalizer fills in
+    the hash of an answer captured without one: ``normalize.episode.with_answer_hashes``)."""
     return trace.final_answer_hash is not None
 
 
@@ -109,6 +110,10 @@ class Consensus:
     runs: int
     succeeded: int
     counts: Mapping[str, int]
+    # The hashes as the line wrote them, when the normalizer filled some in: the capture
+    # code counts the traces whose written hash is the majority's, so a falsy answer it
+    # wrote without a hash is not in its ``majority_count``.
+    written: Mapping[str, int] | None = None
 
     @property
     def majority_count(self) -> int:
@@ -121,9 +126,17 @@ class Consensus:
         return {h for h, c in self.counts.items() if c == top and top > 0}
 
 
-def consensus(traces: Sequence[ExecutionTrace]) -> Consensus:
-    hashes = Counter(t.final_answer_hash for t in traces if t.final_answer_hash is not None)
-    return Consensus(len(traces), sum(t.execution_success for t in traces), hashes)
+def consensus(
+    traces: Sequence[ExecutionTrace], written: Sequence[ExecutionTrace] | None = None
+) -> Consensus:
+    """``written``: the same traces before the normalizer filled in missing answer hashes."""
+    hashes = _hash_counts(traces)
+    before = _hash_counts(written) if written is not None else None
+    return Consensus(len(traces), sum(t.execution_success for t in traces), hashes, before)
+
+
+def _hash_counts(traces: Sequence[ExecutionTrace]) -> Counter[str]:
+    return Counter(t.final_answer_hash for t in traces if t.final_answer_hash is not None)
 
 
 def recompute_verified(episode: Episode, votes: Consensus) -> bool:
@@ -189,10 +202,14 @@ def check_triangulation(
     expected_majority = meta.majority_answer_hash in votes.majority_hashes or (
         meta.majority_answer_hash is None and not votes.counts
     )
+    count_holds = meta.majority_count == votes.majority_count or (
+        votes.written is not None
+        and meta.majority_count == votes.written.get(meta.majority_answer_hash or "", 0)
+    )
     holds = (
         meta.n_consistency_runs == votes.runs
         and meta.n_consistency_succeeded == votes.succeeded
-        and meta.majority_count == votes.majority_count
+        and count_holds
         and expected_majority
         and meta.gold_matches_majority
         == (gold_hash is not None and gold_hash == meta.majority_answer_hash)

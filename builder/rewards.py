@@ -131,12 +131,13 @@ def _has_value(hook: Any) -> bool:
 
 
 def hook_name(hook: Any) -> str | None:
-    """``name``, else ``variable_name``, else ``code_line``: the builder's naming."""
+    """``name``, else ``variable_name`` (unless empty), else ``code_line``: the builder's
+    naming."""
     if isinstance(hook, str):
         return None
     for key in ("name", "variable_name", "code_line"):
         value = _field(hook, key)
-        if value is not None:
+        if value is not None and (value != "" or key != "variable_name"):
             return value
     return None
 

@@ -28,9 +28,9 @@ def _at(value: Any, path: str) -> Any:
     return value
 
 
-def expected_value(line: Any, path: str) -> tuple[str, str] | None:
-    """(what the field is defined as, its value computed from the line) for an id or hash
-    field at ``path``; None for any other field."""
+def expected_value(line: Any, path: str) -> tuple[str, str | None] | None:
+    """(what the field is defined as, its value computed from the line: None for null) for
+    an id or hash field at ``path``; None for any other field."""
     parent, _, name = path.rpartition(".")
     holder = _at(line, parent)
     if not isinstance(holder, dict):
@@ -40,10 +40,11 @@ def expected_value(line: Any, path: str) -> tuple[str, str] | None:
             text, hint = holder.get("question_text"), holder.get("hint")
             if isinstance(text, str) and (hint is None or isinstance(hint, str)):
                 return "sha256(question_text|hint)[:16]", question_id(text, hint)
-        if name == "final_answer_hash" and "final_answer" in holder:
-            return "value_hash(final_answer)", value_hash(holder["final_answer"])
-        if name == "expected_final_answer_hash" and "expected_final_answer" in holder:
-            return "value_hash(expected_final_answer)", value_hash(holder["expected_final_answer"])
+        for answer in ("final_answer", "expected_final_answer"):
+            if name == f"{answer}_hash" and holder.get(answer) is not None:
+                return f"value_hash({answer})", value_hash(holder[answer])
+            if name == f"{answer}_hash":  # nothing submitted: no hash
+                return f"with no {answer} it", None
         if name == "ground_truth_hash" and "ground_truth" in holder:
             return "value_hash(ground_truth)", value_hash(holder["ground_truth"])
     except (TypeError, ValueError, RecursionError):
@@ -60,9 +61,10 @@ def teach(line: Any, path: str, message: str) -> str:
         return message
     formula, expected = found
     value = _at(line, path)
-    if isinstance(value, str):
-        return f"{path.removeprefix('$.')} {value!r} is not {HEX16}; {formula} is {expected!r}"
-    return f"{message}; {formula} is {expected!r}"  # missing, or not a string
+    should = f"{formula} is {'null' if expected is None else repr(expected)}"
+    if isinstance(value, str):  # the reject's path names the field, as the line spells it
+        return f"{value!r} is not {HEX16}; {should}"
+    return f"{message}; {should}"  # missing, or not a string
 
 
 def _underivable_id(line: Any, path: str) -> bool:

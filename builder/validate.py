@@ -227,23 +227,23 @@ def _exact_integers(raw: bytes, value: Any) -> Any:
         return value
 
 
-_HEX16 = re.compile(r"[0-9a-f]{16}")
-
-
 def with_content_question_id(question: Any, free: bool) -> Any:
     """The question (an episode's, or a bank line) with its id made the content address
     where the producer left it out (null or absent: the seeds define the id as that
     address, and their capture code wrote null where it had not computed one), and, when
-    ``free``, where the id is the producer's own (a string that is not 16 hex characters:
-    it moves to ``capture_id``), so questions join and split as in every other layout. Any
-    other id is left to validation and the checks."""
+    ``free``, where the id is the producer's own (any other string, such as ``llm_…`` or the
+    later capture code's 16-hex fingerprint of a template and its parameters: it moves to
+    ``capture_id``), so questions join and split as in every other layout. In the seeds'
+    layout any other id is left to validation and the checks."""
     if not isinstance(question, dict) or not isinstance(question.get("question_text"), str):
         return question  # validation names what is missing
     given, hint = question.get("id"), question.get("hint")
-    own = free and isinstance(given, str) and not _HEX16.fullmatch(given)
-    if not (given is None or own) or not (hint is None or isinstance(hint, str)):
+    if not (hint is None or isinstance(hint, str)):
         return question
     content = question_id(question["question_text"], hint)
+    own = free and isinstance(given, str) and given != content
+    if not (given is None or own):
+        return question
     return {**question, "id": content, "capture_id": given}
 
 

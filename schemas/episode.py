@@ -156,7 +156,8 @@ class ConversationForSft(Record):
 
 
 class RlVerificationData(Record):
-    expected_final_answer_hash: Hex16
+    # null when the gold trace never submitted (the capture side's ``str | None``)
+    expected_final_answer_hash: Hex16 | None
     expected_final_answer: Any = None
 
 

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 from pydantic import BaseModel
 
 from builder import checks
 from builder.fastpath import FastRecord
-from builder.hashing import canonical_json
+from builder.hashing import canonical_json, rehash_json_text
 from builder.normalize.hooks import hook_rows
 from builder.normalize.messages import message_rows
 from builder.normalize.rows import (
@@ -103,6 +104,7 @@ def emit_episode(
     ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.fastpath``), whose
     any-typed values are decoded JSON, so their canonical text skips ``normalize_value``."""
     dump: Dump = decoded_json if isinstance(ep, FastRecord) else canonical_json
+    written, ep = ep, with_answer_hashes(ep, dump, precision)
     before = tuple(len(out[t]) for t in EPISODE_TABLES)
     failed: list[str] = checks.check_question(ep.question, precision)
     if duplicates:
@@ -118,7 +120,8 @@ def emit_episode(
         )
         failed += trace_failed
         bounded += trace_bounded
-    votes = checks.consensus(ep.consistency_traces)
+    filled = written.consistency_traces if written is not ep else None
+    votes = checks.consensus(ep.consistency_traces, filled)
     by_ground_truth = LAYOUTS_BY_NAME[layout].ground_truth_evidence and not ep.consistency_traces
     if by_ground_truth:
         verified = checks.verified_by_ground_truth(ep)
@@ -172,6 +175,36 @@ def emit_episode(
         tuple(len(out[t]) - b for t, b in zip(EPISODE_TABLES, before, strict=True)),
         sorted({generic_path(p) for p in duplicates}),
     )
+
+
+def with_answer_hashes(ep: Any, dump: Dump, precision: int | None) -> Any:
+    """``ep`` with the hash of every trace that has an answer but no hash filled in.
+
+    The capture side writes ``hash(answer) if answer else None``: a falsy answer (``0``,
+    ``False``, ``""``, ``[]``) gets no hash although the trace submitted it. Its hash is the
+    one the capture side would have written, so the trace counts as submitted in the votes
+    and the verified guarantees, and the answer is what RL rewards compare against."""
+    traces = [ep.teacher_gold_trace, *ep.consistency_traces]
+    if all(t.final_answer_hash is not None or value_of(t, "final_answer") is None for t in traces):
+        return ep
+    filled = []
+    for trace in traces:
+        answer = value_of(trace, "final_answer")
+        if trace.final_answer_hash is None and answer is not None:
+            try:
+                hashed = rehash_json_text(dump(answer), precision)
+            except RecursionError:  # too deep to round: the capture side could not hash it
+                hashed = None
+            trace = replace(trace, final_answer_hash=hashed)
+        filled.append(trace)
+    return replace(ep, teacher_gold_trace=filled[0], consistency_traces=filled[1:])
+
+
+def replace(record: Any, **changes: Any) -> Any:
+    """A copy of a frozen record (pydantic or fast-path) with ``changes``."""
+    if isinstance(record, FastRecord):
+        return msgspec.structs.replace(record, **changes)
+    return record.model_copy(update=changes)
 
 
 def _trace(
@@ -239,7 +272,8 @@ def _turns(out: Rows, trace_id: str, episode_id: str, trace: Any, dump: Dump) ->
     corrections = out["corrections"]
     for turn in trace.turns:
         ex = turn.execution
-        submitted = present(ex, "submitted_answer")
+        # The capture side writes ``"submitted_answer": null`` on every turn that did not submit.
+        submitted = value_of(ex, "submitted_answer") is not None
         rows.append(
             TurnRow(
                 trace_id=trace_id,

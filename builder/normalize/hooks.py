@@ -13,7 +13,9 @@ from schemas.episode import Hook
 
 
 def hook_name(hook: Hook) -> str:
-    return hook.variable_name if hook.variable_name is not None else hook.code_line
+    """The variable's name, else the code line (the seeds' capture code wrote ``""`` for an
+    unnamed hook, so every unnamed hook of a trace would otherwise share one name)."""
+    return hook.variable_name or hook.code_line
 
 
 def hook_rows(

@@ -14,7 +14,7 @@ import pytest
 from builder.build import build
 from builder.config import BuildConfig
 from builder.derive import OBJECTIVE_MODULES
-from builder.hashing import question_id
+from builder.hashing import question_id, value_hash
 from builder.sources import SourceLine
 from builder.validate import SCHEMA, Reject, Valid, Validator
 from samples.episodes import generate_episodes
@@ -258,3 +258,79 @@ def test_every_answer_the_question_accepts_is_correct(tmp_path: Path) -> None:
     pairs = table(out, "dpo") if (out / "dpo").exists() else []  # no config without rows
     rejected = {r["rejected_trace_id"] for r in pairs}
     assert not rejected & {t for t, h in traces.items() if h == other}
+
+
+def test_a_template_fingerprint_id_is_a_capture_id_in_the_later_layout(tmp_path: Path) -> None:
+    """The later capture code ids a template question by a 16-hex fingerprint of the template
+    and its parameters: not the content address, and not an error in that layout. In the
+    seeds' layout, whose id is defined as the content address, it stays a failed check."""
+    fingerprint = "0123456789abcdef"
+    record = producer_line(14, id=fingerprint)
+    out = build_file(tmp_path, "v2", [record])
+    (question,) = table(out, "questions")
+    q = record["question"]
+    assert question["capture_id"] == fingerprint
+    assert question["question_id"] == question_id(q["question_text"], q["hint"])
+    assert all(not e["checks"] for e in table(out, "episodes"))
+    seeds = next(generate_episodes(1, 14))
+    seeds["question"]["id"] = fingerprint
+    (row,) = table(build_file(tmp_path, "seeds", [seeds]), "episodes")
+    assert "question_id_mismatch" in row["checks"]
+
+
+def falsy_answers(seed: int, answer: object) -> dict:
+    """A capture_v2 episode as the later capture code writes one whose every trace
+    submitted ``answer`` (falsy): each hash null (``hash(x) if x else None``), every turn's
+    ``submitted_answer`` null, the majority hash that of the answer and, counting the
+    traces whose written hash is that one, a majority count of 0."""
+    record = producer_line(seed)
+    for trace in [record["gold_trace"], *record["consistency_traces"]]:
+        trace.update(final_answer=answer, final_answer_hash=None, success=True)
+        for turn in trace.get("turns") or []:
+            turn["execution"]["submitted_answer"] = None
+    runs = len(record["consistency_traces"])
+    record["triangulation"] = {
+        "n_consistency_runs": runs,
+        "n_consistency_succeeded": runs,
+        "majority_answer_hash": value_hash(answer),
+        "majority_count": 0,
+        "gold_matches_majority": True,
+    }
+    record["verified"] = True
+    return record
+
+
+@pytest.mark.parametrize("answer", [0, False, "", []])
+def test_a_falsy_answer_written_without_its_hash_is_submitted(
+    tmp_path: Path, answer: object
+) -> None:
+    record = falsy_answers(15, answer)
+    assert record["consistency_traces"]
+    out = build_file(tmp_path, "falsy", [record])
+    (episode,) = table(out, "episodes")
+    assert episode["verified_recomputed"] and episode["checks"] == []
+    traces = table(out, "traces")
+    assert all(t["submitted"] and t["final_answer_hash"] == value_hash(answer) for t in traces)
+    assert all(json.loads(t["final_answer"]) == answer for t in traces)
+    assert not any(t["submitted"] for t in table(out, "turns"))  # every one wrote null
+    (rl,) = table(out, "rl")
+    assert rl["expected_final_answer_hash"] == value_hash(answer)
+
+
+def test_a_seeds_episode_whose_gold_never_submitted_has_a_null_expected_hash(
+    tmp_path: Path,
+) -> None:
+    """The seeds' capture code copies the gold trace's hash into ``rl_verification_data``:
+    null when the gold trace never submitted. Such an (unverified) episode is kept."""
+    record = next(generate_episodes(1, 16))
+    record["teacher_gold_trace"].update(final_answer=None, final_answer_hash=None)
+    record["rl_verification_data"] = {
+        "expected_final_answer_hash": None,
+        "expected_final_answer": None,
+    }
+    record["verified"] = False
+    assert isinstance(validate(record), Valid)
+    out = build_file(tmp_path, "unsubmitted", [record])
+    (episode,) = table(out, "episodes")
+    assert episode["expected_final_answer_hash"] is None
+    assert not episode["verified_recomputed"]

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from builder import checks
+from builder import checks, rewards
 from builder.hashing import canonical_json, normalize_value, value_hash
 from builder.normalize import Normalizer
 from schemas.episode import Question
@@ -165,6 +165,34 @@ def test_repeated_hook_names_are_matched_by_occurrence(make: SimpleNamespace) ->
     assert rows(tables, "episodes")[0]["checks"] == [checks.HOOK_LISTING_MISMATCH]
 
 
+def test_unnamed_hooks_are_named_by_their_code_line(make: SimpleNamespace) -> None:
+    """The seeds' capture code wrote ``variable_name: ""`` for a hook without a variable:
+    named like a null one, by its code line, so two unnamed hooks are not one name."""
+    hooks = [
+        make.hook("", 1, code_line="len(df)"),
+        make.hook(None, 2, code_line="df.a.sum()"),
+        make.hook("x", 3),
+    ]
+    turns = [make.turn(0, "x = 3", hooks=hooks), make.turn(1, "submit(42)", submitted=42)]
+    tables, _ = run(make, make.episode(gold=make.turns_trace(42, turns=turns)))
+    gold = [h for h in rows(tables, "hooks") if h["trace_id"] == "ep-0001:gold"]
+    assert [(h["name"], h["variable_name"]) for h in gold] == [
+        ("len(df)", ""),
+        ("df.a.sum()", None),
+        ("x", "x"),
+    ]
+    assert rewards.hook_name({"variable_name": "", "code_line": "len(df)"}) == "len(df)"
+
+
+def test_a_turn_that_wrote_a_null_answer_did_not_submit(make: SimpleNamespace) -> None:
+    """The later capture code writes ``"submitted_answer": null`` on every turn."""
+    turns = [make.turn(0, "x = 1"), make.turn(1, "submit(42)", submitted=42)]
+    turns[0]["execution"]["submitted_answer"] = None
+    tables, _ = run(make, make.episode(gold=make.turns_trace(42, turns=turns)))
+    gold = [r for r in rows(tables, "turns") if r["trace_id"] == "ep-0001:gold"]
+    assert [(r["submitted"], r["submitted_answer"]) for r in gold] == [(False, None), (True, "42")]
+
+
 def test_oversized_hook_value_is_bounded_but_hash_kept(make: SimpleNamespace) -> None:
     big = {"rows": list(range(200))}
     turns = [
@@ -219,14 +247,18 @@ def test_any_typed_values_round_trip(make: SimpleNamespace, value: Any) -> None:
     assert normalizer.stats.checks == {}  # every stored hash matches its stored value
     expected = normalize_value(value)
     trace = next(r for r in rows(tables, "traces") if r["trace_id"] == "ep-0001:gold")
-    turn = next(
-        r for r in rows(tables, "turns") if r["trace_id"] == "ep-0001:gold" and r["submitted"]
-    )
+    submitted = [
+        r["submitted_answer"]
+        for r in rows(tables, "turns")
+        if r["trace_id"] == "ep-0001:gold" and r["submitted"]
+    ]
+    # A turn's null answer is no submission, as the capture side reads it (and writes it).
+    assert len(submitted) == (0 if value is None else 1)
     hook = next(r for r in rows(tables, "hooks") if r["trace_id"] == "ep-0001:gold")
     episode = rows(tables, "episodes")[0]
     for text in (
         trace["final_answer"],
-        turn["submitted_answer"],
+        *submitted,
         hook["value"],
         episode["expected_final_answer"],
     ):

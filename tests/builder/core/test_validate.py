@@ -371,7 +371,7 @@ def test_a_placeholder_id_or_hash_says_what_it_should_be(make: SimpleNamespace) 
     messages = {e.path: e.message for e in outcome.errors}
     question = record["question"]
     assert messages["$.question.id"] == (
-        "question.id 'q001' is not 16 lowercase hex characters; "
+        "'q001' is not 16 lowercase hex characters; "
         f"sha256(question_text|hint)[:16] is {question_id(question['question_text'], question['hint'])!r}"
     )
     assert messages["$.teacher_gold_trace.final_answer_hash"].endswith(
@@ -379,6 +379,13 @@ def test_a_placeholder_id_or_hash_says_what_it_should_be(make: SimpleNamespace) 
     )
     assert messages["$.rl_verification_data.expected_final_answer_hash"].endswith(
         f"value_hash(expected_final_answer) is {value_hash(42)!r}"
+    )
+    record["teacher_gold_trace"].update(final_answer=None, final_answer_hash="")
+    outcome = validate(json.dumps(record).encode())
+    assert isinstance(outcome, Reject)
+    messages = {e.path: e.message for e in outcome.errors}
+    assert messages["$.teacher_gold_trace.final_answer_hash"] == (
+        "'' is not 16 lowercase hex characters; with no final_answer it is null"
     )
 
 
