@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from builder.answers import answers_match, majority
+from builder.fastpath import UNSET
 from builder.hashing import canonical_json, pickle_hash, question_id, rehash_json_text
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 
@@ -139,15 +141,46 @@ def _hash_counts(traces: Sequence[ExecutionTrace]) -> Counter[str]:
     return Counter(t.final_answer_hash for t in traces if t.final_answer_hash is not None)
 
 
-def recompute_verified(episode: Episode, votes: Consensus) -> bool:
-    """The three verified guarantees: gold submitted, gold = majority, one consistency match."""
+@dataclass(frozen=True)
+class ValueVotes:
+    """What the consistency traces say when answers are compared by value within a
+    tolerance (``builder.answers``), as the capture code compares them."""
+
+    count: int  # submitted answers in the majority's cluster
+    majority_hash: str | None  # the hash of the cluster's first answer
+    gold_matches: bool  # the gold answer matches that first answer
+
+
+def answer_of(trace: Any) -> Any:
+    """A trace's answer as decoded; None when it gave none."""
+    answer = trace.final_answer
+    return None if answer is UNSET else answer
+
+
+def value_votes(episode: Episode, tolerance: float) -> ValueVotes:
+    submitted = [t for t in episode.consistency_traces if answer_of(t) is not None]
+    found = majority([answer_of(t) for t in submitted], tolerance)
+    if found is None:
+        return ValueVotes(0, None, False)
+    first, size = found
+    gold = answer_of(episode.teacher_gold_trace)
+    matches = gold is not None and answers_match(gold, answer_of(submitted[first]), tolerance)
+    return ValueVotes(size, submitted[first].final_answer_hash, matches)
+
+
+def recompute_verified(
+    episode: Episode, votes: Consensus, by_value: ValueVotes | None = None
+) -> bool:
+    """The three verified guarantees: gold submitted, gold = majority, one consistency match;
+    by answer hash, or (``by_value``) by value within the build's answer tolerance."""
     gold = episode.teacher_gold_trace
-    return (
-        gold.execution_success
-        and is_submitted(gold)
-        and gold.final_answer_hash in votes.majority_hashes
+    if not (gold.execution_success and is_submitted(gold)):
+        return False
+    by_hash = (
+        gold.final_answer_hash in votes.majority_hashes
         and votes.counts.get(gold.final_answer_hash or "", 0) >= 1
     )
+    return by_hash or (by_value is not None and by_value.gold_matches and by_value.count >= 1)
 
 
 def accepted_hashes(question: Question) -> frozenset[str]:
@@ -166,25 +199,40 @@ def ground_truth_for(question: Question, gold_hash: str | None) -> str | None:
     return question.ground_truth_hash or min(accepted, default=None)
 
 
-def verified_by_ground_truth(episode: Episode) -> bool:
+def verified_by_ground_truth(episode: Episode, tolerance: float | None = None) -> bool:
     """The capture side's ground-truth strategy (no consistency traces): the gold trace
-    succeeded, submitted, and its answer hash is one the question accepts. A match the
-    capture side made within a float tolerance cannot be recomputed from hashes: it fails
-    here, and the episode is flagged ``verified_mismatch``."""
+    succeeded, submitted, and its answer hash is one the question accepts, or (with an
+    answer ``tolerance``) its answer matches the line's ground truth by value. Without one,
+    a match the capture side made within its float tolerance fails here, and the episode
+    is flagged ``verified_mismatch``."""
     gold = episode.teacher_gold_trace
-    return bool(
-        gold.execution_success
-        and is_submitted(gold)
-        and gold.final_answer_hash in accepted_hashes(episode.question)
-    )
+    if not (gold.execution_success and is_submitted(gold)):
+        return False
+    if gold.final_answer_hash in accepted_hashes(episode.question):
+        return True
+    return tolerance is not None and gold_near_ground_truth(episode, tolerance)
+
+
+def gold_near_ground_truth(episode: Episode, tolerance: float) -> bool:
+    """The gold answer matches, by value within ``tolerance``, the ground truth its line's
+    question carries (not one learned from another line: only its hash is known)."""
+    question = episode.question
+    if "ground_truth" not in question.model_fields_set or question.ground_truth is None:
+        return False
+    gold = answer_of(episode.teacher_gold_trace)
+    return gold is not None and answers_match(gold, question.ground_truth, tolerance)
 
 
 def check_triangulation(
-    episode: Episode, votes: Consensus, by_ground_truth: bool = False
+    episode: Episode,
+    votes: Consensus,
+    by_ground_truth: bool = False,
+    by_value: ValueVotes | None = None,
 ) -> list[str]:
-    """The captured triangulation against the consistency traces. Verified by ground truth
-    (no consistency traces), it records the gold answer as the majority answer, a count of
-    0, and ``gold_matches_majority`` equal to ``verified``."""
+    """The captured triangulation against the consistency traces, by answer hash or
+    (``by_value``) as recomputed by value. Verified by ground truth (no consistency traces),
+    it records the gold answer as the majority answer, a count of 0, and
+    ``gold_matches_majority`` equal to ``verified``."""
     meta = episode.triangulation_metadata
     if meta is None:
         return []
@@ -206,15 +254,25 @@ def check_triangulation(
         votes.written is not None
         and meta.majority_count == votes.written.get(meta.majority_answer_hash or "", 0)
     )
+    runs_hold = (
+        meta.n_consistency_runs == votes.runs and meta.n_consistency_succeeded == votes.succeeded
+    )
     holds = (
-        meta.n_consistency_runs == votes.runs
-        and meta.n_consistency_succeeded == votes.succeeded
-        and count_holds
+        count_holds
         and expected_majority
         and meta.gold_matches_majority
         == (gold_hash is not None and gold_hash == meta.majority_answer_hash)
     )
-    return [] if holds else [TRIANGULATION_MISMATCH]
+    if by_value is not None and not holds:
+        # The capture code counts the majority's cluster, or (later) the traces whose
+        # written hash is the majority's.
+        hashes = votes.written if votes.written is not None else votes.counts
+        holds = (
+            meta.majority_count in (by_value.count, hashes.get(meta.majority_answer_hash or "", 0))
+            and meta.majority_answer_hash == by_value.majority_hash
+            and meta.gold_matches_majority == by_value.gold_matches
+        )
+    return [] if runs_hold and holds else [TRIANGULATION_MISMATCH]
 
 
 def check_final_answer(trace: ExecutionTrace, text: str, precision: int | None = None) -> list[str]:

@@ -62,6 +62,12 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="exact|N",
         help="hash scheme of the capture side: exact (default) or floats rounded to N places",
     )
+    b.add_argument(
+        "--answer-tolerance",
+        type=float,
+        metavar="T",
+        help="also verify answers by value within T, as the capture code does (its T: 0.1)",
+    )
 
     v = sub.add_parser("validate", help="validate input files without building")
     v.add_argument("files", nargs="+", metavar="GLOB")
@@ -100,6 +106,8 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
     if args.workers is not None and args.workers < 0:
         raise ConfigError(f"--workers {args.workers}: must be 0 (automatic) or more")
+    if args.answer_tolerance is not None and not args.answer_tolerance >= 0:
+        raise ConfigError(f"--answer-tolerance {args.answer_tolerance}: must be 0 or more")
     if args.max_reject_ratio is not None and not 0.0 <= args.max_reject_ratio <= 1.0:
         raise ConfigError(f"--max-reject-ratio {args.max_reject_ratio}: must be from 0 to 1")
     config = load_config(find_config(args.config, Path.cwd()))
@@ -117,6 +125,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         engine=args.engine,
         ray_address=args.ray_address,
         cache_dir=args.cache_dir,
+        answer_tolerance=args.answer_tolerance,
     )
     if args.hash_precision is not None:  # "exact" must override a config's precision
         config = replace(config, hash_precision=parse_precision(args.hash_precision))

@@ -50,6 +50,9 @@ class BuildConfig:
     max_line_bytes: int = 64 * 1024 * 1024
     hook_value_limit: int = 100_000
     hash_precision: int | None = None  # None: the exact scheme; n: floats rounded to n places
+    # None: verified guarantees by answer hash (the seeds); a number: also by value within it,
+    # as the capture code verifies (``builder.answers``)
+    answer_tolerance: float | None = None
     parquet_max_rows_per_file: int = 200_000
     sessions: str = ""  # sqlite:///... or postgresql://...; empty: no sessions
     null_correct_trains: bool = True
@@ -92,7 +95,13 @@ RUN_OPTIONS = frozenset(
 _SECTIONS = {
     "inputs": {"episodes", "synthetic_questions", "llm_questions", "sessions"},
     "output": {"out", "rejects", "parquet_max_rows_per_file", "upload_to"},
-    "checks": {"max_reject_ratio", "strict", "max_line_bytes", "hook_value_limit"},
+    "checks": {
+        "max_reject_ratio",
+        "strict",
+        "max_line_bytes",
+        "hook_value_limit",
+        "answer_tolerance",
+    },
     "build": {"batch_lines", "segment_bytes", *RUN_OPTIONS},
     "splits": {"train", "validation", "test", "salt"},
     "derive": {"dpo_max_pairs_per_episode", "null_correct_trains", "max_output_chars"},
@@ -194,6 +203,13 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
             return parse_precision(value)
         except ValueError as exc:
             raise ConfigError(f"{path}: [hashing] precision {exc}") from exc
+    if key == "answer_tolerance":
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ConfigError(
+                f"{path}: [checks] answer_tolerance must be a number of 0 or more "
+                f"(the capture code's is 0.1), not {value!r}"
+            )
+        return float(value)
     if key == "sessions" and isinstance(value, str):
         return _session_url(base, value)
     if key == "redaction_extra_patterns":

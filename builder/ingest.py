@@ -85,7 +85,10 @@ BATCH_BYTES = 16 << 20
 
 
 def normalize_batch(
-    lines: list[SourceLine], hook_value_limit: int, precision: int | None = None
+    lines: list[SourceLine],
+    hook_value_limit: int,
+    precision: int | None = None,
+    tolerance: float | None = None,
 ) -> BatchResult:
     """Validate and normalize a batch of episode lines (of one file or of several, each line
     naming its own): pure, so it runs on any worker.
@@ -109,7 +112,15 @@ def normalize_batch(
         duplicates = duplicate_keys(line.raw)
         path = line.path
         info = emit_episode(
-            record, path, line.number, hook_value_limit, out, precision, layout, duplicates
+            record,
+            path,
+            line.number,
+            hook_value_limit,
+            out,
+            precision,
+            layout,
+            duplicates,
+            tolerance=tolerance,
         )
         outcomes.append(info)
         questions.append(question_row(record.question, "episode", path, line.number, precision))
@@ -133,6 +144,7 @@ class Ingest:
         self.normalizer = Normalizer(
             hook_value_limit=self.config.hook_value_limit,
             hash_precision=self.config.hash_precision,
+            answer_tolerance=self.config.answer_tolerance,
         )
         self.first_seen: dict[str, tuple[str, int]] = {}
         self.segment_files: dict[str, tuple[str, ...]] = {}  # episode segment -> its files
@@ -194,10 +206,14 @@ class Ingest:
 
     def _batches(
         self, paths: Sequence[str], sent: deque[tuple[list[SourceLine], list[InputFile]]]
-    ) -> Iterator[tuple[list[SourceLine], int, int | None]]:
+    ) -> Iterator[tuple[list[SourceLine], int, int | None, float | None]]:
         """``normalize_batch``'s arguments; each batch is also queued on ``sent`` with the
         files that ended before it was cut. Files after the last line are queued alone."""
-        limit, precision = self.config.hook_value_limit, self.config.hash_precision
+        options = (
+            self.config.hook_value_limit,
+            self.config.hash_precision,
+            self.config.answer_tolerance,
+        )
         ended: list[InputFile] = []
         batch: list[SourceLine] = []
         size = 0
@@ -211,12 +227,12 @@ class Ingest:
                 size += len(line.raw)
                 if len(batch) >= self.config.batch_lines or size >= BATCH_BYTES:
                     sent.append((batch, ended))
-                    yield batch, limit, precision
+                    yield batch, *options
                     batch, size, ended = [], 0, []
             ended.append(source)
         sent.append((batch, ended))
         if batch:
-            yield batch, limit, precision
+            yield batch, *options
 
     def _file_done(self, source: InputFile) -> None:
         self.result.inputs.append(source.stats)

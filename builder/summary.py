@@ -14,6 +14,8 @@ from builder.checks import (
     HASH_SCHEME_MISMATCH,
     PICKLE_HASH_SCHEME,
     ROUNDED_PRECISION,
+    TRIANGULATION_MISMATCH,
+    VERIFIED_MISMATCH,
 )
 
 HASH_CHECKS = (FINAL_ANSWER_HASH_MISMATCH, EXPECTED_ANSWER_HASH_MISMATCH, GROUND_TRUTH_MISMATCH)
@@ -74,6 +76,23 @@ def pickle_scheme_warning(manifest: Mapping[str, Any]) -> str | None:
     )
 
 
+def tolerance_hint(manifest: Mapping[str, Any]) -> str | None:
+    """Verified or triangulation checks that failed while answers were compared by hash
+    only: the capture code compares them by value, within a float tolerance."""
+    if manifest["options"].get("answer_tolerance") is not None:
+        return None
+    by_kind = manifest["checks"]["episodes_by_kind"]
+    count = max(by_kind.get(VERIFIED_MISMATCH, 0), by_kind.get(TRIANGULATION_MISMATCH, 0))
+    if count == 0:
+        return None
+    return (
+        f"{count} episodes fail the verified or triangulation checks by answer hash. The "
+        "capture code verifies answers by value, numbers within ±0.1: if these episodes "
+        "came from it, build with --answer-tolerance 0.1 ([checks] answer_tolerance in "
+        "dataset.toml) to hold them to that as well."
+    )
+
+
 def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # the stream of the call, not of the import
     m = report.manifest
@@ -95,5 +114,8 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     for warning in (hash_scheme_warning(m), pickle_scheme_warning(m)):
         if warning:
             print(f"\nwarning: {warning}", file=out)
+    hint = tolerance_hint(m)
+    if hint:
+        print(f"\nnote: {hint}", file=out)
     lines = sum(i["lines"] for i in m["inputs"])
     print(f"\n{lines:,} input lines → {report.out} in {report.seconds:.1f} s", file=out)

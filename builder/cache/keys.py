@@ -132,6 +132,7 @@ def file_options(config: Any) -> dict[str, Any]:
     return {
         "hook_value_limit": config.hook_value_limit,
         "hash_precision": config.hash_precision,
+        "answer_tolerance": config.answer_tolerance,
         "max_line_bytes": config.max_line_bytes,
         "batch_lines": config.batch_lines,
         "batch_bytes": BATCH_BYTES,

@@ -49,6 +49,7 @@ REQUESTS = pa.schema(
         pa.field("seq", pa.int64(), nullable=False),
         pa.field("limit", pa.int64(), nullable=False),
         pa.field("precision", pa.int64()),  # hash precision; null: the exact scheme
+        pa.field("tolerance", pa.float64()),  # answer tolerance; null: by hash only
         pa.field("lines", pa.large_binary(), nullable=False),
     ]
 )
@@ -58,9 +59,17 @@ RESULTS = pa.schema(
 )
 
 
-def _request(seq: int, lines: list[Any], limit: int, precision: int | None) -> pa.Table:
+def _request(
+    seq: int, lines: list[Any], limit: int, precision: int | None, tolerance: float | None
+) -> pa.Table:
     blob = to_ipc(one_batch(lines_table(lines), LINES))
-    row = {"seq": seq, "limit": limit, "precision": precision, "lines": blob}
+    row = {
+        "seq": seq,
+        "limit": limit,
+        "precision": precision,
+        "tolerance": tolerance,
+        "lines": blob,
+    }
     return pa.Table.from_pylist([row], schema=REQUESTS)
 
 
@@ -70,7 +79,7 @@ def normalize_requests(requests: pa.Table, fn: Callable[..., Any]) -> pa.Table:
     for request in requests.to_pylist():
         lines_batch = from_ipc(request["lines"])
         lines = lines_from_table(pa.Table.from_batches([lines_batch]))
-        result = fn(lines, request["limit"], request["precision"])
+        result = fn(lines, request["limit"], request["precision"], request["tolerance"])
         encoded = batch_to_record_batches(result)
         rows.append({"seq": request["seq"], **{k: to_ipc(v) for k, v in encoded.items()}})
     return pa.Table.from_pylist(rows, schema=RESULTS)

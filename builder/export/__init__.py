@@ -136,6 +136,7 @@ def export_dataset(
             "dpo_max_pairs_per_episode": config.dpo_max_pairs_per_episode,
             "hook_value_limit": config.hook_value_limit,
             "hash_precision": config.hash_precision,
+            "answer_tolerance": config.answer_tolerance,
             "max_output_chars": config.max_output_chars,
         },
     }

@@ -47,6 +47,7 @@ class Normalizer:
 
     hook_value_limit: int = 100_000
     hash_precision: int | None = None
+    answer_tolerance: float | None = None
     ground_truth: dict[str, str] = field(default_factory=dict)  # question id -> answer hash
     stats: NormalizeStats = field(default_factory=NormalizeStats)
     # question ids seen, in the order first seen (``builder.cache.segments`` takes a segment's)
@@ -114,6 +115,7 @@ class Normalizer:
             self.hash_precision,
             valid.layout,
             duplicate_keys(line.raw),
+            tolerance=self.answer_tolerance,
         )
         episode_checks, new_question = self.commit(info)
         episodes = self._rows["episodes"]

@@ -67,6 +67,8 @@ class EpisodeInfo:
     episode_id: str
     question_id: str
     question_gt_hash: str | None
+    # the gold answer's hash; with an answer tolerance, the ground truth's own hash when the
+    # gold answer matches the line's ground truth by value (``checks.gold_near_ground_truth``)
     gold_hash: str | None
     checks: list[str]  # every failed check except ground truth (needs earlier episodes)
     question_checks: list[str]
@@ -98,6 +100,8 @@ def emit_episode(
     precision: int | None = None,
     layout: str = SEEDS.name,
     duplicates: Sequence[str] = (),
+    *,
+    tolerance: float | None = None,
 ) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
@@ -122,14 +126,19 @@ def emit_episode(
         bounded += trace_bounded
     filled = written.consistency_traces if written is not ep else None
     votes = checks.consensus(ep.consistency_traces, filled)
+    by_value = checks.value_votes(ep, tolerance) if tolerance is not None else None
     by_ground_truth = LAYOUTS_BY_NAME[layout].ground_truth_evidence and not ep.consistency_traces
+    gold_hash = ep.teacher_gold_trace.final_answer_hash
+    truth_hash = checks.ground_truth_for(ep.question, gold_hash)
     if by_ground_truth:
-        verified = checks.verified_by_ground_truth(ep)
+        verified = checks.verified_by_ground_truth(ep, tolerance)
     else:
-        verified = checks.recompute_verified(ep, votes)
+        verified = checks.recompute_verified(ep, votes, by_value)
+    if tolerance is not None and checks.gold_near_ground_truth(ep, tolerance):
+        gold_hash = truth_hash  # held to the ground truth it matches by value
     if ep.verified and not verified:
         failed.append(checks.VERIFIED_MISMATCH)
-    failed += checks.check_triangulation(ep, votes, by_ground_truth)
+    failed += checks.check_triangulation(ep, votes, by_ground_truth, by_value)
     rl = ep.rl_verification_data
     expected = json_text(rl, "expected_final_answer", dump) if rl is not None else None
     failed += checks.check_expected_answer(ep, expected, precision)
@@ -166,8 +175,8 @@ def emit_episode(
         number,
         eid,
         ep.question.id,
-        checks.ground_truth_for(ep.question, ep.teacher_gold_trace.final_answer_hash),
-        ep.teacher_gold_trace.final_answer_hash,
+        truth_hash,
+        gold_hash,
         failed,
         question_checks,
         [generic_path(p) for p in extras],

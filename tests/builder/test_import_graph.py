@@ -88,6 +88,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "builder.config",
             "builder.storage",
             "builder.hashing",
+            "builder.answers",
             "builder.parquet",
             "builder.splits",
             "builder.summaries",

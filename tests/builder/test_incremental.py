@@ -440,6 +440,10 @@ def test_options_that_change_normalization_are_in_the_key(tmp_path: Path, spy: S
     small = outputs(config_for(tmp_path, files, "two", cache_dir=cache, hook_value_limit=50))
     assert spy.misses == 3
     assert small == outputs(config_for(tmp_path, files, "clean", hook_value_limit=50))
+    spy.reset()
+    loose = outputs(config_for(tmp_path, files, "three", cache_dir=cache, answer_tolerance=0.1))
+    assert spy.misses == 3
+    assert loose == outputs(config_for(tmp_path, files, "clean-loose", answer_tolerance=0.1))
 
 
 def test_eviction_keeps_the_last_builds_entries(tmp_path: Path, spy: Spy) -> None:

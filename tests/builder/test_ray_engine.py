@@ -113,7 +113,7 @@ def test_results_come_back_in_order(local_ray: None) -> None:
 
     def items() -> Iterator[tuple[Any, ...]]:
         for i in range(8):
-            yield ([], i, None)  # lines, hook limit, hash precision
+            yield ([], i, None, None)  # lines, hook limit, hash precision, answer tolerance
 
     out = list(engine.map(_echo, items()))
     engine.close()
@@ -121,7 +121,7 @@ def test_results_come_back_in_order(local_ray: None) -> None:
     assert [r.tables["questions"].num_rows for r in out] == [0] * 8
 
 
-def _echo(lines: list[Any], limit: int, precision: int | None) -> Any:
+def _echo(lines: list[Any], limit: int, precision: int | None, tolerance: float | None) -> Any:
     from builder.ingest import normalize_batch
 
-    return normalize_batch(lines, limit, precision)
+    return normalize_batch(lines, limit, precision, tolerance)

@@ -16,6 +16,7 @@ from builder.config import BuildConfig
 from builder.derive import OBJECTIVE_MODULES
 from builder.hashing import question_id, value_hash
 from builder.sources import SourceLine
+from builder.summary import tolerance_hint
 from builder.validate import SCHEMA, Reject, Valid, Validator
 from samples.episodes import generate_episodes
 from samples.variants import to_capture_v2, without_v2_fields
@@ -334,3 +335,82 @@ def test_a_seeds_episode_whose_gold_never_submitted_has_a_null_expected_hash(
     (episode,) = table(out, "episodes")
     assert episode["expected_final_answer_hash"] is None
     assert not episode["verified_recomputed"]
+
+
+def near_answers(seed: int) -> dict:
+    """A capture_v2 episode the capture code verified by value: consistency answers within
+    ±0.1 of the gold answer, whose hashes all differ; its triangulation as that code writes
+    it (the majority's cluster size, the hash of its first answer)."""
+    record = producer_line(seed)
+    gold, runs = record["gold_trace"], record["consistency_traces"][:3]
+    assert len(runs) == 3
+    for trace, answer in zip([gold, *runs], [54.36, 54.3249, 54.33, 54.29], strict=True):
+        trace.update(final_answer=answer, final_answer_hash=value_hash(answer), success=True)
+    record["consistency_traces"] = runs
+    record["triangulation"] = {
+        "n_consistency_runs": 3,
+        "n_consistency_succeeded": 3,
+        "majority_answer_hash": value_hash(54.3249),
+        "majority_count": 3,
+        "gold_matches_majority": True,
+    }
+    record["verified"] = True
+    return record
+
+
+def never_equal(seed: int) -> dict:
+    """NaN answers: equal hashes, but the capture code's value comparison never matches
+    NaN, so it wrote the episode unverified, the gold not matching the majority."""
+    record = near_answers(seed)
+    nan = float("nan")
+    for trace in [record["gold_trace"], *record["consistency_traces"]]:
+        trace.update(final_answer=nan, final_answer_hash=value_hash(nan))
+    record["triangulation"].update(
+        majority_answer_hash=value_hash(nan), majority_count=3, gold_matches_majority=False
+    )
+    record["verified"] = False
+    return record
+
+
+def near_ground_truth(seed: int) -> dict:
+    record = ground_truth_verified(seed, [value_hash(54.3)])
+    record["gold_trace"].update(final_answer=54.36, final_answer_hash=value_hash(54.36))
+    record["triangulation"]["majority_answer_hash"] = value_hash(54.36)
+    record["question"]["ground_truth"] = 54.3
+    return record
+
+
+def build_with(tmp: Path, name: str, records: list[dict], **options: object) -> Path:
+    source = tmp / f"{name}.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp / name
+    build(BuildConfig(episodes=(str(source),), out=out, rejects=tmp / f"{name}-r.jsonl", **options))
+    return out
+
+
+def test_an_answer_tolerance_verifies_as_the_capture_code_does(tmp_path: Path) -> None:
+    """By hash (the seeds' guarantees) a tolerance match is a failed check, and the summary
+    says what to do; with ``answer_tolerance`` the triangulation and ground truth the capture
+    code wrote hold, and the verified ones train."""
+    records = [near_answers(40), never_equal(41), near_ground_truth(42)]
+    strict = build_with(tmp_path, "by-hash", records)
+    checks = {e["episode_id"]: e["checks"] for e in table(strict, "episodes")}
+    assert checks == {
+        records[0]["episode_id"]: ["triangulation_mismatch", "verified_mismatch"],
+        records[1]["episode_id"]: ["triangulation_mismatch"],
+        records[2]["episode_id"]: ["ground_truth_mismatch", "verified_mismatch"],
+    }
+    manifest = json.loads((strict / "manifest.json").read_text())
+    assert "--answer-tolerance 0.1" in (tolerance_hint(manifest) or "")
+    loose = build_with(tmp_path, "by-value", records, answer_tolerance=0.1)
+    episodes = {e["episode_id"]: e for e in table(loose, "episodes")}
+    assert all(e["checks"] == [] for e in episodes.values())
+    # by hash, the NaN episode meets the guarantees: it stays as captured, unverified
+    assert all(e["verified_recomputed"] for e in episodes.values())
+    trained = {r["episode_id"] for r in table(loose, "rl")}
+    assert trained == {records[0]["episode_id"], records[2]["episode_id"]}
+    manifest = json.loads((loose / "manifest.json").read_text())
+    assert manifest["options"]["answer_tolerance"] == 0.1 and tolerance_hint(manifest) is None
+    too_tight = build_with(tmp_path, "tight", records[:1], answer_tolerance=0.01)
+    (row,) = table(too_tight, "episodes")
+    assert row["checks"] == ["triangulation_mismatch", "verified_mismatch"]
