@@ -346,8 +346,9 @@ def _engine(config: BuildConfig, workers: int | None) -> Engine:
 
 def _local(config: BuildConfig, workers: int | None) -> Engine:
     """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
-    (1: this one). 0/None, the default: this process until the episode files normalized
-    add up to ``POOL_FROM_BYTES``, then one worker per available core (``PerFileEngine``)."""
+    (1: this one). 0/None, the default: one worker per available core for each run of
+    episode files of ``POOL_FROM_BYTES`` or more, this process for smaller ones
+    (``PerFileEngine``)."""
     if workers is None:
         workers = getattr(config, "workers", 0) or 0
     if workers >= 1:

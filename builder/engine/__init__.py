@@ -128,22 +128,21 @@ class ThreadEngine:
 
 
 class PerFileEngine:
-    """The automatic choice, run by run of input files: this process until the files handed
-    to it add up to ``from_bytes`` (a pool's start, a fork server importing the ingest, costs
-    about a second of one core), a pool of ``workers`` from the run that reaches it; once
-    started, the pool serves every later run. An incremental rebuild that normalizes one
-    small new file starts no pool; a build of many small files starts one as a large file
-    would."""
+    """The automatic choice, run by run of input files: this process for a run under
+    ``from_bytes`` (a pool's start, a fork server importing the ingest, costs about a second
+    of one core), a pool of ``workers`` for a larger one; once started, the pool serves every
+    later run. Only a run that large keeps the workers busy: its results are all committed
+    before the next run's are read, so a pool would take a small run's one or two batches
+    no faster, and ship them to a worker and back. An incremental rebuild that normalizes
+    one small new file starts no pool."""
 
     def __init__(self, workers: int, from_bytes: int) -> None:
         self.workers, self.from_bytes = workers, from_bytes
         self._inline = InlineEngine()
         self._pool: LocalEngine | None = None
-        self._bytes = 0
 
     def for_files(self, paths: Iterable[str]) -> Engine:
-        self._bytes += sum(local_size(path) for path in paths)
-        if self._pool is None and self._bytes >= self.from_bytes:
+        if self._pool is None and sum(map(local_size, paths)) >= self.from_bytes:
             self._pool = LocalEngine(self.workers)
         return self._pool or self._inline
 
@@ -174,7 +173,7 @@ def local_size(path: str) -> int:
         return 0
 
 
-# Below this much input, a pool's start (a fork server importing the ingest, about a
+# Below this much of a run of files, a pool's start (a fork server importing the ingest, about a
 # second of one core) costs more than the second core gives back: four of the ingest's
 # 16 MB batches (``builder.ingest.BATCH_BYTES``).
 POOL_FROM_BYTES = 64 << 20
@@ -204,12 +203,12 @@ _ENTRY_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.
 
 
 def pool_expected(episode_files: Iterable[str], workers: int) -> bool:
-    """Whether the ingest's automatic choice (``workers`` 0) may start a pool: more than
-    one core, workers allowed here, and ``POOL_FROM_BYTES`` or more of episode files (a
-    cached rebuild may normalize less: its unused server is stopped, ``PerFileEngine``)."""
+    """Whether the ingest's automatic choice (``workers`` 0) will start a pool: more than
+    one core, workers allowed here, and an episode file of ``POOL_FROM_BYTES`` or more (a
+    run of smaller files that large, in an input of gigabytes, starts its pool when read)."""
     if workers != 0 or default_workers() <= 1 or not main_survives_reimport():
         return False
-    return sum(local_size(path) for path in episode_files) >= POOL_FROM_BYTES
+    return any(local_size(path) >= POOL_FROM_BYTES for path in episode_files)
 
 
 def start_fork_server() -> None:
