@@ -51,7 +51,7 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--workers",
         type=int,
-        help="ingest processes (default 0: one per core from 64 MB of episodes on; 1: none)",
+        help="ingest processes (default 0: one per core for a run of files of 64 MB+; 1: none)",
     )
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
@@ -129,6 +129,9 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     )
     if args.hash_precision is not None:  # "exact" must override a config's precision
         config = replace(config, hash_precision=parse_precision(args.hash_precision))
+    inputs = (config.episodes, config.synthetic_questions, config.llm_questions, config.sessions)
+    if not any(inputs):
+        raise ConfigError("nothing to build: give --episodes ([inputs] episodes in dataset.toml)")
     if config.engine == "ray":  # checked before any work starts
         require("ray", "engine = 'ray'", "ray")
     check_output(config)
@@ -173,23 +176,52 @@ def check_folder(folder: Path, setting: str) -> None:
                 break
 
 
+OUT = "--out (or [output] out in dataset.toml)"
+REJECTS = "--rejects (or [output] rejects in dataset.toml)"
+CACHE = "--cache-dir (or [build] cache_dir in dataset.toml)"
+
+
 def check_output(config: BuildConfig) -> None:
-    """Before any work: the folders the build writes to can be made and written, and the
-    output folder holds none of the inputs (the finished build replaces the whole folder)."""
+    """Before any work: the folders the build writes to can be made and written; the output
+    folder (which the finished build replaces whole) holds none of the inputs, the rejects
+    file nor the cache; and the rejects file is none of the inputs."""
     from builder.sources import expand_inputs
 
-    check_folder(config.out.parent, "--out (or [output] out in dataset.toml)")
-    check_folder(config.rejects.parent, "--rejects (or [output] rejects in dataset.toml)")
+    check_folder(config.out.parent, OUT)
+    check_folder(config.rejects.parent, REJECTS)
+    out, rejects = config.out.resolve(), config.rejects.resolve()
+    if rejects.is_dir():
+        raise FolderProblem(f"{config.rejects} is a folder, not a file for the rejects", REJECTS)
+    if rejects.is_relative_to(out):
+        raise FolderProblem(
+            f"the rejects file {config.rejects} is inside the output folder {config.out}, "
+            "which a build replaces",
+            REJECTS,
+        )
     if config.cache_dir is not None:
-        check_folder(config.cache_dir, "--cache-dir (or [build] cache_dir in dataset.toml)")
-    out = config.out.resolve()
+        check_folder(config.cache_dir, CACHE)
+        cache = config.cache_dir.resolve()
+        if cache.is_relative_to(out) or out.is_relative_to(cache):
+            raise FolderProblem(
+                f"the cache {config.cache_dir} and the output folder {config.out} overlap: "
+                "a build replaces its output folder whole",
+                CACHE,
+            )
     inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
     for path in expand_inputs([p for p in inputs if not is_uri(p)]):
+        check_not_an_input(path, config.rejects, REJECTS)
         if Path(path).resolve().is_relative_to(out):
             raise FolderProblem(
                 f"the output folder {config.out} holds the input {path}: a build replaces it",
-                "--out (or [output] out in dataset.toml)",
+                OUT,
             )
+
+
+def check_not_an_input(path: str, written: Path, setting: str) -> None:
+    """``written`` (a file a command writes) is not the input ``path``: inputs are never
+    modified."""
+    if Path(path).resolve() == written.resolve():
+        raise FolderProblem(f"{written} is the input {path}, which would be overwritten", setting)
 
 
 EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
@@ -244,6 +276,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from schemas.episode import Episode, Question
 
     paths = expand_inputs(args.files)
+    if args.rejects is not None:
+        for path in paths:
+            check_not_an_input(path, args.rejects, "--rejects")
     model = Question if args.questions else Episode
     rejects = RejectsWriter(args.rejects, echo=sys.stderr)
     try:

@@ -8,6 +8,7 @@ the inputs named on the command line.
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
@@ -64,7 +65,7 @@ class BuildConfig:
     publish_repo: str = ""
     publish_private: bool = False
     max_output_chars: int = 8000
-    workers: int = 0  # ingest processes; 0: one per core from 64 MB of episodes; 1: in-process
+    workers: int = 0  # ingest processes; 0: one per core for 64 MB+ runs; 1: in-process
     # episode files are read and exported in segments of this many stored bytes (a larger
     # file is a segment of its own); 0: automatic (``builder.staging.segment_threshold``)
     segment_bytes: int = 0
@@ -155,7 +156,39 @@ def load_config(path: Path | None) -> BuildConfig:
                 raise ConfigError(f"{path}: unknown key {key!r} in [{section}]{hint}")
             name = _PREFIXED.get(section, "") + key
             values[name] = _coerce(path, base, name, value)
-    return BuildConfig(**values)
+            _check_range(path, f"[{section}] {key}", name, values[name])
+    config = BuildConfig(**values)
+    splits = (config.split_train, config.split_validation, config.split_test)
+    if abs(sum(splits) - 1.0) > 1e-9:
+        raise ConfigError(
+            f"{path}: [splits] train + validation + test must add up to 1, not {sum(splits):g}"
+        )
+    return config
+
+
+# The least value of a numeric setting (and the most, where there is one).
+_RANGES: dict[str, tuple[float, float | None]] = {
+    "batch_lines": (1, None),
+    "max_line_bytes": (1024, None),
+    "hook_value_limit": (0, None),
+    "parquet_max_rows_per_file": (1, None),
+    "dpo_max_pairs_per_episode": (0, None),
+    "max_output_chars": (1, None),
+    "max_reject_ratio": (0, 1),
+    "split_train": (0, 1),
+    "split_validation": (0, 1),
+    "split_test": (0, 1),
+}
+
+
+def _check_range(path: Path, label: str, name: str, value: Any) -> None:
+    bounds = _RANGES.get(name)
+    if bounds is None:
+        return
+    low, high = bounds
+    if value < low or (high is not None and value > high):
+        wanted = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+        raise ConfigError(f"{path}: {label} must be {wanted}, not {value!r}")
 
 
 def _nearest(name: str, known: Iterable[str]) -> str:
@@ -215,6 +248,13 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
     if key == "redaction_extra_patterns":
         if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
             raise ConfigError(f"{path}: [redaction] extra_patterns must be a table of strings")
+        for kind, pattern in value.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(
+                    f"{path}: [redaction.extra_patterns] {kind} is not a regular expression: {exc}"
+                ) from exc
         return tuple(sorted(value.items()))
     if key == "cache_dir":
         if not isinstance(value, str):

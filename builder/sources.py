@@ -181,7 +181,9 @@ def _open_decompressed(path: str, digest: _DigestingReader) -> BinaryIO:
         return io.BufferedReader(reader)  # type: ignore[arg-type]
     if path.endswith((".jsonl", ".json", ".ndjson")):
         return buffered
-    raise InputError(f"{path}: unknown input format (expected .jsonl, .jsonl.gz or .jsonl.zst)")
+    raise InputError(
+        f"{path}: unknown input format (expected .jsonl, .json or .ndjson, optionally .gz or .zst)"
+    )
 
 
 class InputFile:

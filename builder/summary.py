@@ -118,4 +118,9 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     if hint:
         print(f"\nnote: {hint}", file=out)
     lines = sum(i["lines"] for i in m["inputs"])
-    print(f"\n{lines:,} input lines → {report.out} in {report.seconds:.1f} s", file=out)
+    records = sum(i["records"] for i in m["inputs"])
+    blank = sum(i["blank"] for i in m["inputs"])
+    read = f"{lines:,} input lines"
+    if records + blank != lines:  # a JSON document spans many lines per record
+        read += f" ({records:,} records)"
+    print(f"\n{read} → {report.out} in {report.seconds:.1f} s", file=out)

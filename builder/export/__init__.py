@@ -105,6 +105,8 @@ def export_dataset(
                 "sha256": s.sha256,
                 "bytes": s.bytes,
                 "lines": s.lines,
+                # a JSON document's records are its episodes, not its lines
+                "records": result.counts[s.path].valid + result.counts[s.path].rejected,
                 "valid": result.counts[s.path].valid,
                 "rejected": result.counts[s.path].rejected,
                 "blank": result.counts[s.path].blank,

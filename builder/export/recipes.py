@@ -150,7 +150,8 @@ def recipes_section(dataset: str) -> list[str]:
         "## Training recipes",
         "",
         f"Each block below runs as written after this setup (tested with {TESTED_WITH}, one "
-        "step on CPU with a tiny model). `prm_stepwise` is the stepwise-supervision layout "
+        "step with a tiny model; on a machine without a GPU, add `use_cpu=True, bf16=False` "
+        "to `ARGS`, as the test does). `prm_stepwise` is the stepwise-supervision layout "
         "(`prompt`, `completions`, `labels`) that Axolotl's `stepwise_supervised` type reads; "
         "its layout is checked, not trained here. `prm` is for pointwise step scorers.",
         "",

@@ -63,10 +63,24 @@ def _locations(args: argparse.Namespace) -> tuple[Path, Path | None]:
     return folder, rejects
 
 
+def _check_page(page: Path | None, rejects: Path | None) -> None:
+    """The page is written over ``page``: never over the rejects file, nor over an existing
+    file that is not a page."""
+    from builder.config import ConfigError
+
+    if page is None:
+        return
+    if rejects is not None and page.resolve() == rejects.resolve():
+        raise ConfigError(f"--out {page} is the build's rejects file: name the page FILE.html")
+    if page.exists() and page.suffix.lower() not in (".html", ".htm"):
+        raise ConfigError(f"--out {page} exists and is not a page: name the page FILE.html")
+
+
 def run(args: argparse.Namespace) -> int:
     from builder.report.page import Options, write_report
 
     folder, rejects = _locations(args)
+    _check_page(args.out, rejects)
     written = write_report(folder, args.out, rejects, Options(args.against, args.tokenizer))
     print(f"{written.path} ({written.bytes / 1e6:.2f} MB, {written.seconds:.1f} s)")
     return 0

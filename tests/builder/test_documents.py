@@ -166,6 +166,13 @@ def test_a_document_builds_like_its_jsonl_and_rejects_name_where_each_episode_st
     steps = {step.key: step.count for step in funnel(manifest, {})}
     physical = len(document.read_text().splitlines())
     assert (steps["input_lines"], steps["non_blank"], steps["valid"]) == (physical, 12, 11)
+    (stats,) = manifest["inputs"]
+    assert (stats["lines"], stats["records"], stats["valid"], stats["rejected"]) == (
+        physical,
+        12,
+        11,
+        1,
+    )
 
     counts = validate_files([str(document)], Episode, RejectsWriter(None), 1 << 26)
     assert (counts[str(document)].valid, counts[str(document)].rejected) == (11, 1)

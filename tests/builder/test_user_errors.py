@@ -31,6 +31,8 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     (tmp / "type.toml").write_text('[checks]\nmax_reject_ratio = "x"\n')
     (tmp / "key.toml").write_text("[checks]\nstrictt = true\n")
     (tmp / "section.toml").write_text("[chekcs]\nstrict = true\n")
+    (tmp / "splits.toml").write_text("[splits]\ntrain = 0.5\nvalidation = 0.1\ntest = 0.1\n")
+    (tmp / "pattern.toml").write_text('[redaction.extra_patterns]\nkind = "("\n')
     sample = str(SAMPLE)
     out = ["--out", str(tmp / "out"), "--rejects", str(tmp / "rejects.jsonl"), "--no-progress"]
     return [
@@ -105,6 +107,40 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "type.toml",
         ),
         (
+            "rejects over the input",
+            ["build", "--episodes", "holder/e.jsonl", "--rejects", "holder/e.jsonl", *out[:2]],
+            5,
+            "would be overwritten",
+        ),
+        (
+            "validate's rejects over the input",
+            ["validate", "holder/e.jsonl", "--rejects", "holder/e.jsonl"],
+            5,
+            "would be overwritten",
+        ),
+        (
+            "rejects inside the output",
+            ["build", "--episodes", sample, "--out", "out", "--rejects", "out/r.jsonl"],
+            5,
+            "inside the output folder",
+        ),
+        (
+            "rejects is a folder",
+            ["build", "--episodes", sample, "--out", "out", "--rejects", "holder"],
+            5,
+            "is a folder",
+        ),
+        (
+            "cache inside the output",
+            ["build", "--episodes", sample, "--cache-dir", str(tmp / "out" / "c"), *out],
+            5,
+            "overlap",
+        ),
+        ("nothing to build", ["build", *out], 1, "nothing to build"),
+        ("splits over 1", ["build", "--config", "splits.toml", *out], 1, "add up to 1"),
+        ("bad pattern", ["build", "--config", "pattern.toml", *out], 1, "regular expression"),
+        ("report over a file", ["report", "out", "--out", "type.toml"], 1, "is not a page"),
+        (
             "publish without a token",
             ["publish", str(tmp / "out"), "--repo", "a/b", "--version", "1.0.0"],
             2,
@@ -113,7 +149,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 31
+N_CASES = 40
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
