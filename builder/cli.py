@@ -372,7 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(
             f"episodes {args.command}: internal error: {type(exc).__name__}: {exc}"
-            " — this is a bug; rerun with --debug for the traceback and report it",
+            f" — this is a bug; rerun as `episodes --debug {args.command} …` for the"
+            " traceback and report it",
             file=sys.stderr,
         )
         return exit_codes.INTERNAL

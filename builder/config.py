@@ -155,7 +155,7 @@ def load_config(path: Path | None) -> BuildConfig:
                 hint = _nearest(key, allowed)
                 raise ConfigError(f"{path}: unknown key {key!r} in [{section}]{hint}")
             name = _PREFIXED.get(section, "") + key
-            values[name] = _coerce(path, base, name, value)
+            values[name] = _coerce(path, base, name, value, f"[{section}] {key}")
             _check_range(path, f"[{section}] {key}", name, values[name])
     config = BuildConfig(**values)
     splits = (config.split_train, config.split_validation, config.split_test)
@@ -229,7 +229,10 @@ def parse_precision(value: Any) -> int | None:
     return value
 
 
-def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
+def _coerce(path: Path, base: Path, key: str, value: Any, label: str = "") -> Any:
+    """``value`` of the setting ``key`` as ``BuildConfig`` holds it; ``label``: how the file
+    spells the setting (``[splits] salt``), for messages."""
+    label = label or key
     default = getattr(BuildConfig(), key)
     if key == "hash_precision":
         try:
@@ -268,16 +271,16 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
         raise ConfigError(f'{path}: engine must be "local" or "ray"')
     if key in _NOT_PATHS:
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
-            raise ConfigError(f"{path}: {key} must be a list of strings")
+            raise ConfigError(f"{path}: {label} must be a list of strings")
         return tuple(value)
     if isinstance(default, tuple):
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-            raise ConfigError(f"{path}: {key} must be a string or a list of strings")
+            raise ConfigError(f"{path}: {label} must be a string or a list of strings")
         return tuple(i if is_uri(i) else str(base / i) for i in items)
     if isinstance(default, Path):
         if not isinstance(value, str):
-            raise ConfigError(f"{path}: {key} must be a path string")
+            raise ConfigError(f"{path}: {label} must be a path string")
         return base / value
     expected = type(default)
     numeric_ok = expected is float and isinstance(value, int)
@@ -291,7 +294,7 @@ def _coerce(path: Path, base: Path, key: str, value: Any) -> Any:
             "str": "a string",
         }
         wanted = kind.get(expected.__name__, expected.__name__)
-        raise ConfigError(f"{path}: {key} must be {wanted}, not {value!r}")
+        raise ConfigError(f"{path}: {label} must be {wanted}, not {value!r}")
     return value
 
 

@@ -11,6 +11,7 @@ import glob
 import gzip
 import hashlib
 import io
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +46,11 @@ class InputStats:
 
 
 def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
-    """Sorted, de-duplicated paths (or object-store URIs, ``builder.storage``); a pattern
-    matching nothing is an error, not a silent no-op."""
+    """Sorted, de-duplicated paths (or object-store URIs, ``builder.storage``): a file named
+    twice (``in.jsonl`` and ``./in.jsonl``, or through a link) is read once, under its first
+    name. A pattern matching nothing is an error, not a silent no-op."""
     paths: list[str] = []
+    seen: set[str] = set()
     for pattern in patterns:
         try:
             matches = _matches(pattern)
@@ -57,7 +60,11 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
             if not storage.is_uri(pattern) and Path(pattern).is_dir():
                 raise InputError(f"{pattern} is a folder: name its files, e.g. {pattern}/*.jsonl")
             raise InputError(f"{pattern}: no input file matches")
-        paths.extend(m for m in matches if m not in paths)
+        for match in matches:
+            key = match if storage.is_uri(match) else os.path.realpath(match)
+            if key not in seen:
+                seen.add(key)
+                paths.append(match)
     return paths
 
 

@@ -49,6 +49,10 @@ def test_expand_inputs_sorts_each_glob_and_drops_duplicates(tmp_path: Path) -> N
     assert expand_inputs([str(tmp_path / "*.jsonl"), a]) == [a, b]
     assert expand_inputs([b, str(tmp_path / "*.jsonl")]) == [b, a]
     assert expand_inputs([str(tmp_path / "*.jsonl*")]) == [a, b, str(tmp_path / "c.jsonl.gz")]
+    # one file under two names (a relative spelling, a link) is read once, as first named
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "a.jsonl")
+    dotted = str(tmp_path / "." / "a.jsonl")
+    assert expand_inputs([dotted, a, str(tmp_path / "link.jsonl")]) == [dotted]
 
 
 def test_a_file_whose_name_looks_like_a_glob_is_taken_as_named(tmp_path: Path) -> None:
