@@ -9,6 +9,7 @@ place. A build the data refused keeps its rejects: they say why.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import IO, TextIO
@@ -23,7 +24,8 @@ class RejectsWriter:
         self.path = path
         self.echo = echo
         self.by_kind: Counter[str] = Counter()
-        self._tmp = path.with_name(f".{path.name}.partial") if path else None
+        # per process: two builds that share a rejects file never write one partial file
+        self._tmp = path.with_name(f".{path.name}.{os.getpid()}.partial") if path else None
         self._handle: IO[bytes] | None = None
         self._captured: list[tuple[str, bytes]] | None = None
         self._made: list[Path] = []  # folders made for the file, innermost first

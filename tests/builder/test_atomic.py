@@ -26,6 +26,7 @@ import pytest
 import builder.build as build_module
 from builder.build import BuildLocked, build, output_lock
 from builder.config import BuildConfig
+from builder.rejects import RejectsWriter
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 
@@ -275,3 +276,28 @@ def test_cli_exits_4_while_another_process_builds(source: Path, tmp_path: Path) 
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=60)
     assert not lock_is_held(out)  # a killed build does not keep the lock
+
+
+def test_two_builds_sharing_a_rejects_file_do_not_share_its_partial_file(
+    tmp_path: Path,
+) -> None:
+    """Each process writes its own partial file: the rejects file ends up the last
+    finisher's, whole, and the other finisher fails on nothing."""
+    path = tmp_path / "rejects.jsonl"
+    ours = RejectsWriter(path)
+    theirs = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from builder.rejects import RejectsWriter;"
+            "w = RejectsWriter(Path(sys.argv[1])); w.close()",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert theirs.returncode == 0, theirs.stderr
+    ours.close()
+    assert path.read_bytes() == b""
+    assert [p.name for p in tmp_path.iterdir()] == ["rejects.jsonl"]
