@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
-from builder import exit_codes
+from builder import exit_codes, storage
 from builder.config import BuildConfig, ConfigError, find_config, load_config, parse_precision
 from builder.errors import EnvironmentProblem, UserError, one_line, require
 from builder.storage import is_uri
@@ -189,6 +189,8 @@ def check_output(config: BuildConfig) -> None:
 
     check_folder(config.out.parent, OUT)
     check_folder(config.rejects.parent, REJECTS)
+    if config.upload_to:  # a scheme no store serves, or a store out of reach: said now
+        storage.resolve(config.upload_to)
     out, rejects = config.out.resolve(), config.rejects.resolve()
     if rejects.is_dir():
         raise FolderProblem(f"{config.rejects} is a folder, not a file for the rejects", REJECTS)

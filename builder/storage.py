@@ -170,6 +170,8 @@ def upload(folder: Path, uri: str) -> dict[str, int]:
         if rel in unchanged:
             continue
         target = f"{inner}/{rel}"
+        if isinstance(fs, pafs.LocalFileSystem):  # a file:// target has real folders
+            fs.create_dir(target.rpartition("/")[0], recursive=True)
         _call(uri, "upload", lambda p=path, t=target: pafs.copy_files(str(p), t, local, fs))
         sent += 1
     names = {p.relative_to(folder).as_posix() for p in files}

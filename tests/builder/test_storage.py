@@ -192,6 +192,23 @@ def test_an_unreachable_store_fails_the_upload_after_a_good_local_build(tmp_path
     assert (tmp_path / "out" / "manifest.json").is_file()
 
 
+def test_a_file_uri_target_gets_its_folders(tmp_path: Path) -> None:
+    target = tmp_path / "store" / "releases" / "ds"
+    report = build(config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to=target.as_uri()))
+    assert report.upload is not None and report.upload["sent"] == len(local_files(report.out))
+    assert local_files(target) == local_files(report.out)
+
+
+def test_a_target_no_store_serves_is_refused_before_any_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "o"
+    argv = ["build", "--episodes", str(SAMPLE), "--out", str(out), "--upload-to", "ftp://h/ds"]
+    assert main(argv) == 5
+    assert "ftp://h/ds" in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_upload_to_a_plain_path_is_a_usage_error_before_any_build(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
