@@ -176,6 +176,20 @@ def check_folder(folder: Path, setting: str) -> None:
                 break
 
 
+def check_default_config(config: BuildConfig) -> None:
+    """``[card] default_config`` names a config the build writes."""
+    from builder.derive import OBJECTIVE_MODULES
+    from schemas.sessions import SESSION_TABLES
+    from schemas.tables import TABLES
+
+    names = {*OBJECTIVE_MODULES, *TABLES, "splits", *(SESSION_TABLES if config.sessions else ())}
+    if config.card.default_config not in names:
+        raise ConfigError(
+            f"[card] default_config {config.card.default_config!r} is no config of this build; "
+            f"one of: {', '.join(sorted(names))}"
+        )
+
+
 OUT = "--out (or [output] out in dataset.toml)"
 REJECTS = "--rejects (or [output] rejects in dataset.toml)"
 CACHE = "--cache-dir (or [build] cache_dir in dataset.toml)"
@@ -250,6 +264,7 @@ def start_ingest_workers(config: BuildConfig) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     config = load_build_config(args)
     start_ingest_workers(config)
+    check_default_config(config)  # imports the derive stage: after the workers' server starts
     from builder.build import BuildFailed, BuildLocked, UploadFailed, build
     from builder.engine.no_pandas import arrow_without_pandas
     from builder.summary import print_summary
@@ -279,6 +294,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     paths = expand_inputs(args.files)
     if args.rejects is not None:
+        check_folder(args.rejects.parent, "--rejects")
         for path in paths:
             check_not_an_input(path, args.rejects, "--rejects")
     model = Question if args.questions else Episode

@@ -199,6 +199,22 @@ def _nearest(name: str, known: Iterable[str]) -> str:
     return f"; known: {', '.join(sorted(known))}"
 
 
+# The Hub's size categories (a card's ``size_categories``).
+SIZE_CATEGORIES = (
+    "n<1K",
+    "1K<n<10K",
+    "10K<n<100K",
+    "100K<n<1M",
+    "1M<n<10M",
+    "10M<n<100M",
+    "100M<n<1B",
+    "1B<n<10B",
+    "10B<n<100B",
+    "100B<n<1T",
+    "n>1T",
+)
+
+
 def _card(path: Path, table: dict[str, Any]) -> CardConfig:
     known = {f.name for f in fields(CardConfig)}
     unknown = set(table) - known
@@ -214,6 +230,9 @@ def _card(path: Path, table: dict[str, Any]) -> CardConfig:
             value = tuple(value)
         elif not isinstance(value, str):
             raise ConfigError(f"{path}: [card] {key} must be a string")
+        elif key == "size_category" and value and value not in SIZE_CATEGORIES:
+            known = ", ".join(SIZE_CATEGORIES)
+            raise ConfigError(f"{path}: [card] size_category must be one of {known}, not {value!r}")
         values[key] = value
     return CardConfig(**values)
 

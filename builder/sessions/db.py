@@ -187,12 +187,17 @@ def init_database(url: str | DatabaseURL) -> None:
         raise DatabaseError(f"{db.redacted}: a SQL dump is read-only; give a .db file")
     if db.dialect == "sqlite":
         assert db.path is not None
-        db.path.parent.mkdir(parents=True, exist_ok=True)
-        con = sqlite3.connect(db.path)
+        if db.path.is_dir():
+            raise DatabaseError(f"{db.redacted} is a folder: give a .db file")
         try:
-            con.executescript(ddl("sqlite"))
-        finally:
-            con.close()
+            db.path.parent.mkdir(parents=True, exist_ok=True)
+            con = sqlite3.connect(db.path)
+            try:
+                con.executescript(ddl("sqlite"))
+            finally:
+                con.close()
+        except (OSError, sqlite3.Error) as exc:  # not a database, or not writable
+            raise DatabaseError(f"{db.redacted}: cannot create the tables: {exc}") from exc
         return
     with connect(db) as conn:
         execute(conn, statements(ddl("postgresql")))

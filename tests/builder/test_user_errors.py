@@ -33,6 +33,8 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     (tmp / "section.toml").write_text("[chekcs]\nstrict = true\n")
     (tmp / "splits.toml").write_text("[splits]\ntrain = 0.5\nvalidation = 0.1\ntest = 0.1\n")
     (tmp / "pattern.toml").write_text('[redaction.extra_patterns]\nkind = "("\n')
+    (tmp / "default.toml").write_text('[card]\ndefault_config = "stf"\n')
+    (tmp / "size.toml").write_text('[card]\nsize_category = "huge"\n')
     sample = str(SAMPLE)
     out = ["--out", str(tmp / "out"), "--rejects", str(tmp / "rejects.jsonl"), "--no-progress"]
     return [
@@ -141,6 +143,25 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ("bad pattern", ["build", "--config", "pattern.toml", *out], 1, "regular expression"),
         ("report over a file", ["report", "out", "--out", "type.toml"], 1, "is not a page"),
         (
+            "default config unknown",
+            ["build", "--config", "default.toml", "--episodes", sample, *out],
+            1,
+            "no config of this build",
+        ),
+        ("size category unknown", ["build", "--config", "size.toml", *out], 1, "size_category"),
+        (
+            "sessions init on a folder",
+            ["sessions", "init", f"sqlite:///{tmp / 'holder'}"],
+            1,
+            "is a folder",
+        ),
+        (
+            "sessions init on a non-database",
+            ["sessions", "init", f"sqlite:///{tmp / 'type.toml'}"],
+            1,
+            "not a database",
+        ),
+        (
             "publish without a token",
             ["publish", str(tmp / "out"), "--repo", "a/b", "--version", "1.0.0"],
             2,
@@ -149,7 +170,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 40
+N_CASES = 44
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
