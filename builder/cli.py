@@ -134,6 +134,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         raise ConfigError("nothing to build: give --episodes ([inputs] episodes in dataset.toml)")
     if config.engine == "ray":  # checked before any work starts
         require("ray", "engine = 'ray'", "ray")
+        check_ray_address(config.ray_address)
     check_output(config)
     if config.sessions:
         from builder.sessions.db import check_database
@@ -174,6 +175,39 @@ def check_folder(folder: Path, setting: str) -> None:
                 path.rmdir()
             except OSError:
                 break
+
+
+class RayUnavailable(EnvironmentProblem):
+    """A Ray cluster address that cannot serve this build."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def check_ray_address(address: str) -> None:
+    """An address with a host and port answers (Ray itself retries one that does not for
+    minutes, deaf to Ctrl-C), and a ``ray://`` one has Ray's client installed."""
+    import importlib.util
+    import socket
+
+    if not address or address == "auto":
+        return
+    if address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise RayUnavailable(
+            f"a ray:// address ({address}) needs Ray's client, which is not installed",
+            "pip install 'ray[client]'",
+        )
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise RayUnavailable(
+            f"no Ray cluster answers at {address}: {exc.strerror or exc}",
+            "start the cluster or fix --ray-address (ray_address in dataset.toml)",
+        ) from exc
 
 
 def check_default_config(config: BuildConfig) -> None:

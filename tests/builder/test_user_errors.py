@@ -150,6 +150,21 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ),
         ("size category unknown", ["build", "--config", "size.toml", *out], 1, "size_category"),
         (
+            "ray cluster unreachable",
+            [
+                "build",
+                "--engine",
+                "ray",
+                "--ray-address",
+                "127.0.0.1:1",
+                "--episodes",
+                sample,
+                *out,
+            ],
+            5,
+            "no Ray cluster answers",
+        ),
+        (
             "sessions init on a folder",
             ["sessions", "init", f"sqlite:///{tmp / 'holder'}"],
             1,
@@ -170,7 +185,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 44
+N_CASES = 45
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
