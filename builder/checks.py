@@ -250,9 +250,12 @@ def check_triangulation(
     expected_majority = meta.majority_answer_hash in votes.majority_hashes or (
         meta.majority_answer_hash is None and not votes.counts
     )
+    # The capture code counted the majority's cluster (by value), or later the traces whose
+    # written hash is the majority's.
+    hashes = votes.written if votes.written is not None else votes.counts
+    with_its_hash = hashes.get(meta.majority_answer_hash or "", 0)
     count_holds = meta.majority_count == votes.majority_count or (
-        votes.written is not None
-        and meta.majority_count == votes.written.get(meta.majority_answer_hash or "", 0)
+        votes.written is not None and meta.majority_count == with_its_hash
     )
     runs_hold = (
         meta.n_consistency_runs == votes.runs and meta.n_consistency_succeeded == votes.succeeded
@@ -264,11 +267,8 @@ def check_triangulation(
         == (gold_hash is not None and gold_hash == meta.majority_answer_hash)
     )
     if by_value is not None and not holds:
-        # The capture code counts the majority's cluster, or (later) the traces whose
-        # written hash is the majority's.
-        hashes = votes.written if votes.written is not None else votes.counts
         holds = (
-            meta.majority_count in (by_value.count, hashes.get(meta.majority_answer_hash or "", 0))
+            meta.majority_count in (by_value.count, with_its_hash)
             and meta.majority_answer_hash == by_value.majority_hash
             and meta.gold_matches_majority == by_value.gold_matches
         )

@@ -194,11 +194,11 @@ def with_answer_hashes(ep: Any, dump: Dump, precision: int | None) -> Any:
     one the capture side would have written, so the trace counts as submitted in the votes
     and the verified guarantees, and the answer is what RL rewards compare against."""
     traces = [ep.teacher_gold_trace, *ep.consistency_traces]
-    if all(t.final_answer_hash is not None or value_of(t, "final_answer") is None for t in traces):
+    if all(t.final_answer_hash is not None or checks.answer_of(t) is None for t in traces):
         return ep
     filled = []
     for trace in traces:
-        answer = value_of(trace, "final_answer")
+        answer = checks.answer_of(trace)
         if trace.final_answer_hash is None and answer is not None:
             try:
                 hashed = rehash_json_text(dump(answer), precision)
