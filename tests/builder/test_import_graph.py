@@ -109,7 +109,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("export", ("builder.export",)),
     ("wrappers", ("builder.cache",)),
     ("readers", ("builder.report", "builder.publish")),
-    ("commands", ("builder.build", "builder.summary", "builder.cli", "builder.__main__")),
+    (
+        "commands",
+        (
+            "builder.build",
+            "builder.summary",
+            "builder.preflight",
+            "builder.cli",
+            "builder.__main__",
+        ),
+    ),
 )
 
 

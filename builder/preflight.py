@@ -1,0 +1,144 @@
+"""Checks a command makes before any work: the paths it writes are safe and writable, the
+services it needs answer, and the settings name things that exist. Each failure is one line
+naming the setting to change (``builder.errors``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from builder import storage
+from builder.config import BuildConfig, ConfigError
+from builder.errors import EnvironmentProblem
+from builder.storage import is_uri
+
+
+class FolderProblem(EnvironmentProblem):
+    """A folder the build writes to cannot be made or written; ``hint`` names the setting."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.hint = f"choose another {setting}"
+
+
+def check_folder(folder: Path, setting: str) -> None:
+    """``folder`` exists or can be made, and can be written. Folders made to find out are
+    removed again: a build that stops before it starts leaves nothing behind."""
+    made: list[Path] = []
+    probe = folder.absolute()
+    while not probe.exists():
+        made.append(probe)
+        probe = probe.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise FolderProblem(f"{folder}: not writable", setting)
+    except FileExistsError as exc:
+        raise FolderProblem(f"{exc.filename}: a file, not a folder", setting) from exc
+    except NotADirectoryError as exc:
+        raise FolderProblem(f"cannot create {folder}: a file is in the way", setting) from exc
+    except OSError as exc:
+        raise FolderProblem(f"cannot create {folder}: {exc.strerror}", setting) from exc
+    finally:
+        for path in made:
+            try:
+                path.rmdir()
+            except OSError:
+                break
+
+
+class RayUnavailable(EnvironmentProblem):
+    """A Ray cluster address that cannot serve this build."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def check_ray_address(address: str) -> None:
+    """An address with a host and port answers (Ray itself retries one that does not for
+    minutes, deaf to Ctrl-C), and a ``ray://`` one has Ray's client installed."""
+    import importlib.util
+    import socket
+
+    if not address or address == "auto":
+        return
+    if address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise RayUnavailable(
+            f"a ray:// address ({address}) needs Ray's client, which is not installed",
+            "pip install 'ray[client]'",
+        )
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise RayUnavailable(
+            f"no Ray cluster answers at {address}: {exc.strerror or exc}",
+            "start the cluster or fix --ray-address (ray_address in dataset.toml)",
+        ) from exc
+
+
+def check_default_config(config: BuildConfig) -> None:
+    """``[card] default_config`` names a config the build writes."""
+    from builder.derive import OBJECTIVE_MODULES
+    from schemas.sessions import SESSION_TABLES
+    from schemas.tables import TABLES
+
+    names = {*OBJECTIVE_MODULES, *TABLES, "splits", *(SESSION_TABLES if config.sessions else ())}
+    if config.card.default_config not in names:
+        raise ConfigError(
+            f"[card] default_config {config.card.default_config!r} is no config of this build; "
+            f"one of: {', '.join(sorted(names))}"
+        )
+
+
+OUT = "--out (or [output] out in dataset.toml)"
+REJECTS = "--rejects (or [output] rejects in dataset.toml)"
+CACHE = "--cache-dir (or [build] cache_dir in dataset.toml)"
+
+
+def check_output(config: BuildConfig) -> None:
+    """Before any work: the folders the build writes to can be made and written; the output
+    folder (which the finished build replaces whole) holds none of the inputs, the rejects
+    file nor the cache; and the rejects file is none of the inputs."""
+    from builder.sources import expand_inputs
+
+    check_folder(config.out.parent, OUT)
+    check_folder(config.rejects.parent, REJECTS)
+    if config.upload_to:  # a scheme no store serves, or a store out of reach: said now
+        storage.resolve(config.upload_to)
+    out, rejects = config.out.resolve(), config.rejects.resolve()
+    if rejects.is_dir():
+        raise FolderProblem(f"{config.rejects} is a folder, not a file for the rejects", REJECTS)
+    if rejects.is_relative_to(out):
+        raise FolderProblem(
+            f"the rejects file {config.rejects} is inside the output folder {config.out}, "
+            "which a build replaces",
+            REJECTS,
+        )
+    if config.cache_dir is not None:
+        check_folder(config.cache_dir, CACHE)
+        cache = config.cache_dir.resolve()
+        if cache.is_relative_to(out) or out.is_relative_to(cache):
+            raise FolderProblem(
+                f"the cache {config.cache_dir} and the output folder {config.out} overlap: "
+                "a build replaces its output folder whole",
+                CACHE,
+            )
+    inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
+    for path in expand_inputs([p for p in inputs if not is_uri(p)]):
+        check_not_an_input(path, config.rejects, REJECTS)
+        if Path(path).resolve().is_relative_to(out):
+            raise FolderProblem(
+                f"the output folder {config.out} holds the input {path}: a build replaces it",
+                OUT,
+            )
+
+
+def check_not_an_input(path: str, written: Path, setting: str) -> None:
+    """``written`` (a file a command writes) is not the input ``path``: inputs are never
+    modified."""
+    if Path(path).resolve() == written.resolve():
+        raise FolderProblem(f"{written} is the input {path}, which would be overwritten", setting)
