@@ -9,6 +9,7 @@ place. A build the data refused keeps its rejects: they say why.
 
 from __future__ import annotations
 
+import glob
 import os
 from collections import Counter
 from pathlib import Path
@@ -19,22 +20,45 @@ import orjson
 from builder.validate import Reject
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_partials(path: Path) -> None:
+    """The partial rejects files beside ``path`` of processes that no longer run (a build
+    killed outright leaves its own behind)."""
+    prefix = f".{path.name}."
+    for stale in path.parent.glob(f"{glob.escape(prefix)}*.partial"):
+        pid = stale.name[len(prefix) : -len(".partial")]
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
 class RejectsWriter:
     def __init__(self, path: Path | None, echo: TextIO | None = None) -> None:
         self.path = path
         self.echo = echo
         self.by_kind: Counter[str] = Counter()
-        # per process: two builds that share a rejects file never write one partial file
-        self._tmp = path.with_name(f".{path.name}.{os.getpid()}.partial") if path else None
+        self._tmp: Path | None = None
         self._handle: IO[bytes] | None = None
         self._captured: list[tuple[str, bytes]] | None = None
         self._made: list[Path] = []  # folders made for the file, innermost first
-        if self._tmp is not None:
+        if path is not None:
+            # per process: two builds that share a rejects file never write one partial file
+            self._tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
             folder = self._tmp.parent.absolute()
             while not folder.exists():
                 self._made.append(folder)
                 folder = folder.parent
             self._tmp.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_partials(path)
             self._handle = open(self._tmp, "wb")  # noqa: SIM115 - closed in close()
 
     @property

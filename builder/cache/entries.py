@@ -44,21 +44,12 @@ from builder.engine.codec import (
     batch_to_record_batches,
 )
 from builder.errors import EnvironmentProblem
+from builder.rejects import process_alive
 from builder.sources import InputStats
 
 
 class CacheError(EnvironmentProblem, RuntimeError):
     """A cache entry failed in the middle of a replay (it has been deleted: build again)."""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
@@ -195,7 +186,7 @@ class EntryStore:
         for child in self.directory.iterdir():
             if child.name.startswith(".tmp-"):
                 pid = child.name.split("-")[1]
-                if pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)):
+                if pid.isdigit() and int(pid) != os.getpid() and process_alive(int(pid)):
                     continue
                 shutil.rmtree(child, ignore_errors=True)
             elif child.name not in self.used:
