@@ -29,7 +29,7 @@ from builder.engine import (
     POOL_FROM_BYTES,
     Engine,
     InlineEngine,
-    PerFileEngine,
+    PerRunEngine,
     default_workers,
     for_files,
     local_engine,
@@ -348,7 +348,7 @@ def _local(config: BuildConfig, workers: int | None) -> Engine:
     """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
     (1: this one). 0/None, the default: one worker per available core for each run of
     episode files of ``POOL_FROM_BYTES`` or more, this process for smaller ones
-    (``PerFileEngine``)."""
+    (``PerRunEngine``)."""
     if workers is None:
         workers = getattr(config, "workers", 0) or 0
     if workers >= 1:
@@ -356,7 +356,7 @@ def _local(config: BuildConfig, workers: int | None) -> Engine:
     cores = default_workers()
     if cores <= 1 or not main_survives_reimport():
         return InlineEngine()
-    return PerFileEngine(cores, POOL_FROM_BYTES)
+    return PerRunEngine(cores, POOL_FROM_BYTES)
 
 
 def validate_files(

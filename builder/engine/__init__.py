@@ -127,7 +127,7 @@ class ThreadEngine:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-class PerFileEngine:
+class PerRunEngine:
     """The automatic choice, run by run of input files: this process for a run under
     ``from_bytes`` (a pool's start, a fork server importing the ingest, costs about a second
     of one core), a pool of ``workers`` for a larger one; once started, the pool serves every
@@ -215,7 +215,7 @@ def start_fork_server() -> None:
     """Start the workers' fork server, unless it runs: it imports the ingest (about a
     second) on another core while this process goes on, e.g. with its own imports, so
     that the pool to come forks its workers at once. A server no pool used is stopped with
-    the ingest's engine (``PerFileEngine.close``), else it ends with this process.
+    the ingest's engine (``PerRunEngine.close``), else it ends with this process.
 
     The server is started with SIGINT ignored, for good: Ctrl-C reaches the whole process
     group, and a server still importing the ingest would print a ``KeyboardInterrupt``

@@ -16,7 +16,7 @@ import pytest
 import builder.build as build_module
 from builder.build import build
 from builder.config import BuildConfig
-from builder.engine import InlineEngine, LocalEngine, PerFileEngine
+from builder.engine import InlineEngine, LocalEngine, PerRunEngine
 from builder.ingest import ingest_files
 from builder.rejects import RejectsWriter
 from samples.episodes import generate_episodes
@@ -129,7 +129,7 @@ def test_a_pool_starts_for_a_run_of_its_threshold(tmp_path: Path) -> None:
     small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
     small.write_bytes(b"x" * 10)
     large.write_bytes(b"x" * 100)
-    engine = PerFileEngine(2, from_bytes=50)
+    engine = PerRunEngine(2, from_bytes=50)
     try:
         assert isinstance(engine.for_files([str(small)]), InlineEngine)
         assert isinstance(engine.for_files(["s3://bucket/remote.jsonl"]), InlineEngine)
@@ -139,7 +139,7 @@ def test_a_pool_starts_for_a_run_of_its_threshold(tmp_path: Path) -> None:
         assert engine.for_files([str(small)]) is pool  # started: it serves what follows
     finally:
         engine.close()
-    engine = PerFileEngine(2, from_bytes=50)
+    engine = PerRunEngine(2, from_bytes=50)
     try:
         assert isinstance(engine.for_files([str(small)] * 5), LocalEngine)
     finally:
@@ -181,7 +181,7 @@ def test_the_command_starts_the_workers_server_ahead_only_for_a_pool(
     try:
         assert forkserver._forkserver._forkserver_pid is not None
     finally:
-        PerFileEngine(2, from_bytes=1 << 40).close()  # no file large enough: no pool
+        PerRunEngine(2, from_bytes=1 << 40).close()  # no file large enough: no pool
     assert forkserver._forkserver._forkserver_pid is None
 
 

@@ -199,23 +199,20 @@ def test_a_file_uri_target_gets_its_folders(tmp_path: Path) -> None:
     assert local_files(target) == local_files(report.out)
 
 
-def test_a_target_no_store_serves_is_refused_before_any_build(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("target", "code", "named"),
+    [
+        ("backup/ds", 1, "--upload-to backup/ds"),  # a plain path: a usage error
+        ("ftp://h/ds", 5, "ftp://h/ds"),  # a scheme no store serves
+    ],
+)
+def test_a_bad_upload_target_is_refused_before_any_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, code: int, named: str
 ) -> None:
     out = tmp_path / "o"
-    argv = ["build", "--episodes", str(SAMPLE), "--out", str(out), "--upload-to", "ftp://h/ds"]
-    assert main(argv) == 5
-    assert "ftp://h/ds" in capsys.readouterr().err
-    assert not out.exists()
-
-
-def test_upload_to_a_plain_path_is_a_usage_error_before_any_build(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "o"
-    argv = ["build", "--episodes", str(SAMPLE), "--out", str(out), "--upload-to", "backup/ds"]
-    assert main(argv) == 1
-    assert "--upload-to backup/ds" in capsys.readouterr().err
+    argv = ["build", "--episodes", str(SAMPLE), "--out", str(out), "--upload-to", target]
+    assert main(argv) == code
+    assert named in capsys.readouterr().err
     assert not out.exists()
 
 
