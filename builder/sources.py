@@ -54,7 +54,7 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
     for pattern in patterns:
         try:
             matches = _matches(pattern)
-        except storage.StorageError as exc:
+        except storage.UnknownStorage as exc:
             raise InputError(str(exc)) from exc
         if not matches:
             if not storage.is_uri(pattern) and Path(pattern).is_dir():
@@ -210,7 +210,9 @@ class InputFile:
         path, limit = self.path, self.max_line_bytes
         try:
             handle = storage.open_input(path)
-        except storage.StorageError as exc:
+        except storage.StorageError:
+            raise  # the store is out of reach: the environment's to fix, not the input's
+        except storage.UnknownStorage as exc:
             raise InputError(str(exc)) from exc
         except OSError as exc:
             raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
@@ -232,7 +234,11 @@ class InputFile:
                     on_bytes(digest.bytes - reported)
                     reported = digest.bytes
             digest.drain()
-        except (OSError, EOFError, zstandard.ZstdError) as exc:
+        except (gzip.BadGzipFile, EOFError, zstandard.ZstdError) as exc:
+            raise InputError(f"{path}: cannot read (corrupt or truncated?): {exc}") from exc
+        except OSError as exc:
+            if storage.is_uri(path):  # a read from a store fails when the store does
+                raise storage.StorageError(f"{path}: cannot read: {exc}") from exc
             raise InputError(f"{path}: cannot read (corrupt or truncated?): {exc}") from exc
         finally:
             handle.close()

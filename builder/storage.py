@@ -19,7 +19,7 @@ from typing import BinaryIO, NamedTuple, TypeVar
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from builder.errors import EnvironmentProblem
+from builder.errors import EnvironmentProblem, UsageError
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _BUCKET_SCHEMES = ("s3", "gs", "gcs")
@@ -27,7 +27,15 @@ T = TypeVar("T")
 
 
 class StorageError(EnvironmentProblem, OSError):
-    """An object store that cannot be reached or a URI it does not know."""
+    """An object store that cannot be reached, or that failed a request: run again."""
+
+    hint = "check the store's endpoint and credentials (AWS_ENDPOINT_URL, …) and run it again"
+
+
+class UnknownStorage(UsageError, ValueError):
+    """A URI that names no store ``pyarrow.fs`` serves (``ftp://…``, a typo in the scheme)."""
+
+    hint = "use s3://, gs://, hdfs:// or file://, or a local path"
 
 
 class Stat(NamedTuple):
@@ -60,12 +68,16 @@ def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
 
 
 def _call(uri: str, what: str, action: Callable[[], T]) -> T:
-    """``action()``, with a failure of the store turned into an error that names the URI."""
+    """``action()``, with a failure of the store turned into an error that names the URI: a
+    URI no store serves is the user's to fix; anything else (no connection, a refused or
+    failed request) is the environment's, and running again may succeed."""
     try:
         return action()
-    except (FileNotFoundError, StorageError):
+    except (FileNotFoundError, StorageError, UnknownStorage):
         raise
-    except (pa.ArrowException, OSError, ValueError) as exc:
+    except ValueError as exc:  # pyarrow's ArrowInvalid: a URI it cannot parse or serve
+        raise UnknownStorage(f"{uri}: cannot {what}: {exc}") from exc
+    except (pa.ArrowException, OSError) as exc:
         raise StorageError(f"{uri}: cannot {what}: {exc}") from exc
 
 

@@ -238,8 +238,8 @@ class CachedIngest(Ingest):
                     for o in batch.outcomes
                 ]
                 self._commit(lines, batch)
-        except InputError:
-            raise  # the input changed under the build, not the cache
+        except (InputError, storage.StorageError):
+            raise  # the input changed under the build, or its store failed: not the cache
         except (OSError, ValueError, pa.ArrowException) as exc:
             self.entries.drop(entry)
             raise CacheError(f"cache entry for {path} is damaged ({exc}); build again") from exc

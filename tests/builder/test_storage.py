@@ -56,6 +56,27 @@ def bucket() -> Iterator[str]:
     server.stop()
 
 
+@pytest.fixture
+def store_out_of_reach(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """S3 settings whose endpoint is a port nothing listens on."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        monkeypatch.setenv(key, value)
+    storage._filesystem.cache_clear()
+    yield
+    storage._filesystem.cache_clear()
+
+
 def put(uri: str, data: bytes) -> None:
     fs, path = storage.resolve(uri)
     with fs.open_output_stream(path) as out:
@@ -185,9 +206,11 @@ def test_an_upload_sends_only_the_files_that_changed(bucket: str, tmp_path: Path
     assert listing(target) == local_files(more.out)
 
 
-def test_an_unreachable_store_fails_the_upload_after_a_good_local_build(tmp_path: Path) -> None:
-    config = config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to="nosuch://x/ds")
-    with pytest.raises(UploadFailed, match="nosuch://x"):
+def test_an_unreachable_store_fails_the_upload_after_a_good_local_build(
+    tmp_path: Path, store_out_of_reach: None
+) -> None:
+    config = config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to="s3://x/ds")
+    with pytest.raises(UploadFailed, match="s3://x"):
         build(config)
     assert (tmp_path / "out" / "manifest.json").is_file()
 
@@ -203,7 +226,7 @@ def test_a_file_uri_target_gets_its_folders(tmp_path: Path) -> None:
     ("target", "code", "named"),
     [
         ("backup/ds", 1, "--upload-to backup/ds"),  # a plain path: a usage error
-        ("ftp://h/ds", 5, "ftp://h/ds"),  # a scheme no store serves
+        ("ftp://h/ds", 1, "ftp://h/ds"),  # a scheme no store serves: the user's to fix
     ],
 )
 def test_a_bad_upload_target_is_refused_before_any_build(
@@ -221,6 +244,19 @@ def test_an_unknown_scheme_is_an_input_error_naming_the_uri(tmp_path: Path) -> N
         expand_inputs(["nosuch://bucket/a.jsonl"])
     code = main(["build", "--episodes", "nosuch://bucket/*.jsonl", "--out", str(tmp_path / "o")])
     assert code == 1
+
+
+@pytest.mark.parametrize("pattern", ["s3://data/in/*.jsonl", "s3://data/in/a.jsonl"])
+def test_an_input_store_out_of_reach_is_the_environments_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], store_out_of_reach: None, pattern: str
+) -> None:
+    """Nothing answers at the store's endpoint: one line naming the URI, exit 5 (run again
+    once the store is back), where a missing file or an unknown scheme is exit 1."""
+    code = main(["build", "--episodes", pattern, "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 5, err
+    assert len(err.strip().splitlines()) == 1 and "s3://data/in/" in err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
 
 
 def test_file_uris_glob_like_local_paths(tmp_path: Path) -> None:
