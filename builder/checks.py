@@ -38,22 +38,40 @@ PICKLE_HASH_SCHEME = "pickle_hash_scheme"
 DUPLICATE_JSON_KEY = "duplicate_json_key"
 ROUNDED_PRECISION = 2  # the capture contract package's default
 
-ALL_CHECKS = (
-    QUESTION_ID_MISMATCH,
-    FINAL_ANSWER_HASH_MISMATCH,
-    EXPECTED_ANSWER_HASH_MISMATCH,
-    TRIANGULATION_MISMATCH,
-    VERIFIED_MISMATCH,
-    GROUND_TRUTH_MISMATCH,
-    DUPLICATE_EPISODE_ID,
-    HOOK_LISTING_MISMATCH,
-    HOOK_UNKNOWN_DEPENDENCY,
-    HOOK_CYCLE,
-    CORRECTION_TARGET_INVALID,
-    HASH_SCHEME_MISMATCH,
-    PICKLE_HASH_SCHEME,
-    DUPLICATE_JSON_KEY,
-)
+# What each failed check says about the line, as a reject under ``--strict`` words it.
+MEANINGS: dict[str, str] = {
+    QUESTION_ID_MISMATCH: "the question's id is not the content address of its text and hint",
+    FINAL_ANSWER_HASH_MISMATCH: "a trace's final_answer_hash is not the hash of its final_answer",
+    EXPECTED_ANSWER_HASH_MISMATCH: (
+        "rl_verification_data's expected answer hash is not the hash of its expected answer"
+    ),
+    TRIANGULATION_MISMATCH: (
+        "triangulation_metadata (runs, majority answer and count, gold_matches_majority) "
+        "disagrees with the consistency traces"
+    ),
+    VERIFIED_MISMATCH: (
+        "verified disagrees with what the gold trace, the consistency majority and the "
+        "ground truth establish"
+    ),
+    GROUND_TRUTH_MISMATCH: "the gold trace's answer is not the question's ground truth",
+    DUPLICATE_EPISODE_ID: "an earlier line has the same episode_id",
+    HOOK_LISTING_MISMATCH: "a trace's turn-level and trace-level hooks disagree",
+    HOOK_UNKNOWN_DEPENDENCY: "a hook's depends_on names no hook of its trace",
+    HOOK_CYCLE: "the depends_on edges of a trace's hooks form a cycle",
+    CORRECTION_TARGET_INVALID: (
+        "a correction's corrects_turn is not an earlier, failed turn of its trace"
+    ),
+    HASH_SCHEME_MISMATCH: (
+        "a captured hash holds under the other hash scheme: set [hashing] precision to match "
+        "the capture"
+    ),
+    PICKLE_HASH_SCHEME: (
+        "an answer hash is of the capture code's first (pickle) scheme, which reward code "
+        "cannot reproduce"
+    ),
+    DUPLICATE_JSON_KEY: "an object of the line has a key twice, so parsers disagree on its value",
+}
+ALL_CHECKS = tuple(MEANINGS)
 
 
 def other_scheme(precision: int | None) -> int | None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from builder import fastpath
 from builder.banks import bank_lines
-from builder.checks import DUPLICATE_EPISODE_ID
+from builder.checks import DUPLICATE_EPISODE_ID, MEANINGS
 from builder.config import BuildConfig
 from builder.documents import records
 from builder.engine import (
@@ -268,7 +268,9 @@ class Ingest:
             if strict and failed:
                 if new_question:
                     normalizer.forget_question(outcome.question_id, outcome.question_gt_hash)
-                errors = tuple(FieldError("$", f"integrity check failed: {n}") for n in failed)
+                errors = tuple(
+                    FieldError("$", f"integrity check failed: {n}: {MEANINGS[n]}") for n in failed
+                )
                 counts.rejected += 1
                 self.rejects.add(Reject(line.path, line.number, CHECK_FAILED, errors, line.raw))
                 keep_episode.append(False)

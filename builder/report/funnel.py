@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from builder.checks import MEANINGS
 from builder.report import charts, stats
 from builder.report.folder import BuildFolder
 from builder.report.html import Node, Raw, el, num, table
@@ -178,6 +179,7 @@ def rejects_section(build: BuildFolder, checks: Mapping[str, list[stats.CheckExa
                 f"check {kind} ",
                 el("span", f"({count:,})", data_metric=f"checks.{kind}", data_value=count),
             ),
+            el("p", MEANINGS.get(kind.removesuffix(" (questions)"), ""), class_="note"),
             table(
                 ("where", "question" if kind.endswith("(questions)") else "episode", "failed"),
                 [

@@ -353,6 +353,7 @@ def test_check_corrections_direct(make: SimpleNamespace) -> None:
     assert checks.check_corrections(turns[2:]) == [checks.CORRECTION_TARGET_INVALID]
 
 
-def test_all_check_kinds_are_listed() -> None:
-    assert len(set(checks.ALL_CHECKS)) == len(checks.ALL_CHECKS) == 14
-    assert checks.DUPLICATE_EPISODE_ID in checks.ALL_CHECKS
+def test_all_check_kinds_are_listed_with_their_meaning() -> None:
+    named = {v for k, v in vars(checks).items() if isinstance(v, str) and v == k.lower()}
+    assert set(checks.ALL_CHECKS) == named and len(named) == 14
+    assert all(checks.MEANINGS[kind].strip() for kind in checks.ALL_CHECKS)

@@ -281,7 +281,10 @@ def test_strict_turns_check_failures_into_rejects_and_removes_rows(
     )
     (reject,) = rejects
     assert (reject["kind"], reject["line"], reject["path"]) == (CHECK_FAILED, 2, "$")
-    assert checks.TRIANGULATION_MISMATCH in reject["message"]
+    assert reject["message"] == (  # the check's name and what disagreed
+        "$: integrity check failed: triangulation_mismatch: triangulation_metadata (runs, majority "
+        "answer and count, gold_matches_majority) disagrees with the consistency traces"
+    )
     assert reject["raw"].encode() == lines[1]
     assert [r["episode_id"] for r in staged["episodes"]] == ["ok-1", "ok-2"]
     for name in ("traces", "turns", "hooks", "messages"):

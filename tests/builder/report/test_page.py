@@ -48,9 +48,11 @@ def test_markup_in_traces_and_rejects_is_text(hostile_build: Path, tmp_path: Pat
 
 
 def test_failed_checks_show_their_rows(tmp_path: Path) -> None:
+    import html
     import json
 
     from builder.build import build
+    from builder.checks import MEANINGS
     from builder.config import BuildConfig
 
     from .conftest import hostile_episode
@@ -66,6 +68,7 @@ def test_failed_checks_show_their_rows(tmp_path: Path) -> None:
     text = write_report(out, tmp_path / "r.html").path.read_text(encoding="utf-8")
     for kind, count in failed.items():
         assert f'data-metric="checks.{kind}" data-value="{count}"' in text
+        assert html.escape(MEANINGS[kind]) in text  # what the check found, in words
     assert f"{source}:1" in text and episode["episode_id"] in text
 
 
