@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 V2_TRACE_RENAMES = {"execution_success": "success"}
+# Fields of a seeds-layout trace the later capture code does not write (its ``TraceDict``).
+V2_TRACE_ABSENT = ("total_turns", "archived_turn_count")
 
 
 def without_v2_fields(episode: dict) -> dict:
@@ -23,11 +25,12 @@ def without_v2_fields(episode: dict) -> dict:
 
 def to_capture_v2(episode: dict) -> dict:
     """``episode`` in the capture project's later layout (``schemas.layouts.CAPTURE_V2``):
-    ``gold_trace``, ``triangulation``, a trace's ``success``; ``timing``, ``source`` and
+    ``gold_trace``, ``triangulation``, a trace's ``success`` (without ``total_turns`` and
+    ``archived_turn_count``); ``timing``, ``source`` and
     ``csv_source`` added; no ``conversation_for_sft`` or ``rl_verification_data``."""
 
     def trace(t: dict) -> dict:
-        return {V2_TRACE_RENAMES.get(k, k): v for k, v in t.items()}
+        return {V2_TRACE_RENAMES.get(k, k): v for k, v in t.items() if k not in V2_TRACE_ABSENT}
 
     seeds = without_v2_fields(episode)
     rng = random.Random(episode["episode_id"])

@@ -135,8 +135,10 @@ class ExecutionTrace(Record):
     execution_success: StrictBool
     hooks: list[Hook] = Field(default_factory=list)
     submission_metadata: dict[str, Any] = Field(default_factory=dict)
-    total_turns: StrictInt = Field(default=0, ge=0, le=INT32_MAX)
-    archived_turn_count: StrictInt = Field(default=0, ge=0, le=INT32_MAX)
+    # Absent from the later capture layout: null there, never a made-up 0 (``n_turns`` in
+    # the tables counts the turns a trace has).
+    total_turns: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
+    archived_turn_count: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
 
 
 class Message(Record):

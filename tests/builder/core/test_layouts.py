@@ -49,6 +49,10 @@ def test_the_later_layout_builds_the_same_training_rows(tmp_path: Path) -> None:
     assert manifest["extra_fields"]["$.timing"] == 40  # kept, not lost
     layouts = pq.read_table(later / "episodes", columns=["layout"]).column("layout")
     assert set(layouts.to_pylist()) == {CAPTURE_V2.name}
+    for column in ("total_turns", "archived_turn_count"):  # the later layout has neither
+        captured = pq.read_table(seeds / "traces", columns=[column]).column(0)
+        absent = pq.read_table(later / "traces", columns=[column]).column(0)
+        assert captured.null_count == 0 and absent.null_count == len(absent) > 0, column
 
 
 def test_unknown_fields_are_named_as_the_later_layout_spells_them(tmp_path: Path) -> None:
