@@ -1,15 +1,17 @@
 """``episodes publish``: release a build folder to the Hugging Face Hub as ``vX.Y.Z``.
 
-Exit codes: 0 published (or planned, with ``--dry-run``); 1 refused, nothing uploaded (the
-build fails the gate, the version exists or is not greater than the latest, no or a rejected
-token); 2 usage or configuration error (no repository, a version that is not semver);
-3 the Hub could not be reached or the publish was interrupted — the repository is left at a
-consistent state and running the same command again finishes the release.
+Exit codes (``builder.exit_codes``): 0 published (or planned, with ``--dry-run``); 1 usage or
+configuration error (no repository, a version that is not semver); 2 refused, nothing uploaded
+(the build fails the gate, the version exists or is not greater than the latest, no or a
+rejected token); 5 the Hub could not be reached or the publish was interrupted — the repository
+is left at a consistent state and running the same command again finishes the release.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="create the repository private (default: [publish] private, else public)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no upload progress bars (the default when stderr is not a terminal)",
+    )
     p.add_argument("--message", metavar="TEXT", help="commit message (default: Release vX.Y.Z)")
     p.add_argument(
         "--allow-failed-checks",
@@ -68,6 +75,16 @@ def _defaults(args: argparse.Namespace) -> tuple[Path, str, bool]:
         args.private if args.private is not None else getattr(config, "publish_private", False)
     )
     return build_dir, repo, bool(private)
+
+
+def _progress_bars(shown: bool) -> contextlib.AbstractContextManager[object]:
+    """The Hub client's upload bars, kept out of logs and pipes (``HF_HUB_DISABLE_PROGRESS_BARS``
+    set either way still decides)."""
+    if shown or os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") is not None:
+        return contextlib.nullcontext()
+    from huggingface_hub.utils import disable_progress_bars
+
+    return disable_progress_bars()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -107,7 +124,8 @@ def run(args: argparse.Namespace) -> int:
         allow_unredacted=args.allow_unredacted,
     )
     try:
-        publish(options)
+        with _progress_bars(not args.no_progress and sys.stderr.isatty()):
+            publish(options)
     except VersionError as exc:
         return fail(EXIT_USAGE, str(exc))
     except (GateRefused, VersionRefused, TokenError) as exc:

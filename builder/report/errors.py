@@ -11,6 +11,12 @@ class BuildFolderError(UsageError):
     hint = "run `episodes build` again into that folder, or name another one"
 
 
+class TokenizerError(UsageError):
+    """``--tokenizer`` names no tokenizer this report can load."""
+
+    hint = "name a tokenizer.json, or a folder a tokenizer was saved to (save_pretrained)"
+
+
 class RejectsFileError(UsageError):
     """The rejects file is missing or is not the one of this build."""
 

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from builder.engine import default_workers
 from builder.report.context_limits import CHARS_PER_TOKEN, CONTEXT_LIMITS
-from builder.report.errors import BuildFolderError
+from builder.report.errors import TokenizerError
 from builder.report.folder import BuildFolder
 
 # The text columns of each training config, added up per row; a tuple inside is "the longest".
@@ -123,7 +123,7 @@ def load_tokenizer(path: Path) -> Callable[[list[str]], list[int]]:
 
     file = path / "tokenizer.json" if path.is_dir() else path
     if not path.exists():
-        raise BuildFolderError(f"--tokenizer {path}: no such file or folder")
+        raise TokenizerError(f"--tokenizer {path}: no such file or folder")
     if file.is_file() and file.suffix == ".json":
         require("tokenizers", "--tokenizer", "report")
         from tokenizers import Tokenizer
@@ -136,7 +136,7 @@ def load_tokenizer(path: Path) -> Callable[[list[str]], list[int]]:
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:
-        raise BuildFolderError(f"--tokenizer {path}: not a tokenizer ({exc})") from exc
+        raise TokenizerError(f"--tokenizer {path}: not a tokenizer ({exc})") from exc
     return lambda batch: [len(ids) for ids in tokenizer(batch)["input_ids"]]
 
 

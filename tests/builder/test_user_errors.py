@@ -143,6 +143,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ("bad pattern", ["build", "--config", "pattern.toml", *out], 1, "regular expression"),
         ("report over a file", ["report", "out", "--out", "type.toml"], 1, "is not a page"),
         (
+            "report with no such tokenizer",
+            ["report", "out", "--tokenizer", "nothere"],
+            1,
+            "no such file or folder — name a tokenizer.json",
+        ),
+        (
             "default config unknown",
             ["build", "--config", "default.toml", "--episodes", sample, *out],
             1,
@@ -185,7 +191,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 45
+N_CASES = 46
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
