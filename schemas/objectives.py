@@ -112,7 +112,8 @@ RL = table_schema(
 )
 
 PRM = table_schema(
-    "Process-reward samples: one row per hook of every gold trace, verified or not",
+    "Process-reward samples: one row per hook of every gold trace, verified or not, "
+    "without a failed integrity check",
     column("step", pa.string(), "The code line that produced the checkpoint"),
     column("value", pa.string(), "Stored value or bounded summary (canonical JSON)"),
     column("value_hash", pa.string(), "Hash of the full normalized value"),

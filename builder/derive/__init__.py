@@ -4,7 +4,8 @@ Each objective module exposes ``NAME``, ``SCHEMA`` (from ``schemas.objectives``)
 ``derive(tables, options) -> pl.LazyFrame``; the collected frame, after
 ``.to_arrow().select(SCHEMA.names).cast(SCHEMA)``, conforms to the schema. Rows are sorted by
 their keys so builds are reproducible. Only training-eligible episodes feed the configs
-(``builder.derive.eligibility``), except ``prm``, whose label encodes verification.
+(``builder.derive.eligibility``); ``prm``, whose label encodes verification, also takes
+the unverified ones (``eligibility.sound_episodes``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from builder.derive.eligibility import eligible_episodes
+from builder.derive.eligibility import eligible_episodes, sound_episodes
 from builder.derive.options import DeriveOptions
 
 SOURCE = "episode"
@@ -21,15 +21,16 @@ TRACE_ORDER = ("question_id", "episode_id", "consistency", "trace_index")
 
 
 def episode_context(
-    tables: Mapping[str, pl.LazyFrame], options: DeriveOptions, eligible_only: bool = True
+    tables: Mapping[str, pl.LazyFrame], options: DeriveOptions, verified_only: bool = True
 ) -> pl.LazyFrame:
-    """One row per episode (training-eligible ones unless ``eligible_only`` is false):
+    """One row per episode that trains (``builder.derive.eligibility``; with
+    ``verified_only`` false, also those that only fail verification, for ``prm``):
     ``episode_id``, ``question_id``, ``difficulty``, ``source``, ``question``, ``system``,
     ``expected_hash``, ``expected_answer``, ``verified_recomputed`` and ``accepted_hashes``
     (the expected hash, then every other hash the question's ground truth accepts)."""
     episodes = tables["episodes"]
-    if eligible_only:
-        episodes = episodes.join(eligible_episodes(tables), on="episode_id", how="semi")
+    trains = eligible_episodes(tables) if verified_only else sound_episodes(tables)
+    episodes = episodes.join(trains, on="episode_id", how="semi")
     questions = (
         tables["questions"]
         .select("question_id", "difficulty", question="question_text")

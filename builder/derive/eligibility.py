@@ -5,7 +5,10 @@ applies: ``not_verified`` (captured flag false), ``verified_mismatch`` (claimed 
 the recomputation fails), ``failed_checks`` (any integrity check failed),
 ``duplicate_turn_index`` (two turns of one trace share a ``turn_index``: the turns table
 keys turns by it, so their order and the corrections pointing at them are ambiguous, and a
-build would not be reproducible). ``prm`` is exempt: its label encodes verification.
+build would not be reproducible). ``prm`` trains on unverified episodes too, its label
+encoding verification, but never on one with another failed check or ambiguous turns
+(``sound_episodes``): a ``verified_mismatch`` is the one disagreement its recomputed label
+settles.
 """
 
 from __future__ import annotations
@@ -23,19 +26,16 @@ DUPLICATE_TURN_INDEX = "duplicate_turn_index"
 REASONS = (NOT_VERIFIED, VERIFIED_MISMATCH, FAILED_CHECKS, DUPLICATE_TURN_INDEX)
 
 
-def exclusion_reasons(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
-    """``episode_id``, ``reason``: one row per episode, reason null when it trains."""
-    reason = (
-        pl.when(~pl.col("verified").fill_null(False))
-        .then(pl.lit(NOT_VERIFIED))
-        .when(~pl.col("verified_recomputed").fill_null(False))
-        .then(pl.lit(VERIFIED_MISMATCH))
-        .when(pl.col("checks").list.len().fill_null(0) > 0)
-        .then(pl.lit(FAILED_CHECKS))
-        .when(pl.col("duplicate_turn_index").fill_null(False))
-        .then(pl.lit(DUPLICATE_TURN_INDEX))
-        .otherwise(pl.lit(None, dtype=pl.String))
-    )
+_FAILED_CHECKS = pl.col("checks").list.len().fill_null(0) > 0
+_DUPLICATE_TURNS = pl.col("duplicate_turn_index").fill_null(False)
+_FAILED_OTHER_CHECKS = (
+    pl.col("checks").list.eval(pl.element() != VERIFIED_MISMATCH).list.any().fill_null(False)
+)
+
+
+def _with_duplicate_turns(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
+    """The episodes, with ``duplicate_turn_index`` true where two turns of a trace share an
+    index (null elsewhere)."""
     duplicates = (
         tables["turns"]
         .group_by("trace_id", "turn_index")
@@ -44,16 +44,35 @@ def exclusion_reasons(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
         .select("episode_id", duplicate_turn_index=pl.lit(True))
         .unique()
     )
-    return (
-        tables["episodes"]
-        .join(duplicates, on="episode_id", how="left")
-        .select("episode_id", reason.alias("reason"))
+    return tables["episodes"].join(duplicates, on="episode_id", how="left")
+
+
+def exclusion_reasons(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
+    """``episode_id``, ``reason``: one row per episode, reason null when it trains."""
+    reason = (
+        pl.when(~pl.col("verified").fill_null(False))
+        .then(pl.lit(NOT_VERIFIED))
+        .when(~pl.col("verified_recomputed").fill_null(False))
+        .then(pl.lit(VERIFIED_MISMATCH))
+        .when(_FAILED_CHECKS)
+        .then(pl.lit(FAILED_CHECKS))
+        .when(_DUPLICATE_TURNS)
+        .then(pl.lit(DUPLICATE_TURN_INDEX))
+        .otherwise(pl.lit(None, dtype=pl.String))
     )
+    return _with_duplicate_turns(tables).select("episode_id", reason.alias("reason"))
 
 
 def eligible_episodes(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
     """``episode_id`` of every episode that trains (lazy)."""
     return exclusion_reasons(tables).filter(pl.col("reason").is_null()).select("episode_id")
+
+
+def sound_episodes(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
+    """``episode_id`` of every episode with unambiguous turns and no failed check but
+    ``verified_mismatch``, verified or not (lazy): what ``prm`` labels."""
+    sound = ~_FAILED_OTHER_CHECKS & ~_DUPLICATE_TURNS
+    return _with_duplicate_turns(tables).filter(sound).select("episode_id")
 
 
 def exclusion_counts(tables: Mapping[str, pl.LazyFrame]) -> dict[str, int]:

@@ -1,8 +1,10 @@
-"""``prm``: the seed's process-reward samples, one row per hook of every gold trace.
+"""``prm``: the seed's process-reward samples, one row per hook of a gold trace.
 
-All episodes take part, verified or not: ``label`` is 1.0 when the episode's recomputed
-verified flag holds, else 0.0 (the seed's ``1.0 if verified else 0.0``, with the flag
-recomputed from the traces rather than trusted as captured).
+Episodes take part verified or not: ``label`` is 1.0 when the episode's recomputed verified
+flag holds, else 0.0 (the seed's ``1.0 if verified else 0.0``, with the flag recomputed from
+the traces rather than trusted as captured). An episode with any other failed integrity
+check (a hook DAG that is none, a hash that is not its value's, …) or turns that share an
+index takes no part: its steps are not what the capture promised.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ SCHEMA = OBJECTIVES[NAME]
 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
-    context = episode_context(tables, options, eligible_only=False)
+    context = episode_context(tables, options, verified_only=False)
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id")
     return (
         tables["hooks"]

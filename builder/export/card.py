@@ -320,8 +320,9 @@ def card_markdown(
         "traces (gold submitted, gold answer hash equals the consistency majority, at least one "
         "consistency trace matched; for a `capture_v2` episode with no consistency traces: "
         "gold submitted and its answer hash one the question's ground truth accepts) — with "
-        "no failed integrity check train; `prm` keeps every "
-        "gold trace and encodes verification in its label. "
+        "no failed integrity check train; `prm` keeps the gold traces of unverified episodes "
+        "too and encodes verification in its label (a failed check but `verified_mismatch`, "
+        "which its recomputed label settles, leaves an episode out of `prm` as well). "
         "Excluded episodes stay in the tables; the manifest counts them by reason.",
         "",
         *_hashing_section(manifest.get("hashing")),

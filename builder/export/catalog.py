@@ -54,8 +54,9 @@ OBJECTIVE_DOCS: dict[str, ConfigDoc] = {
         "TRL `GRPOTrainer` (conversational `prompt`)",
     ),
     "prm": ConfigDoc(
-        "Process-reward samples: one row per hook of every gold trace, labelled 1.0 when the "
-        "episode is verified (recomputed), else 0.0.",
+        "Process-reward samples: one row per hook of every gold trace, verified or not, "
+        "without a failed integrity check; labelled 1.0 when the episode is verified "
+        "(recomputed), else 0.0.",
         "pointwise step scoring",
     ),
     "prm_stepwise": ConfigDoc(

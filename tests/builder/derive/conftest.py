@@ -242,8 +242,15 @@ def expected_counts(tables: Mapping[str, pl.LazyFrame], cap: int) -> dict[str, i
         )
         .select(pl.min_horizontal(pl.col("chosen") * pl.col("failed"), pl.lit(cap)).sum())
     )
-    gold_hooks = tables["hooks"].join(
-        tables["traces"].filter(pl.col("role") == "gold"), on="trace_id", how="semi"
+    # prm: every episode without a failed check but verified_mismatch, verified or not
+    # (the fixtures repeat no turn index)
+    sound = tables["episodes"].filter(
+        pl.col("checks").list.set_difference(pl.lit(["verified_mismatch"])).list.len() == 0
+    )
+    gold_hooks = (
+        tables["hooks"]
+        .join(tables["traces"].filter(pl.col("role") == "gold"), on="trace_id", how="semi")
+        .join(sound, on="episode_id", how="semi")
     )
 
     def rows(frame: pl.LazyFrame) -> int:

@@ -36,7 +36,7 @@ def test_counts_are_exact_on_the_sample(tables, derived, make) -> None:
         "sft": 2,
         "sft_turns": 5,
         "rl": 2,
-        "prm": 7,
+        "prm": 6,
         "prm_stepwise": 6,
         "orm": 6,
         "dpo": 4,

@@ -42,7 +42,7 @@ def test_derived_configs_only_hold_eligible_episodes(derived) -> None:
     for name, frame in derived.items():
         episodes = set(frame["episode_id"])
         if name == "prm":
-            assert episodes == {"ep-a", "ep-b", "ep-c", "ep-d", "ep-e"}
+            assert episodes == {"ep-a", "ep-b", "ep-c", "ep-d"}  # ep-e: a failed check
         elif name in ("dpo", "self_correction"):  # ep-b has no failed trace, no correction
             assert episodes == {"ep-a"}, name
         else:

@@ -1,4 +1,5 @@
-"""prm: one row per hook of every gold trace, labelled by the recomputed verified flag."""
+"""prm: one row per hook of every gold trace, labelled by the recomputed verified flag; no
+row of an episode with a failed check other than verified_mismatch."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ def test_one_row_per_gold_hook_of_every_episode_with_its_label(derived) -> None:
     assert rows.rows() == [
         ("ep-a", 0, 0, "df = pd.read_csv('sales.csv')", 1.0),
         ("ep-a", 1, 2, "m = df['revenue'].mean()", 1.0),
-        ("ep-d", 0, None, "y = 5", 0.0),  # claims verified, recomputation fails
+        ("ep-d", 0, None, "y = 5", 0.0),  # claims verified, recomputation fails: label 0
         ("ep-d", 1, None, "z = y", 0.0),
         ("ep-c", 0, 0, "x = 1", 0.0),
-        ("ep-e", 0, None, "w = 7", 1.0),  # verified, excluded elsewhere for a failed check
         ("ep-b", 0, None, "n = len(df)", 1.0),
-    ]  # sorted by question id, then episode, then hook
+    ]  # sorted by question id, then episode, then hook; ep-e (a failed check) is left out
     assert derived["prm"]["question_id"].is_sorted()
     assert derived["prm"]["trace_id"].str.ends_with(":gold").all()
 
