@@ -296,7 +296,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(one_line(args.command, exc), file=sys.stderr)
         return exc.exit_code
-    except Exception as exc:  # a bug, not the user's doing: say so, in one line
+    except (SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # a bug, not the user's doing (a library's Rust panic is a
+        # BaseException): say so, in one line
         if debug:
             traceback.print_exc()
         print(

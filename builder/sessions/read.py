@@ -10,7 +10,11 @@ application's PostgreSQL schema may use other types), and the validator must see
 instead of the build crashing on them. So integer and boolean columns are selected through a
 guard: a value of the right type lands in the typed column, anything else lands, as text, in
 a companion ``_invalid_<column>`` column, which the validator turns into an ``invalid_type``
-reject. Text columns are cast to text. Two driver facts shape the SQL:
+reject. Text columns are cast to text. SQLite keeps whatever bytes it was given as text, and
+the driver hands them over unchecked: a value that is not UTF-8 would make Parquet that no
+reader opens. So a batch whose text fails Arrow's UTF-8 check has each such value moved, shown
+with backslash escapes, to a ``_not_utf8_<column>`` column (an ``invalid_utf8`` reject). Two
+driver facts shape the SQL:
 
 * ADBC SQLite infers each column's type from the first batch, so an all-null first batch
   followed by text fails. A typed sentinel row is put first (``UNION ALL``) and dropped.
@@ -31,6 +35,7 @@ from schemas.sessions import ROW_SCHEMAS
 
 DEFAULT_BATCH_ROWS = 65_536
 INVALID_PREFIX = "_invalid_"
+NOT_UTF8_PREFIX = "_not_utf8_"
 _SENTINEL = "_sentinel"
 _PG_INTEGERS = {"int2", "int4", "int8"}
 _PG_INTEGER_TEXT = r"^\s*[+-]?[0-9]{1,18}\s*$"
@@ -45,10 +50,58 @@ def guarded(type_: pa.DataType) -> bool:
 
 
 def batch_schema(table: str) -> pa.Schema:
-    """What ``iter_batches`` yields: the declared columns plus ``_invalid_*`` text columns."""
+    """What ``iter_batches`` yields: the declared columns, then ``_invalid_*`` and
+    ``_not_utf8_*`` text columns."""
     declared = ROW_SCHEMAS[table]
     invalid = [pa.field(INVALID_PREFIX + f.name, pa.string()) for f in declared if guarded(f.type)]
-    return pa.schema([*declared, *invalid], metadata=declared.metadata)
+    not_utf8 = [
+        pa.field(NOT_UTF8_PREFIX + f.name, pa.string())
+        for f in declared
+        if pa.types.is_string(f.type)
+    ]
+    return pa.schema([*declared, *invalid, *not_utf8], metadata=declared.metadata)
+
+
+def read_schema(table: str) -> pa.Schema:
+    """The columns the ``SELECT`` returns: ``batch_schema`` but the ``_not_utf8_*`` ones."""
+    schema = batch_schema(table)
+    return pa.schema([f for f in schema if not f.name.startswith(NOT_UTF8_PREFIX)])
+
+
+def _utf8_checked(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with every text value that is not UTF-8 moved to its ``_not_utf8_`` column
+    (a guard's ``_invalid_`` text is only shown, so it is escaped in place). One pass of
+    Arrow's check for a clean batch; Python only for the column that fails it."""
+    try:
+        batch.validate(full=True)
+        return batch
+    except pa.ArrowInvalid:
+        pass
+    columns = list(batch.columns)
+    for i, field in enumerate(schema):
+        if not pa.types.is_string(field.type) or field.name.startswith(NOT_UTF8_PREFIX):
+            continue
+        try:
+            columns[i].validate(full=True)
+            continue
+        except pa.ArrowInvalid:
+            pass
+        kept: list[str | None] = []
+        moved: list[str | None] = []
+        for value in columns[i].view(pa.binary()).to_pylist():
+            try:
+                kept.append(None if value is None else value.decode("utf-8"))
+                moved.append(None)
+            except UnicodeDecodeError:
+                shown = value.decode("utf-8", "backslashreplace")
+                kept.append(shown if field.name.startswith(INVALID_PREFIX) else None)
+                moved.append(None if field.name.startswith(INVALID_PREFIX) else shown)
+        columns[i] = pa.array(kept, pa.string())
+        if not field.name.startswith(INVALID_PREFIX):
+            columns[schema.get_field_index(NOT_UTF8_PREFIX + field.name)] = pa.array(
+                moved, pa.string()
+            )
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _quote(name: str) -> str:
@@ -104,7 +157,7 @@ def select_sql(dialect: Dialect, table: str, types: dict[str, str]) -> str:
     body = f"{', '.join(exprs)} FROM {_quote(table)}"
     if dialect == "postgresql":
         return f"SELECT {body}"
-    typed = ", ".join("0" if guarded(f.type) else "''" for f in batch_schema(table))
+    typed = ", ".join("0" if guarded(f.type) else "''" for f in read_schema(table))
     return f"SELECT 0 AS {_SENTINEL}, {typed} UNION ALL SELECT 1, {body}"
 
 
@@ -123,6 +176,7 @@ def iter_batches(
     if batch_rows < 1:
         raise ValueError("batch_rows must be positive")
     schema = batch_schema(table)
+    read = read_schema(table)
     with conn.cursor() as cur:
         sql = select_sql(dialect, table, column_types(cur, dialect, table))
         cur.adbc_statement.set_options(**_batch_options(dialect, batch_rows))
@@ -136,7 +190,11 @@ def iter_batches(
                         raise DatabaseError(f"{table}: SQLite returned no typing sentinel first")
                     batch, first = batch.slice(1), False
                 batch = batch.drop_columns([_SENTINEL])
-            batch = batch.rename_columns(schema.names).cast(schema)
+            batch = batch.rename_columns(read.names).cast(read)
+            for field in schema:  # filled by the UTF-8 check, when a value fails it
+                if field.name not in read.names:
+                    batch = batch.append_column(field, pa.nulls(batch.num_rows, field.type))
+            batch = _utf8_checked(batch, schema)
             for offset in range(0, batch.num_rows, batch_rows):
                 yield batch.slice(offset, batch_rows)
 

@@ -9,7 +9,8 @@ as canonical JSON, with an ill-typed value shown as its text). Its kind is its f
 Reject kinds, in the order a row is examined:
 
 * ``invalid_type``: a value of the wrong type (SQLite stores anything anywhere), or an
-  ``action_id`` outside the seed's ``INT`` (32-bit);
+  ``action_id`` outside the seed's ``INT`` (32-bit); ``invalid_utf8``: text that is not
+  UTF-8 (SQLite keeps any bytes as text), shown in the reject with backslash escapes;
 * ``null_field``: a required field is null (sessions: ``session_id``,
   ``initial_instruction``; actions: ``action_uuid``, ``session_id``, ``action_type``,
   ``source``); ``missing_action_id``: a null ``action_id`` (the action cannot be ordered);
@@ -42,7 +43,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.hashing import canonical_json, normalize_question_text, question_id
-from builder.sessions.read import INVALID_PREFIX, SessionsSource, guarded
+from builder.sessions.read import INVALID_PREFIX, NOT_UTF8_PREFIX, SessionsSource, guarded
 from builder.validate import FieldError, Reject
 from schemas.sessions import (
     ACTION_ROW,
@@ -57,6 +58,7 @@ from schemas.sessions import (
 )
 
 INVALID_TYPE = "invalid_type"
+INVALID_UTF8 = "invalid_utf8"
 NULL_FIELD = "null_field"
 MISSING_ACTION_ID = "missing_action_id"
 INVALID_ACTION_TYPE = "invalid_action_type"
@@ -68,6 +70,7 @@ DUPLICATE_ACTION_UUID = "duplicate_action_uuid"
 DUPLICATE_ACTION_ID = "duplicate_action_id"
 KINDS = (
     INVALID_TYPE,
+    INVALID_UTF8,
     NULL_FIELD,
     MISSING_ACTION_ID,
     INVALID_ACTION_TYPE,
@@ -120,6 +123,18 @@ def _guarded(schema: pa.Schema) -> list[pa.Field]:
     return [f for f in schema if guarded(f.type)]
 
 
+def _texts(schema: pa.Schema) -> list[pa.Field]:
+    """Columns the reader pairs with a ``_not_utf8_`` column."""
+    return [f for f in schema if pa.types.is_string(f.type)]
+
+
+def _companions(schema: pa.Schema) -> list[str]:
+    return [
+        *(INVALID_PREFIX + f.name for f in _guarded(schema)),
+        *(NOT_UTF8_PREFIX + f.name for f in _texts(schema)),
+    ]
+
+
 def _type_and_null_checks(schema: pa.Schema, required: tuple[str, ...]) -> list[Check]:
     checks = []
     for field in schema:
@@ -130,6 +145,11 @@ def _type_and_null_checks(schema: pa.Schema, required: tuple[str, ...]) -> list[
             got = pl.format(f"expected {expected}, got '{{}}'", pl.col(invalid))
             checks.append(Check(pl.col(invalid).is_not_null(), INVALID_TYPE, f"$.{name}", got))
             is_null = is_null & pl.col(invalid).is_null()
+        elif pa.types.is_string(field.type):
+            bytes_ = pl.col(NOT_UTF8_PREFIX + name)
+            shown = pl.format("not valid UTF-8: '{}'", bytes_)
+            checks.append(Check(bytes_.is_not_null(), INVALID_UTF8, f"$.{name}", shown))
+            is_null = is_null & bytes_.is_null()
         if name in required:
             kind = MISSING_ACTION_ID if name == "action_id" else NULL_FIELD
             checks.append(Check(is_null, kind, f"$.{name}", "required field is null"))
@@ -162,7 +182,7 @@ def _prepare(data: pa.Table | pl.DataFrame, schema: pa.Schema, key: str) -> pl.D
     the (rare) rows whose key repeats: no full-table row hashing."""
     frame = data if isinstance(data, pl.DataFrame) else pl.from_arrow(data)
     assert isinstance(frame, pl.DataFrame)
-    columns = [*schema.names, *(INVALID_PREFIX + f.name for f in _guarded(schema))]
+    columns = [*schema.names, *_companions(schema)]
     absent = [pl.lit(None, pl.String).alias(n) for n in columns if n not in frame.columns]
     frame = frame.with_columns(absent).select(columns).with_row_index(_ROW)
     repeated = pl.col(key).is_not_null() & (pl.len().over(key) > 1)
@@ -254,12 +274,13 @@ def _action_checks(ok: pl.Series, rejected: pl.Series) -> list[Check]:
 
 def _rejects(bad: pl.DataFrame, schema: pa.Schema, key: str, source: str) -> list[Reject]:
     """Reject records, in read order. Python here runs once per *rejected* row only."""
-    typed = {f.name for f in _guarded(schema)}
+    typed = {f.name: INVALID_PREFIX + f.name for f in _guarded(schema)}
+    typed |= {f.name: NOT_UTF8_PREFIX + f.name for f in _texts(schema)}
     table = "sessions" if schema is SESSION_ROW else "actions"
     out = []
     for row in bad.sort(_ROW).iter_rows(named=True):
         raw = {
-            name: row[INVALID_PREFIX + name] if name in typed and row[name] is None else row[name]
+            name: row[typed[name]] if name in typed and row[name] is None else row[name]
             for name in schema.names
         }
         shown = "null" if raw[key] is None else raw[key]

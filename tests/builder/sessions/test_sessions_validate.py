@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from sessions_support import Backend, action, session
@@ -188,3 +190,54 @@ def test_an_empty_database_builds_empty_tables(backend: Backend) -> None:
     assert result.rejects == [] and result.sft.is_empty() and result.self_correction.is_empty()
     assert {name: t.num_rows for name, t in result.tables.items()} == {"sessions": 0, "actions": 0}
     assert result.summary["verified_share"] == 0.0
+
+
+def test_text_that_is_not_utf8_is_rejected_and_the_output_stays_readable(
+    tmp_path: Path,
+) -> None:
+    """SQLite keeps any bytes as text (a producer storing captured output as bytes): such a
+    value is an ``invalid_utf8`` reject naming its column, shown escaped; nothing else is
+    lost, and every Parquet file the build writes is valid UTF-8 for every reader."""
+    import polars as pl
+    import pyarrow.parquet as pq
+
+    from builder.build import build
+    from builder.config import BuildConfig
+
+    path = tmp_path / "bytes.db"
+    backend = Backend("sqlite", f"sqlite:///{path}", str(path))
+    backend.create("loose")
+    backend.insert("sessions", [session(1, "Fine."), session(2, "Fine too.")])
+    backend.execute(
+        "INSERT INTO sessions VALUES (3, CAST(X'636166E9' AS TEXT), NULL, NULL, 1)",
+        "UPDATE sessions SET initial_code = CAST(X'FFFE' AS TEXT) WHERE session_id = 2",
+    )
+    backend.insert(
+        "actions",
+        [*(action(f"g{i}", 1, i, "set_code", "x = 1", True, "ai") for i in (1, 2))],
+    )
+    backend.execute(
+        "INSERT INTO actions VALUES ('bad', 1, 3, 'set_exec_output', CAST(X'FF41' AS TEXT),"
+        " NULL, 'ai')",
+        "INSERT INTO actions VALUES (CAST(X'FF' AS TEXT), 1, 4, 'input', 'hi', NULL, 'human')",
+    )
+    v = _validated(backend)
+    assert _by_key(v) == {
+        "sessions.session_id=2": ["invalid_utf8"],
+        "sessions.session_id=3": ["invalid_utf8"],
+        "actions.action_uuid=bad": ["invalid_utf8"],
+        "actions.action_uuid=\\xff": ["invalid_utf8"],
+    }
+    three = next(r for r in v.rejects if r.key == "sessions.session_id=3")
+    assert three.path == "$.initial_instruction"
+    assert three.message == "$.initial_instruction: not valid UTF-8: 'caf\\xe9'"
+    assert json.loads(three.raw)["initial_instruction"] == "caf\\xe9"
+    assert sorted(v.actions["action_uuid"].to_list()) == ["g1", "g2"]
+
+    out = tmp_path / "out"
+    config = BuildConfig(sessions=backend.url, out=out, rejects=tmp_path / "r.jsonl")
+    report = build(replace(config, max_reject_ratio=1.0))
+    assert report.manifest["rejects"]["by_kind"] == {"invalid_utf8": 4}
+    for file in out.rglob("*.parquet"):
+        pq.read_table(file).validate(full=True)
+        pl.read_parquet(file)
