@@ -2,7 +2,9 @@
 
 The system prompt comes first. Then the episode's ``conversation_for_sft`` messages as
 captured, weight 1 on every assistant message (list-of-parts content is reduced to its text
-parts joined by newlines); OpenAI ``tool_calls``, ``tool_call_id`` and ``name`` are kept, null
+parts joined by newlines); a ``tool`` message, and a ``user`` message after the first (the
+capture's execution feedback, ``Output:\n{stdout}``), is ``bounded`` to ``max_output_chars``
+as a rendered turn's output is; OpenAI ``tool_calls``, ``tool_call_id`` and ``name`` are kept, null
 where a message has none (``arguments`` stay the JSON text OpenAI sends). An episode
 without conversation messages is rendered from its gold trace instead (the question, then each
 turn as ``builder.derive.messages`` renders it); there, an assistant turn that failed and that
@@ -21,6 +23,7 @@ from builder.derive.common import episode_context
 from builder.derive.messages import (
     NO_WEIGHT,
     TOOL_CALLS,
+    bounded,
     corrected_failures,
     gather,
     parts_text,
@@ -49,6 +52,11 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     assistant = pl.col("role") == "assistant"
     weight = pl.when(assistant).then(pl.when(pl.col("zero")).then(0).otherwise(1)).cast(pl.Int64)
     content = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
+    first_user = pl.col("message_index").filter(pl.col("role") == "user").min().over("episode_id")
+    feedback = (pl.col("role") == "tool") | (
+        (pl.col("role") == "user") & (pl.col("message_index") > first_user)
+    )
+    content = pl.when(feedback).then(bounded(content, options.max_output_chars)).otherwise(content)
     rows = pl.concat(
         [
             context.select(

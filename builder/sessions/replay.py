@@ -89,13 +89,18 @@ def _present(name: str) -> pl.Expr:
     return pl.col(name).is_not_null() & (pl.col(name).str.strip_chars() != "")
 
 
-def initial_message() -> pl.Expr:
-    """The opening user message of a session (evaluated on the sessions frame)."""
+def initial_message(max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> pl.Expr:
+    """The opening user message of a session (evaluated on the sessions frame); its output,
+    like every action's, ``bounded`` to ``max_output_chars``."""
     code = pl.when(_present("initial_code")).then(
         pl.concat_str(pl.lit(CONTEXT_CODE), fenced(pl.col("initial_code")))
     )
     output = pl.when(_present("initial_exec_output")).then(
-        pl.concat_str(pl.lit(CONTEXT_OUTPUT), pl.col("initial_exec_output"), pl.lit(OUTPUT_CLOSE))
+        pl.concat_str(
+            pl.lit(CONTEXT_OUTPUT),
+            bounded(pl.col("initial_exec_output"), max_output_chars),
+            pl.lit(OUTPUT_CLOSE),
+        )
     )
     return pl.concat_str(
         pl.col("initial_instruction"), code.fill_null(""), output.fill_null("")
@@ -144,7 +149,10 @@ def conversation_rows(
         pl.lit(options.system_prompt).alias("content"),
     )
     opening = head.select(
-        "session_id", pl.lit(1).alias("_part"), pl.lit("user").alias("role"), initial_message()
+        "session_id",
+        pl.lit(1).alias("_part"),
+        pl.lit("user").alias("role"),
+        initial_message(options.max_output_chars),
     )
     acts = v.actions.join(sessions.select("session_id"), on="session_id", how="semi").select(
         "session_id",

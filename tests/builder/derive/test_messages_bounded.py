@@ -166,3 +166,27 @@ def test_configured_limit_reaches_every_rendering_objective(make: SimpleNamespac
     """Needs sft, self_correction, orm and dpo to pass ``options.max_output_chars`` on to
     ``turn_messages`` / ``trace_messages``."""
     check_objectives_bound_outputs(make, DeriveOptions(max_output_chars=300))
+
+
+def test_feedback_in_a_captured_conversation_is_bounded_and_the_question_is_not(make) -> None:
+    """The capture writes execution feedback into the conversation's later user messages
+    (``Output:\\n{stdout}``) and tool results into ``tool`` messages: bounded as a rendered
+    turn's output is. The first user message (the question) and assistant messages are not."""
+    long = "Q" * 30
+    conversation = {
+        "system_prompt": "sys",
+        "messages": [
+            {"role": "user", "content": long},
+            {"role": "assistant", "content": "A" * 30},
+            {"role": "user", "content": "Output:\n" + "o" * 30},
+            {"role": "tool", "content": "t" * 30, "tool_call_id": "c1"},
+        ],
+    }
+    base = make.analysis_episode()
+    episode = {**base, "conversation_for_sft": conversation}
+    derived = derive_all(make.build_tables([episode]), DeriveOptions(max_output_chars=10))
+    messages = derived["sft"].collect().row(0, named=True)["messages"]
+    contents = [(m["role"], m["content"]) for m in messages]
+    assert contents[1:3] == [("user", long), ("assistant", "A" * 30)]
+    assert contents[3] == ("user", "Outpu" + marker("28") + "o" * 5)
+    assert contents[4] == ("tool", "t" * 5 + marker("20") + "t" * 5)

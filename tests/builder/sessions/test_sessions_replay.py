@@ -62,3 +62,19 @@ def test_exec_output_uses_the_episode_feedback_format_and_is_bounded() -> None:
     assert short == "[stdout]:\n42"
     assert long.startswith("[stdout]:\n" + "x" * 10) and "truncated 30 characters" in long
     assert out["role"].to_list() == ["user", "user"]
+
+
+def test_the_opening_output_is_bounded_like_every_other() -> None:
+    from builder.sessions.replay import initial_message
+
+    sessions = pl.DataFrame(
+        {
+            "initial_instruction": ["Look.", "Look again."],
+            "initial_code": ["df.head()", None],
+            "initial_exec_output": ["   a\n0  1", "y" * 50],
+        }
+    )
+    short, long = sessions.select(initial_message(max_output_chars=20)).to_series().to_list()
+    assert "   a\n0  1" in short and "truncated" not in short  # unchanged
+    assert "y" * 10 + "\n…[truncated 30 characters]…\n" + "y" * 10 in long
+    assert "y" * 11 not in long
