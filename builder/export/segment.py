@@ -233,13 +233,20 @@ class SegmentExporter:
 
 def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOutput:
     """The sessions segment (``builder.sessions.pipeline``: tables in memory): its ``sft``
-    and ``self_correction`` rows, the session tables and the sessions' split assignment."""
+    and ``self_correction`` rows, the session tables and the split assignment of the
+    sessions' questions that no episode segment in ``out`` listed already."""
     from builder.derive import OBJECTIVE_MODULES
 
     text = pl.col("normalized_instruction").alias("normalized_text")
     ids = _frame(sessions.tables["sessions"]).select("question_id", text).sort("question_id")
     splits = assign_splits(ids, SplitConfig.of(config))
     keys = SplitKeys.of_questions(splits)
+    # A session asked an episode's question: the episodes' segments listed it (in the same
+    # split: both hash the normalized text), and ``splits`` lists each question once.
+    earlier = sorted((out / "splits").glob("*.parquet"))
+    if earlier:
+        listed = pl.read_parquet(earlier, columns=["question_id"])
+        splits = splits.join(listed, on="question_id", how="anti", maintain_order="left")
     writers = _Writers(out, SESSION_SEGMENT, config)
     pieces = {
         "sft": sessions.sft.lazy(),

@@ -60,3 +60,43 @@ def test_generate_is_deterministic_and_shaped() -> None:
 def test_relative_sample_url_resolves_against_base() -> None:
     db = parse_url("sqlite:///data/sessions/sample.sql", base=SAMPLE_PATH.parents[2])
     assert isinstance(db, DatabaseURL) and db.path == SAMPLE_PATH
+
+
+def test_a_question_asked_by_an_episode_and_a_session_is_listed_once(tmp_path: Path) -> None:
+    """Episodes and sessions key a question alike (sha256 of the text, no hint): ``splits``
+    lists it once, and the session's rows carry the split the episode's got."""
+    import json
+
+    from builder.build import build
+    from builder.config import BuildConfig
+    from builder.hashing import question_id
+
+    episodes = Path(__file__).resolve().parents[3] / "data/episodes/episodes.jsonl"
+    texts = [
+        json.loads(line)["question"]
+        for line in episodes.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    shared = next(q["question_text"] for q in texts if not q.get("hint"))
+    path = tmp_path / "s.db"
+    backend = Backend("sqlite", f"sqlite:///{path}", str(path))
+    backend.create("strict")
+    backend.insert(
+        "sessions", [(1, shared, None, None, True), (2, "Only a session asks.", None, None, True)]
+    )
+    backend.insert("actions", [("a1", 1, 1, "set_code", "x = 1", True, "ai")])
+    config = BuildConfig(
+        episodes=(str(episodes),),
+        sessions=backend.url,
+        out=tmp_path / "o",
+        rejects=tmp_path / "r.jsonl",
+    )
+    build(config)
+    splits = pl.read_parquet(tmp_path / "o" / "splits" / "*.parquet")
+    assert splits["question_id"].is_unique().all()
+    qid = question_id(shared, None)
+    assert qid in splits["question_id"].to_list()
+    assert question_id("Only a session asks.", None) in splits["question_id"].to_list()
+    split = splits.filter(pl.col("question_id") == qid)["split"].item()
+    files = sorted((tmp_path / "o" / "sessions").glob(f"{split}-*.parquet"))
+    assert 1 in pl.read_parquet(files)["session_id"].to_list()  # the episode's split
