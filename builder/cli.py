@@ -14,7 +14,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from builder import exit_codes
 from builder.config import BuildConfig, ConfigError, find_config, load_config, parse_precision
@@ -28,6 +28,17 @@ from builder.preflight import (
     check_ray_address,
 )
 from builder.storage import is_uri
+
+
+class _Once(argparse.Action):
+    """A flag that takes one value: given twice, the first would be dropped unseen."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, *_: Any
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{'/'.join(self.option_strings)} given twice: a build reads one")
+        setattr(namespace, self.dest, values)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,10 +57,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("build", help="build the dataset folder from episodes (and sessions)")
     b.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
-    b.add_argument("--episodes", nargs="+", metavar="GLOB", help="episode JSONL files or globs")
-    b.add_argument("--synthetic-questions", nargs="+", metavar="GLOB")
-    b.add_argument("--llm-questions", nargs="+", metavar="GLOB")
-    b.add_argument("--sessions", metavar="URL", help="sqlite:///path.db|.sql or postgresql://…")
+    # Given twice, a list flag adds to what it named before, never replaces it.
+    files = {"nargs": "+", "action": "extend", "metavar": "GLOB"}
+    b.add_argument("--episodes", **files, help="episode JSONL files or globs")
+    b.add_argument("--synthetic-questions", **files)
+    b.add_argument("--llm-questions", **files)
+    b.add_argument(
+        "--sessions",
+        action=_Once,
+        metavar="URL",
+        help="one sessions database: sqlite:///path.db|.sql or postgresql://…",
+    )
     b.add_argument("--out", type=Path, help="output dataset folder (default build/dataset)")
     b.add_argument("--rejects", type=Path, help="rejects file (default build/rejects.jsonl)")
     b.add_argument("--upload-to", metavar="URI", help="copy the built folder to s3://… gs://…")
@@ -234,14 +252,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from builder.sessions.db import DatabaseError, init_database, redact
+    from builder.sessions.db import init_database, redact
 
-    try:
-        init_database(args.url)
-    except DatabaseError as exc:
-        print(f"episodes sessions init: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"created the sessions and actions tables in {redact(args.url)}")
+    init_database(args.url)  # a DatabaseError is one line, with its exit code and hint
+    print(f"the sessions and actions tables are in {redact(args.url)} (created where missing)")
     return 0
 
 

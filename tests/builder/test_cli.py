@@ -103,3 +103,23 @@ def test_sessions_init_creates_tables_that_a_build_reads(tmp_path: Path) -> None
     assert built.returncode == 0, built.stderr
     manifest = json.loads((tmp_path / "ds/manifest.json").read_text())
     assert manifest["sessions"]["sessions"] == 1 and manifest["sessions"]["sft_rows"] == 1
+
+
+def test_a_list_flag_given_twice_adds_and_a_single_one_is_refused(tmp_path: Path) -> None:
+    """``--episodes a --episodes b`` reads both (the second used to replace the first,
+    silently); ``--sessions`` takes one database, so a second is an error, not a drop."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_text("".join(lines[:10]), encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text("".join(lines[10:20]), encoding="utf-8")
+    both = ("--episodes", "a.jsonl", "--episodes", "b.jsonl", "--no-progress")
+    result = episodes("build", *both, "--out", "ds", "--rejects", "r.jsonl", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "ds/manifest.json").read_text())
+    assert [i["path"] for i in manifest["inputs"]] == ["a.jsonl", "b.jsonl"]
+    twice = ("--sessions", "sqlite:///a.db", "--sessions", "sqlite:///b.db")
+    refused = episodes("build", *both, *twice, "--out", "ds2", cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "episodes build: --sessions given twice: a build reads one — see `episodes build --help`"
+    )
+    assert not (tmp_path / "ds2").exists()

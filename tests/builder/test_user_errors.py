@@ -183,6 +183,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "not a database",
         ),
         (
+            "sessions init on a server that does not answer",
+            ["sessions", "init", "postgresql://postgres@127.0.0.1:1/x"],
+            5,
+            "cannot connect",
+        ),
+        (
             "publish without a token",
             ["publish", str(tmp / "out"), "--repo", "a/b", "--version", "1.0.0"],
             2,
@@ -191,7 +197,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 46
+N_CASES = 47
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
