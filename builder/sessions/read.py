@@ -149,6 +149,8 @@ def _column_sql(dialect: Dialect, field: pa.Field, catalog_type: str) -> tuple[s
 def select_sql(dialect: Dialect, table: str, types: dict[str, str]) -> str:
     """The guarded ``SELECT`` for one table, columns in ``batch_schema`` order."""
     declared = ROW_SCHEMAS[table]
+    if not types:
+        raise DatabaseError(f"no table {table}: create both with `episodes sessions init URL`")
     missing = [f.name for f in declared if f.name not in types]
     if missing:
         raise DatabaseError(f"table {table} lacks column(s) {', '.join(missing)}")

@@ -315,7 +315,11 @@ def validate(
     s_all = _prepare(sessions, SESSION_ROW, "session_id")
     s_ok, s_bad = _split(s_all, _session_checks())
     ok_ids = s_ok["session_id"]
-    rejected_ids = s_bad.filter(~pl.col("session_id").is_in(ok_ids.implode()))["session_id"]
+    # A session rejected for an id of the wrong type (the text '4') is still the session its
+    # actions name: they are ``rejected_session``, not orphans.
+    as_text = pl.col(INVALID_PREFIX + "session_id").str.strip_chars().cast(pl.Int64, strict=False)
+    rejected_ids = s_bad.select(pl.coalesce("session_id", as_text)).to_series()
+    rejected_ids = rejected_ids.filter(~rejected_ids.is_in(ok_ids.implode()))
     a_all = _prepare(actions, ACTION_ROW, "action_uuid")
     sid, aid = pl.col("session_id"), pl.col("action_id")
     same_id = (pl.col(_FIRST) & sid.is_not_null() & aid.is_not_null()).sum().over(sid, aid)

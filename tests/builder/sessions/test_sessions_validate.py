@@ -241,3 +241,27 @@ def test_text_that_is_not_utf8_is_rejected_and_the_output_stays_readable(
     for file in out.rglob("*.parquet"):
         pq.read_table(file).validate(full=True)
         pl.read_parquet(file)
+
+
+def test_actions_of_a_session_rejected_for_its_id_type_are_not_orphans(tmp_path: Path) -> None:
+    """SQLite without type affinity keeps ``'4'`` as text: the session is an ``invalid_type``
+    reject, and its actions name a session that exists but was rejected."""
+    path = tmp_path / "untyped.db"
+    backend = Backend("sqlite", f"sqlite:///{path}", str(path))
+    backend.create("untyped")
+    backend.insert("sessions", [session(" 4 ", "As text."), session(5, "Fine.")])
+    backend.insert("actions", [action("a4", 4, 1), action("a6", 6, 1)])
+    v = _validated(backend)
+    assert _by_key(v) == {
+        "sessions.session_id= 4 ": ["invalid_type"],
+        "actions.action_uuid=a4": ["rejected_session"],
+        "actions.action_uuid=a6": ["orphan_action"],
+    }
+
+
+def test_a_database_without_the_tables_says_how_to_create_them(backend: Backend) -> None:
+    from builder.sessions.db import DatabaseError
+
+    backend.execute("CREATE TABLE unrelated (x INTEGER)")
+    with pytest.raises(DatabaseError, match=r"no table sessions: create both with `episodes "):
+        read_source(backend.url)
