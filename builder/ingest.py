@@ -259,8 +259,7 @@ class Ingest:
                 )
                 reject = Reject(line.path, line.number, DUPLICATE_EPISODE_ID, (error,), line.raw)
                 counts.rejected += 1
-                self.rejects.add(reject)
-                normalizer.stats.checks[DUPLICATE_EPISODE_ID] += 1
+                self.rejects.add(reject)  # a reject, not also a failed check
                 keep_episode.append(False)
                 keep_question.append(False)
                 continue

@@ -111,9 +111,11 @@ def emit_episode(
     written, ep = ep, with_answer_hashes(ep, dump, precision)
     before = tuple(len(out[t]) for t in EPISODE_TABLES)
     failed: list[str] = checks.check_question(ep.question, precision)
+    question_checks = list(failed)
     if duplicates:
         failed.append(checks.DUPLICATE_JSON_KEY)
-    question_checks = list(failed)
+        if any(p == "$.question" or p.startswith("$.question.") for p in duplicates):
+            question_checks.append(checks.DUPLICATE_JSON_KEY)  # the question's own keys
     bounded = 0
     eid = ep.episode_id
     traces = [("gold", 0, ep.teacher_gold_trace)]

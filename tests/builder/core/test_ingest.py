@@ -242,7 +242,8 @@ def test_duplicate_episode_id_is_rejected_and_counted(
     )
     assert f"{first}:1" in reject["message"]
     assert sorted(r["episode_id"] for r in staged["episodes"]) == ["other", "same"]
-    assert normalizer.stats.checks[checks.DUPLICATE_EPISODE_ID] == 1
+    # counted once, as the reject it is: not also as a failed check of a kept row
+    assert checks.DUPLICATE_EPISODE_ID not in normalizer.stats.checks
     assert result.counts[str(second)].rejected == 1
 
 
@@ -453,6 +454,9 @@ def test_a_duplicated_key_is_a_counted_check_with_its_path(
         "$.verified": 1,
         "$.teacher_gold_trace.turns[*].execution.hooks[*].variable_name": 1,
     }
+    # no key of the question repeats: its row is not flagged, nor counted among questions'
+    assert checks.DUPLICATE_JSON_KEY not in normalizer.stats.question_checks
+    assert all(q["checks"] == [] for q in staged["questions"])
 
 
 def test_a_batch_spans_the_files_of_a_run(

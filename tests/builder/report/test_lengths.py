@@ -12,7 +12,7 @@ import pytest
 
 from builder.build import BuildReport
 from builder.report import lengths
-from builder.report.errors import BuildFolderError
+from builder.report.errors import TokenizerError
 from builder.report.page import Options, write_report
 
 MESSAGES = [
@@ -77,7 +77,7 @@ def test_share_over_a_limit() -> None:
 
 
 def test_a_missing_tokenizer_is_a_user_error(tmp_path: Path) -> None:
-    with pytest.raises(BuildFolderError, match=r"--tokenizer .*no such file"):
+    with pytest.raises(TokenizerError, match=r"--tokenizer .*no such file"):
         lengths.load_tokenizer(tmp_path / "nothing")
 
 
