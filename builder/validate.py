@@ -114,7 +114,10 @@ def schema_errors(exc: ValidationError) -> tuple[FieldError, ...]:
     seen: dict[str, FieldError] = {}
     for err in exc.errors(include_url=False):
         path = json_path(err["loc"])
-        seen.setdefault(path, FieldError(path, err["msg"]))
+        message = err["msg"]
+        if err["type"] == "value_error":  # our validators' own words, without pydantic's tag
+            message = message.removeprefix("Value error, ")
+        seen.setdefault(path, FieldError(path, message))
     return tuple(seen.values())
 
 

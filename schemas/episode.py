@@ -2,7 +2,8 @@
 
 Field names and shapes follow the episode JSONL schema and the data capture architecture
 documents. Scalars are strict (``"yes"`` is not a bool, ``"3"`` is not an int) because a
-coerced value would silently change a hash; datetimes accept ISO-8601 strings. Unknown fields
+coerced value would silently change a hash; datetimes accept ISO-8601 strings only (a number
+could be seconds or milliseconds: it is refused, not guessed). Unknown fields
 are *kept*: every model allows extras, and the builder stores them per episode in
 ``episodes.extra_fields`` keyed by JSON path, and counts them in the manifest, so a
 capture-side addition is never dropped.
@@ -19,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -43,7 +45,13 @@ def _representable_in_utc(moment: datetime) -> datetime:
     return moment
 
 
-Timestamp = Annotated[datetime, AfterValidator(_representable_in_utc)]
+def _iso_text(value: Any) -> Any:
+    if not isinstance(value, str | datetime):
+        raise ValueError(f"expected an ISO-8601 string, got {type(value).__name__} {value!r}")
+    return value
+
+
+Timestamp = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_representable_in_utc)]
 Difficulty = Literal["EASY", "MEDIUM", "HARD", "VERY_HARD"]
 Role = Literal["system", "user", "assistant", "tool", "developer", "function"]
 

@@ -56,6 +56,13 @@ def test_truncated_json(make: SimpleNamespace) -> None:
     assert "invalid JSON" in outcome.message
 
 
+def test_a_numeric_timestamp_is_refused_in_words(make: SimpleNamespace) -> None:
+    record = make.episode()
+    record["timestamp"] = 1700000000
+    outcome = reject_of(record)
+    assert outcome.message == ("$.timestamp: expected an ISO-8601 string, got int 1700000000")
+
+
 @pytest.mark.parametrize(
     ("where", "bad", "path"),
     [
@@ -68,6 +75,7 @@ def test_truncated_json(make: SimpleNamespace) -> None:
         (("episode_id",), 17, "$.episode_id"),
         (("episode_id",), "", "$.episode_id"),
         (("timestamp",), "yesterday", "$.timestamp"),
+        (("timestamp",), 1700000000, "$.timestamp"),  # seconds or milliseconds? refused
         (
             ("teacher_gold_trace", "execution_success"),
             "true",
