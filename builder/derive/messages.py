@@ -4,7 +4,7 @@
   else ``DeriveOptions.default_system_prompt``;
 * the question: a user message with ``questions.question_text``;
 * a turn: an assistant message ``"{reasoning}\\n```python\\n{code}\\n```"`` (the fenced code
-  alone when reasoning is null), then a user message ``"[stdout]:\\n{stdout}"`` followed by
+  alone when reasoning is null; a longer fence when the code holds ``` itself, ``fenced``), then a user message ``"[stdout]:\\n{stdout}"`` followed by
   ``"\\n[stderr]:\\n{stderr}"`` when stderr is non-empty; each output longer than
   ``max_output_chars`` (``DeriveOptions``, default 8,000) keeps its first and last characters
   (half the limit each) around ``"\\n…[truncated 12,345 characters]…\\n"`` (``bounded``);
@@ -37,8 +37,23 @@ TOOL_CALLS = pl.List(
 )
 
 
+_LONGEST_FENCE = 12
+
+
 def fenced(code: pl.Expr) -> pl.Expr:
-    return pl.concat_str(pl.lit("```python\n"), code.fill_null(""), pl.lit("\n```"))
+    """``code`` in a Markdown code block: fenced by three backticks, or by one more than the
+    longest run of backticks in the code (CommonMark), so a code that writes ``` itself (a
+    README, a notebook's Markdown) does not end its block early."""
+    code = code.fill_null("")
+    fence: pl.Expr = pl.lit("```")
+    for run in range(3, _LONGEST_FENCE):  # the longest run found decides: checked last, outermost
+        ticks = "`" * run
+        fence = (
+            pl.when(code.str.contains(ticks, literal=True))
+            .then(pl.lit(ticks + "`"))
+            .otherwise(fence)
+        )
+    return pl.concat_str(fence, pl.lit("python\n"), code, pl.lit("\n"), fence)
 
 
 def assistant_content() -> pl.Expr:

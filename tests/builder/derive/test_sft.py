@@ -76,3 +76,20 @@ def test_every_failed_attempt_up_to_the_fix_is_context_but_uncorrected_failures_
     ]
     assert found["messages"][0] == msg("system", "Sys.")
     assert {m["weight"] for m in found["messages"][1::2]} == {None}
+
+
+def test_code_that_writes_a_fence_gets_a_longer_one() -> None:
+    """CommonMark: a block fenced by N backticks ends at the first line of N or more, so the
+    fence is one longer than the longest run of backticks in the code."""
+    import polars as pl
+
+    from builder.derive.messages import fenced
+
+    codes = ["x = 1", 'readme = "```python\\nprint(1)\\n```"', "s = '`````'", None]
+    rendered = pl.DataFrame({"c": codes}).select(fenced(pl.col("c"))).to_series().to_list()
+    assert rendered == [
+        "```python\nx = 1\n```",
+        '````python\nreadme = "```python\\nprint(1)\\n```"\n````',
+        "``````python\ns = '`````'\n``````",
+        "```python\n\n```",
+    ]
