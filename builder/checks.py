@@ -332,14 +332,20 @@ def check_corrections(turns: Sequence[Turn]) -> list[str]:
 
 
 def check_hook_dag(edges: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
-    """``depends_on`` must name hooks of the same trace and form a DAG.
+    """``depends_on`` must name hooks of the same trace and form a DAG (``hook_graph``): a
+    name found nowhere is ``hook_unknown_dependency``; a cycle among the resolved edges is
+    ``hook_cycle``."""
+    graph, unknown = hook_graph(edges)
+    failed = [HOOK_UNKNOWN_DEPENDENCY] if unknown else []
+    return [*failed, HOOK_CYCLE] if _has_cycle(graph) else failed
 
-    Names may repeat: in ``df = df.dropna()`` the new ``df`` depends on the earlier ``df``.
-    So each occurrence is its own node, and a dependency resolves to the latest occurrence
-    of that name listed before the dependent hook, or, when there is none, to the first one
-    after it (out of execution order, but not wrong as such). A name found nowhere is
-    ``hook_unknown_dependency``; a cycle among the resolved edges is ``hook_cycle``.
-    """
+
+def hook_graph(edges: Iterable[tuple[str, Sequence[str]]]) -> tuple[list[list[int]], bool]:
+    """Each hook's dependencies as indexes into ``edges``, and whether a name was found
+    nowhere. Names may repeat: in ``df = df.dropna()`` the new ``df`` depends on the earlier
+    ``df``. So each occurrence is its own node, and a dependency resolves to the latest
+    occurrence of that name listed before the dependent hook, or, when there is none, to the
+    first one after it (out of execution order, but not wrong as such)."""
     edges = list(edges)
     where: dict[str, list[int]] = {}
     for index, (name, _) in enumerate(edges):
@@ -358,8 +364,7 @@ def check_hook_dag(edges: Iterable[tuple[str, Sequence[str]]]) -> list[str]:
             # Only itself: a self-loop, which the cycle search reports.
             targets.append(earlier[-1] if earlier else later[0] if later else index)
         graph.append(targets)
-    failed = [HOOK_UNKNOWN_DEPENDENCY] if unknown else []
-    return [*failed, HOOK_CYCLE] if _has_cycle(graph) else failed
+    return graph, unknown
 
 
 def _has_cycle(graph: Sequence[Sequence[int]]) -> bool:

@@ -36,6 +36,7 @@ from builder.engine import (
     main_survives_reimport,
 )
 from builder.engine.codec import BatchResult
+from builder.explain import explain_line
 from builder.normalize import Normalizer
 from builder.normalize.episode import EpisodeInfo, emit_episode
 from builder.normalize.questions import question_row
@@ -267,11 +268,8 @@ class Ingest:
             if strict and failed:
                 if new_question:
                     normalizer.forget_question(outcome.question_id, outcome.question_gt_hash)
-                errors = tuple(
-                    FieldError("$", f"integrity check failed: {n}: {MEANINGS[n]}") for n in failed
-                )
                 counts.rejected += 1
-                self.rejects.add(Reject(line.path, line.number, CHECK_FAILED, errors, line.raw))
+                self.rejects.add(self._check_failed(line, failed))
                 keep_episode.append(False)
                 keep_question.append(False)
                 continue
@@ -280,6 +278,19 @@ class Ingest:
             keep_question.append(new_question)
             episode_checks.append(failed)
         self.sink.write(_kept(batch, keep_episode, keep_question, episode_checks))
+
+    def _check_failed(self, line: SourceLine, failed: list[str]) -> Reject:
+        """A ``--strict`` reject: each failed check where it is in the line, when its text is
+        at hand (``builder.explain``), else by its meaning."""
+        raw = self._raw_of(line)
+        if raw is None:
+            errors = tuple(FieldError("$", f"{n}: {MEANINGS[n]}") for n in dict.fromkeys(failed))
+        else:
+            errors = explain_line(raw, failed, self.config.hash_precision)
+        return Reject(line.path, line.number, CHECK_FAILED, errors, raw)
+
+    def _raw_of(self, line: SourceLine) -> bytes | None:
+        return line.raw
 
 
 def _kept(

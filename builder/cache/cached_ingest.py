@@ -88,6 +88,13 @@ class CachedIngest(Ingest):
     _writers: dict[str, EntryWriter] = field(default_factory=dict, init=False, repr=False)
     _previous: str = field(default="", init=False, repr=False)
     _reusing: bool = field(default=True, init=False, repr=False)
+    _raws: _RawLines | None = field(default=None, init=False, repr=False)  # of a replayed file
+
+    def _raw_of(self, line: SourceLine) -> bytes | None:
+        """A replayed line's text, read again from its file (the cache keeps outcomes only)."""
+        if line.raw is None and self._raws is not None:
+            return self._raws.get(line.number)
+        return line.raw
 
     def _segment(self, name: str, read: Callable[[], None]) -> None:
         if not self._previous:
@@ -231,6 +238,7 @@ class CachedIngest(Ingest):
         raws = _RawLines(path, self.config.max_line_bytes, stats.sha256)
         rejects = self.rejects
         self.rejects = _FillRaw(rejects, raws)  # type: ignore[assignment]
+        self._raws = raws
         try:
             for batch in entry.batches():
                 lines = [
@@ -244,7 +252,7 @@ class CachedIngest(Ingest):
             self.entries.drop(entry)
             raise CacheError(f"cache entry for {path} is damaged ({exc}); build again") from exc
         finally:
-            self.rejects = rejects
+            self.rejects, self._raws = rejects, None
         raws.close()
         if self.on_bytes is not None:
             self.on_bytes(stats.bytes)

@@ -4,8 +4,9 @@
   else ``DeriveOptions.default_system_prompt``;
 * the question: a user message with ``questions.question_text``;
 * a turn: an assistant message ``"{reasoning}\\n```python\\n{code}\\n```"`` (the fenced code
-  alone when reasoning is null; a longer fence when the code holds ``` itself, ``fenced``), then a user message ``"[stdout]:\\n{stdout}"`` followed by
-  ``"\\n[stderr]:\\n{stderr}"`` when stderr is non-empty; each output longer than
+  alone when reasoning is null; a longer fence when the code holds ``` itself, ``fenced``),
+  then a user message ``"[stdout]:\\n{stdout}"`` followed by ``"\\n[stderr]:\\n{stderr}"``
+  when stderr is non-empty; each output longer than
   ``max_output_chars`` (``DeriveOptions``, default 8,000) keeps its first and last characters
   (half the limit each) around ``"\\n…[truncated 12,345 characters]…\\n"`` (``bounded``);
 * a code cell of a flat trace: an assistant message of the fenced code alone (its output was

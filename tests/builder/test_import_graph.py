@@ -99,7 +99,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("sources", ("builder.sources", "builder.documents", "builder.banks")),
     ("validate", ("builder.validate", "builder.fastpath", "builder.rejects")),
-    ("normalize", ("builder.checks", "builder.normalize", "builder.redact")),
+    ("normalize", ("builder.checks", "builder.explain", "builder.normalize", "builder.redact")),
     (
         "ingest",
         ("builder.staging", "builder.ingest", "builder.engine.codec", "builder.engine.ray_engine"),

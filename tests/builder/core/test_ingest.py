@@ -281,11 +281,11 @@ def test_strict_turns_check_failures_into_rejects_and_removes_rows(
         tmp_path / "out", episodes=(str(path),), strict=True, batch_lines=1
     )
     (reject,) = rejects
-    assert (reject["kind"], reject["line"], reject["path"]) == (CHECK_FAILED, 2, "$")
-    assert reject["message"] == (  # the check's name and what disagreed
-        "$: integrity check failed: triangulation_mismatch: triangulation_metadata (runs, majority "
-        "answer and count, gold_matches_majority) disagrees with the consistency traces"
-    )
+    where = "$.triangulation_metadata"  # where the check failed, and what the traces say
+    assert (reject["kind"], reject["line"], reject["path"]) == (CHECK_FAILED, 2, where)
+    assert reject["message"].startswith(f"{where}: triangulation_mismatch: majority_answer_hash ")
+    assert "majority_count 3," in reject["message"]
+    assert "the consistency traces' answer hashes: " in reject["message"]
     assert reject["raw"].encode() == lines[1]
     assert [r["episode_id"] for r in staged["episodes"]] == ["ok-1", "ok-2"]
     for name in ("traces", "turns", "hooks", "messages"):

@@ -1,0 +1,217 @@
+"""Where a failed integrity check is: the JSON path of the field that disagrees, and what it
+should be, in the line's own layout.
+
+The checks (``builder.checks``) answer *which* kinds failed, at full speed, for every line.
+This answers *where*, for the few lines that need it worded: a ``--strict`` reject and
+``episodes validate --checks``. A kind it cannot place is worded by its meaning at ``$``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+
+from builder import checks
+from builder.hashing import canonical_json, question_id, value_hash
+from builder.normalize.hooks import hook_name
+from builder.sources import SourceLine
+from builder.validate import FieldError, Valid, Validator, duplicate_keys
+from schemas.episode import Episode, ExecutionTrace, Hook
+from schemas.layouts import layout_path
+
+Explainer = Callable[[Episode, bytes, int | None], list[FieldError]]
+
+_HASH_KINDS = (
+    checks.FINAL_ANSWER_HASH_MISMATCH,
+    checks.EXPECTED_ANSWER_HASH_MISMATCH,
+    checks.GROUND_TRUTH_MISMATCH,
+    checks.HASH_SCHEME_MISMATCH,
+    checks.PICKLE_HASH_SCHEME,
+)
+
+
+def explain_line(
+    raw: bytes, failed: Sequence[str], precision: int | None
+) -> tuple[FieldError, ...]:
+    """``explain`` for a line's text (read again: only lines a check failed come here)."""
+    outcome = Validator(Episode).validate(SourceLine("", 0, raw))
+    if not isinstance(outcome, Valid):  # cannot happen to a line that was normalized
+        return tuple(FieldError("$", f"{k}: {checks.MEANINGS[k]}") for k in dict.fromkeys(failed))
+    return explain(outcome.record, raw, failed, precision, outcome.layout)
+
+
+def explain(
+    record: Episode, raw: bytes, failed: Sequence[str], precision: int | None, layout: str
+) -> tuple[FieldError, ...]:
+    """One error per place each failed kind is found (at least one per kind), its path as
+    ``layout`` spells it and its message starting with the kind."""
+    found: list[FieldError] = []
+    for kind in dict.fromkeys(failed):
+        if kind in _HASH_KINDS:  # one walk over every captured hash names all their kinds
+            placed = [e for e in _hash_sites(record, precision) if e.message.startswith(kind)]
+        else:
+            placed = _EXPLAINERS.get(kind, _nowhere)(record, raw, precision)
+        found += placed or [FieldError("$", f"{kind}: {checks.MEANINGS.get(kind, kind)}")]
+    return tuple(FieldError(layout_path(layout, e.path), e.message) for e in found)
+
+
+def _nowhere(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    return []
+
+
+def traces(record: Episode) -> Iterator[tuple[str, ExecutionTrace]]:
+    yield "$.teacher_gold_trace", record.teacher_gold_trace
+    for i, trace in enumerate(record.consistency_traces):
+        yield f"$.consistency_traces[{i}]", trace
+
+
+def _hash_sites(record: Episode, precision: int | None) -> list[FieldError]:
+    """Every captured hash that fails ``checks.check_hash``, named by the kind it fails."""
+    final = checks.FINAL_ANSWER_HASH_MISMATCH
+    sites: list[tuple[str, str | None, object, str, str]] = [
+        (f"{path}.final_answer_hash", t.final_answer_hash, t.final_answer, "final_answer", final)
+        for path, t in traces(record)
+    ]
+    rl = record.rl_verification_data
+    if rl is not None:
+        path = "$.rl_verification_data.expected_final_answer_hash"
+        kind = checks.EXPECTED_ANSWER_HASH_MISMATCH
+        expected = rl.expected_final_answer
+        sites.append((path, rl.expected_final_answer_hash, expected, "expected_final_answer", kind))
+    q = record.question
+    if q.ground_truth_hash is not None and "ground_truth" in q.model_fields_set:
+        path, kind = "$.question.ground_truth_hash", checks.GROUND_TRUTH_MISMATCH
+        sites.append((path, q.ground_truth_hash, q.ground_truth, "ground_truth", kind))
+    out = []
+    for path, captured, value, field, kind in sites:
+        if captured is None:
+            continue
+        for failed in checks.check_hash(captured, canonical_json(value), precision, kind, value):
+            should = value_hash(value, precision)
+            message = f"{failed}: {captured} is not the hash of {field} (this build's: {should})"
+            out.append(FieldError(path, message))
+    return out
+
+
+def _question_id(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    q = record.question
+    address = question_id(q.question_text, q.hint)
+    message = f"{q.id!r} is not the content address of the question's text and hint ({address})"
+    return [FieldError("$.question.id", f"{checks.QUESTION_ID_MISMATCH}: {message}")]
+
+
+def _verified(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    if record.verified:
+        claim = "true, but the traces do not bear it out"
+    else:
+        claim = "false, but the traces verify the gold answer"
+    return [FieldError("$.verified", f"{checks.VERIFIED_MISMATCH}: verified is {claim}")]
+
+
+def _triangulation(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    meta, runs = record.triangulation_metadata, record.consistency_traces
+    if meta is None:
+        return []
+    kind, base = checks.TRIANGULATION_MISMATCH, "$.triangulation_metadata"
+    succeeded = sum(t.execution_success for t in runs)
+    out = []
+    if meta.n_consistency_runs != len(runs):
+        said = f"{kind}: is {meta.n_consistency_runs}; the line has {len(runs)} consistency traces"
+        out.append(FieldError(f"{base}.n_consistency_runs", said))
+    if meta.n_consistency_succeeded != succeeded:
+        said = (
+            f"{kind}: is {meta.n_consistency_succeeded}; {succeeded} consistency traces succeeded"
+        )
+        out.append(FieldError(f"{base}.n_consistency_succeeded", said))
+    if not out:
+        counts = checks.consensus(runs).counts
+        common = ", ".join(f"{h} ×{n}" for h, n in Counter(counts).most_common(3)) or "none"
+        gold_matches = str(meta.gold_matches_majority).lower()
+        said = (
+            f"{kind}: majority_answer_hash {meta.majority_answer_hash}, majority_count "
+            f"{meta.majority_count}, gold_matches_majority {gold_matches}; the consistency "
+            f"traces' answer hashes: {common}"
+        )
+        out.append(FieldError(base, said))
+    return out
+
+
+def _listings(trace: ExecutionTrace, path: str) -> list[tuple[str, Hook]]:
+    """Every hook of a trace with its path, turn listings first."""
+    listed = [
+        (f"{path}.turns[{i}].execution.hooks[{j}]", hook)
+        for i, turn in enumerate(trace.turns or [])
+        for j, hook in enumerate(turn.execution.hooks)
+    ]
+    return listed + [(f"{path}.hooks[{j}]", hook) for j, hook in enumerate(trace.hooks)]
+
+
+def _unknown_dependency(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    out = []
+    for path, trace in traces(record):
+        hooks = _listings(trace, path)
+        names = {hook_name(h) for _, h in hooks}
+        for where, hook in hooks:
+            for k, dep in enumerate(hook.depends_on):
+                if dep not in names:
+                    message = (
+                        f"{checks.HOOK_UNKNOWN_DEPENDENCY}: {dep!r} names no hook of its trace"
+                    )
+                    out.append(FieldError(f"{where}.depends_on[{k}]", message))
+    return out
+
+
+def _cycle(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    """The hooks left once every hook whose dependencies can all be met is peeled off: those
+    on a cycle, and those waiting on one."""
+    out = []
+    for path, trace in traces(record):
+        hooks = [h for _, h in _listings(trace, path)]
+        graph, _ = checks.hook_graph((hook_name(h), h.depends_on) for h in hooks)
+        left = set(range(len(graph)))
+        while free := {i for i in left if not set(graph[i]) & left}:
+            left -= free
+        if left:
+            names = ", ".join(sorted({repr(hook_name(hooks[i])) for i in left}))
+            where = f"{path}.turns" if trace.turns else f"{path}.hooks"
+            message = f"{checks.HOOK_CYCLE}: the depends_on edges of {names} form a cycle"
+            out.append(FieldError(where, message))
+    return out
+
+
+def _corrections(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    out = []
+    for path, trace in traces(record):
+        turns = trace.turns or []
+        by_index = {t.turn_index: t for t in turns}
+        for i, turn in enumerate(turns):
+            c = turn.correction
+            if c is None:
+                continue
+            target = by_index.get(c.corrects_turn)
+            if target is None or c.corrects_turn >= turn.turn_index or target.execution.success:
+                if target is None:
+                    why = "no turn of the trace has that index"
+                elif c.corrects_turn >= turn.turn_index:
+                    why = "it is not an earlier turn"
+                else:
+                    why = "that turn succeeded"
+                message = f"{checks.CORRECTION_TARGET_INVALID}: {c.corrects_turn}: {why}"
+                out.append(FieldError(f"{path}.turns[{i}].correction.corrects_turn", message))
+    return out
+
+
+def _duplicate_keys(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    message = f"{checks.DUPLICATE_JSON_KEY}: the key appears twice in its object"
+    return [FieldError(path, message) for path in duplicate_keys(raw)]
+
+
+_EXPLAINERS: dict[str, Explainer] = {
+    checks.QUESTION_ID_MISMATCH: _question_id,
+    checks.VERIFIED_MISMATCH: _verified,
+    checks.TRIANGULATION_MISMATCH: _triangulation,
+    checks.HOOK_UNKNOWN_DEPENDENCY: _unknown_dependency,
+    checks.HOOK_CYCLE: _cycle,
+    checks.CORRECTION_TARGET_INVALID: _corrections,
+    checks.DUPLICATE_JSON_KEY: _duplicate_keys,
+}
