@@ -99,6 +99,12 @@ def _build_parser() -> argparse.ArgumentParser:
     v.add_argument("files", nargs="+", metavar="GLOB")
     v.add_argument("--questions", action="store_true", help="files are question banks")
     v.add_argument("--rejects", type=Path, help="also write the rejects file here")
+    v.add_argument(
+        "--strict",
+        action="store_true",
+        help="an episode whose integrity checks fail is rejected too, as in build --strict",
+    )
+    v.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
 
     s = sub.add_parser("schema", help="print the JSON Schema of an episode line")
     s.add_argument("--out", type=Path, help="write to this file instead of stdout")
@@ -227,9 +233,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for path in paths:
             check_not_an_input(path, args.rejects, "--rejects")
     model = Question if args.questions else Episode
+    config = load_config(find_config(args.config, Path.cwd()))  # hashing, limits
     rejects = RejectsWriter(args.rejects, echo=sys.stderr)
+    strict = config if args.strict else None
     try:
-        counts = validate_files(paths, model, rejects, BuildConfig().max_line_bytes)
+        counts = validate_files(paths, model, rejects, config.max_line_bytes, strict)
     finally:
         rejects.close()
     for path, c in counts.items():

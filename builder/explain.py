@@ -49,6 +49,8 @@ def explain(
     for kind in dict.fromkeys(failed):
         if kind in _HASH_KINDS:  # one walk over every captured hash names all their kinds
             placed = [e for e in _hash_sites(record, precision) if e.message.startswith(kind)]
+            if not placed and kind == checks.GROUND_TRUTH_MISMATCH:
+                placed = _gold_vs_truth(record)
         else:
             placed = _EXPLAINERS.get(kind, _nowhere)(record, raw, precision)
         found += placed or [FieldError("$", f"{kind}: {checks.MEANINGS.get(kind, kind)}")]
@@ -91,6 +93,18 @@ def _hash_sites(record: Episode, precision: int | None) -> list[FieldError]:
             message = f"{failed}: {captured} is not the hash of {field} (this build's: {should})"
             out.append(FieldError(path, message))
     return out
+
+
+def _gold_vs_truth(record: Episode) -> list[FieldError]:
+    """The gold answer against the ground truth its question carries (a ground truth learned
+    from another line or a bank is not in this line: that one stays at ``$``)."""
+    gold, truth = record.teacher_gold_trace.final_answer_hash, record.question.ground_truth_hash
+    if gold is None or truth is None or gold == truth:
+        return []
+    message = (
+        f"{checks.GROUND_TRUTH_MISMATCH}: {gold} is not the question's ground_truth_hash {truth}"
+    )
+    return [FieldError("$.teacher_gold_trace.final_answer_hash", message)]
 
 
 def _question_id(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:

@@ -36,7 +36,7 @@ from builder.engine import (
     main_survives_reimport,
 )
 from builder.engine.codec import BatchResult
-from builder.explain import explain_line
+from builder.explain import explain, explain_line
 from builder.normalize import Normalizer
 from builder.normalize.episode import EpisodeInfo, emit_episode
 from builder.normalize.questions import question_row
@@ -372,19 +372,58 @@ def _local(config: BuildConfig, workers: int | None) -> Engine:
 
 
 def validate_files(
-    paths: Iterable[str], model: type[BaseModel], rejects: RejectsWriter, max_line_bytes: int
+    paths: Iterable[str],
+    model: type[BaseModel],
+    rejects: RejectsWriter,
+    max_line_bytes: int,
+    strict: BuildConfig | None = None,
 ) -> dict[str, FileCounts]:
-    """Validation only (``episodes validate``): no tables, same rejects."""
+    """Validation only (``episodes validate``): no tables, same rejects. With ``strict`` (the
+    build's settings), an episode whose integrity checks fail is a ``check_failed`` reject,
+    worded as ``build --strict`` words it (checks of the lines given; no question banks)."""
     key = "episode_id" if model is Episode else "id"
     validator = Validator(model, key)
+    normalizer = None
+    if strict is not None and model is Episode:
+        normalizer = Normalizer(
+            strict.hook_value_limit, strict.hash_precision, strict.answer_tolerance
+        )
     out: dict[str, FileCounts] = {}
     for path in paths:
         counts = out.setdefault(path, FileCounts())
         lines = InputFile(path, max_line_bytes).lines()
         lines = bank_lines(lines) if model is Question else records(lines, max_line_bytes)
-        for _ in valid_records(lines, validator, counts, rejects):
-            pass
+        for valid in valid_records(lines, validator, counts, rejects):
+            if normalizer is None:
+                continue
+            reject = _checked(valid, normalizer)
+            if reject is not None:
+                counts.valid, counts.rejected = counts.valid - 1, counts.rejected + 1
+                rejects.add(reject)
     return out
+
+
+def _checked(valid: Valid[Episode], normalizer: Normalizer) -> Reject | None:
+    """The ``check_failed`` reject of an episode whose checks fail, else None."""
+    line, record, precision = valid.line, valid.record, normalizer.hash_precision
+    info = emit_episode(
+        record,
+        line.path,
+        line.number,
+        normalizer.hook_value_limit,
+        empty_rows(),
+        precision,
+        valid.layout,
+        duplicate_keys(line.raw),
+        tolerance=normalizer.answer_tolerance,
+    )
+    failed, new_question = normalizer.commit(info)
+    if not failed:
+        return None
+    if new_question:
+        normalizer.forget_question(info.question_id, info.question_gt_hash)
+    errors = explain(record, line.raw, failed, precision, valid.layout)
+    return Reject(line.path, line.number, CHECK_FAILED, errors, line.raw)
 
 
 def valid_records(

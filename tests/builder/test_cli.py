@@ -123,3 +123,24 @@ def test_a_list_flag_given_twice_adds_and_a_single_one_is_refused(tmp_path: Path
         "episodes build: --sessions given twice: a build reads one — see `episodes build --help`"
     )
     assert not (tmp_path / "ds2").exists()
+
+
+def test_validate_strict_rejects_what_a_strict_build_would(tmp_path: Path) -> None:
+    """A producer's check before handing data over: ``validate --strict`` rejects the line
+    whose integrity checks fail, naming the field, as ``build --strict`` does."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record["question"]["id"] = "f" * 16
+    (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n" + lines[1] + "\n")
+    plain = episodes("validate", "e.jsonl", cwd=tmp_path)
+    assert plain.returncode == 0 and "2 valid, 0 rejected" in plain.stdout
+    strict = episodes("validate", "--strict", "e.jsonl", "--rejects", "r.jsonl", cwd=tmp_path)
+    assert strict.returncode == 2 and "1 valid, 1 rejected" in strict.stdout
+    (reject,) = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert (reject["kind"], reject["line"], reject["path"]) == ("check_failed", 1, "$.question.id")
+    built = episodes(
+        "build", "--strict", "--episodes", "e.jsonl", "--out", "ds", "--rejects", "b.jsonl",
+        "--max-reject-ratio", "1", "--no-progress", cwd=tmp_path,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert json.loads((tmp_path / "b.jsonl").read_text()) == reject
