@@ -9,8 +9,8 @@
   when stderr is non-empty; each output longer than
   ``max_output_chars`` (``DeriveOptions``, default 8,000) keeps its first and last characters
   (half the limit each) around ``"\\n…[truncated 12,345 characters]…\\n"`` (``bounded``);
-* a code cell of a flat trace: an assistant message of the fenced code alone (its output was
-  not captured, so no user message follows).
+* the code cells of a flat trace: one assistant message of each cell's fenced code, joined
+  by a blank line (their outputs were not captured, so no user message comes between them).
 
 Messages are built long (one row per message, ``pos`` = its place: ``2 * turn_index`` for the
 code, ``+ 1`` for the feedback) and gathered into lists by ``gather`` (group_by + sort_by).
@@ -121,11 +121,29 @@ def turn_messages(
     turns = tables["turns"].join(form, on="trace_id", how="left")
     keys = ("trace_id", "turn_index", "success")
     pos = pl.col("turn_index").cast(pl.Int64) * 2
-    code = turns.select(*keys, pos=pos, role=pl.lit("assistant"), content=assistant_content())
-    output = turns.filter(pl.col("form") != "flat").select(
+    flat = pl.col("form") == "flat"
+    code = turns.filter(~flat).select(
+        *keys, pos=pos, role=pl.lit("assistant"), content=assistant_content()
+    )
+    output = turns.filter(~flat).select(
         *keys, pos=pos + 1, role=pl.lit("user"), content=feedback_content(max_output_chars)
     )
-    return pl.concat([code, output])
+    # A flat trace's cells have no output between them: one assistant message holds them
+    # all, since chat templates that require user and assistant to alternate (Llama 2,
+    # Mistral, Gemma) refuse two assistant messages in a row.
+    cells = (
+        turns.filter(flat)
+        .sort("trace_id", "turn_index")
+        .group_by("trace_id", maintain_order=True)
+        .agg(
+            pl.col("turn_index").first(),
+            pl.col("success").first(),
+            pos=(pl.col("turn_index").cast(pl.Int64) * 2).first(),
+            role=pl.lit("assistant"),
+            content=assistant_content().str.join("\n\n"),
+        )
+    )
+    return pl.concat([code, output, cells.select(*keys, "pos", "role", "content")])
 
 
 def gather(rows: pl.LazyFrame, keys: str | list[str], **lists: pl.Expr) -> pl.LazyFrame:

@@ -25,6 +25,7 @@ from builder.sessions.replay import (
     DEFAULT_OPTIONS,
     SOURCE,
     ReplayOptions,
+    adjacent_merged,
     conversation_rows,
     polars_schema,
     trainable_sessions,
@@ -124,7 +125,12 @@ def self_corrections(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> 
     failed_lines = pl.col("failed_code").str.split("\n")
     fixed_lines = pl.col("fixed_code").str.split("\n")
     return (
-        pairs.join(_conversations(pairs, rows), on=["session_id", "turn_index"])
+        # user messages in a row are one (an input after an output); the code edits stay
+        # apart, the fix among them
+        pairs.join(
+            _conversations(pairs, adjacent_merged(rows, roles=("user",))),
+            on=["session_id", "turn_index"],
+        )
         .join(sessions.select("session_id", "question_id"), on="session_id")
         .sort("session_id", "turn_index")
         .with_columns(

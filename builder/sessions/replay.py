@@ -222,10 +222,39 @@ def _with_counts(frame: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
     return joined.with_columns(pl.col(names).fill_null(0))
 
 
+def adjacent_merged(
+    rows: pl.DataFrame, roles: tuple[str, ...] = ("user", "assistant")
+) -> pl.DataFrame:
+    """Adjacent messages of one session with the same role and weight as one message, their
+    contents joined by a blank line: an ``input`` after the opening message, or after an
+    output, is not a second user turn in a row, which the chat templates that require user
+    and assistant to alternate (Llama 2, Mistral, Gemma) refuse. Two code edits in a row
+    that train differently stay two messages; only messages of ``roles`` merge."""
+    continues = (
+        (pl.col("session_id") == pl.col("session_id").shift())
+        & (pl.col("role") == pl.col("role").shift())
+        & pl.col("weight").eq_missing(pl.col("weight").shift())
+        & pl.col("role").is_in(roles)
+    ).fill_null(False)
+    run = (~continues).cum_sum().alias("_run")
+    return (
+        rows.with_columns(run)
+        .group_by("_run", maintain_order=True)
+        .agg(
+            pl.col("session_id").first(),
+            pl.col("position").first(),
+            pl.col("role").first(),
+            pl.col("content").str.join("\n\n"),
+            pl.col("weight").first(),
+        )
+        .drop("_run")
+    )
+
+
 def replay(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> Replay:
     """The ``sft`` rows of every trainable session, and the excluded counts by reason."""
     sessions, excluded = trainable_sessions(v)
-    rows = conversation_rows(v, sessions, options)
+    rows = adjacent_merged(conversation_rows(v, sessions, options))
     conversations = rows.group_by("session_id", maintain_order=True).agg(
         pl.struct(
             "role",

@@ -277,7 +277,16 @@ def expected_counts(tables: Mapping[str, pl.LazyFrame], cap: int) -> dict[str, i
         .select("trace_id", "turn_index")
         .unique()
     )
-    trained = rows(captured.filter(pl.col("role") == "assistant")) + rows(gold_turns) - rows(fixed)
+    # a flat gold trace's cells are one assistant message
+    flat = tables["traces"].filter(pl.col("form") == "flat").select("trace_id")
+    turned = gold_turns.join(flat, on="trace_id", how="anti")
+    flat_gold = gold_turns.join(flat, on="trace_id", how="semi").select("trace_id").unique()
+    trained = (
+        rows(captured.filter(pl.col("role") == "assistant"))
+        + rows(turned)
+        + rows(flat_gold)
+        - rows(fixed)
+    )
     return {
         "sft": rows(eligible),
         "sft_turns": trained,

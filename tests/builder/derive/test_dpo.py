@@ -30,10 +30,9 @@ def test_cap_keeps_the_first_pairs_in_rank_order(tables, cap: int) -> None:
 
 def test_chosen_and_rejected_are_rendered_traces(derived, make) -> None:
     (first,) = derived["dpo"].head(1).to_dicts()
-    assert first["rejected"] == [
-        {"role": "assistant", "content": f"```python\n{make.LOAD}\n```"},
-        {"role": "assistant", "content": "```python\nm = df['revenue'].median()\n```"},
-        {"role": "assistant", "content": f"```python\n{make.SUBMIT}\n```"},
+    cells = [make.LOAD, "m = df['revenue'].median()", make.SUBMIT]
+    assert first["rejected"] == [  # a flat trace: its cells are one assistant message
+        {"role": "assistant", "content": "\n\n".join(f"```python\n{c}\n```" for c in cells)},
     ]
     assert first["chosen"][0] == {
         "role": "assistant",

@@ -19,9 +19,11 @@ def test_one_row_per_trace_with_label_and_success(derived) -> None:
 
 def test_completion_is_the_trace_as_messages(derived, make) -> None:
     (flat,) = derived["orm"].filter(trace_id="ep-a:c2").to_dicts()
-    assert flat["completion"] == [
-        {"role": "assistant", "content": f"```python\n{make.LOAD}\n```"},
-        {"role": "assistant", "content": f"```python\n{make.BAD}\n```"},
+    assert flat["completion"] == [  # its cells in one message: no two assistant turns in a row
+        {
+            "role": "assistant",
+            "content": f"```python\n{make.LOAD}\n```\n\n```python\n{make.BAD}\n```",
+        },
     ]
     (gold,) = derived["orm"].filter(trace_id="ep-a:gold").to_dicts()
     assert [m["role"] for m in gold["completion"]] == ["assistant", "user"] * 4

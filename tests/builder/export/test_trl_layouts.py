@@ -97,3 +97,42 @@ def test_tool_calls_render_through_a_chat_template(sample_build: BuildReport, to
     assert not any(
         m["role"] == "assistant" and not (m["content"] or m["tool_calls"]) for m in messages
     )
+
+
+# The rule of the chat templates that refuse anything but user/assistant turns in alternation
+# after an optional system message (Llama 2, Mistral, Gemma): the usual Jinja, written here.
+ALTERNATING = (
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% else %}{% set loop_messages = messages %}{% endif %}"
+    "{% for m in loop_messages %}"
+    "{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+)
+CONVERSATIONS = {
+    "sft": (("messages",),),
+    "sft_turns": (("prompt", "completion"),),
+    "orm": (("prompt", "completion"),),
+    "dpo": (("prompt", "chosen"), ("prompt", "rejected")),
+    "self_correction": (("prompt", "completion"), ("messages",)),
+}
+
+
+@pytest.mark.parametrize("config", sorted(CONVERSATIONS))
+def test_every_conversation_alternates_as_strict_chat_templates_require(
+    sample_build: BuildReport, tokenizer: Any, config: str
+) -> None:
+    """Episodes' flat traces (cells with no output between them) and sessions (an input
+    after an output) would give two turns of one role in a row; such a row makes those
+    templates raise, and the trainer with them. Rows with tool messages are for templates
+    that know tools, and are left out."""
+    rendered = 0
+    for row in datasets.load_dataset(str(sample_build.out), config, split="train"):
+        for columns in CONVERSATIONS[config]:
+            messages = [m for c in columns for m in row[c]]
+            if any(m["role"] == "tool" or m.get("tool_calls") for m in messages):
+                continue
+            plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+            tokenizer.apply_chat_template(plain, chat_template=ALTERNATING, tokenize=False)
+            rendered += 1
+    assert rendered > 0

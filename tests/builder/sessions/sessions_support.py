@@ -128,10 +128,24 @@ ACTIONS = [
 ]
 
 
-def expected_messages(fix_weight: int) -> list[dict[str, object]]:
-    """Sessions carry no tool calls: those fields of the ``sft`` messages are null."""
+def expected_messages(fix_weight: int, merged: bool = False) -> list[dict[str, object]]:
+    """Sessions carry no tool calls: those fields of the ``sft`` messages are null. With
+    ``merged`` (``sft``), adjacent messages of one role and weight are one message."""
     tools = {"tool_calls": None, "tool_call_id": None, "name": None}
-    return [tools | m for m in _messages(fix_weight)]
+    messages = _messages(fix_weight)
+    if merged:
+        out: list[dict[str, object]] = []
+        for m in messages:
+            last = out[-1] if out else None
+            if last and (last["role"], last["weight"]) == (m["role"], m["weight"]) != (
+                "system",
+                None,
+            ):
+                last["content"] = f"{last['content']}\n\n{m['content']}"
+            else:
+                out.append(dict(m))
+        messages = out
+    return [tools | m for m in messages]
 
 
 def _messages(fix_weight: int) -> list[dict[str, object]]:

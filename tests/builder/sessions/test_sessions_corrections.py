@@ -15,7 +15,7 @@ def test_self_correction_from_the_hand_written_session(backend: Backend) -> None
     assert rows.schema == pl.Schema(SELF_CORRECTION_COLUMNS)
     assert rows.height == 1
     row = rows.row(0, named=True)
-    full = expected_messages(fix_weight=1)
+    full = expected_messages(fix_weight=1, merged=True)  # user messages in a row are one
     assert row | {"prompt": None, "completion": None, "messages": None} == {
         "question_id": row["question_id"],
         "episode_id": None,
@@ -41,10 +41,10 @@ def test_self_correction_from_the_hand_written_session(backend: Backend) -> None
     }
     # The prompt runs up to the fix: the error feedback and the instruction typed after it.
     unweighted = [{"role": m["role"], "content": m["content"]} for m in full]
-    assert row["prompt"] == unweighted[:8]
-    assert row["completion"] == [unweighted[8]]
+    assert row["prompt"] == unweighted[:6]
+    assert row["completion"] == [unweighted[6]]
     weights = [m["weight"] for m in row["messages"]]
-    assert weights == [None, None, 0, None, None, 0, None, None, 1]
+    assert weights == [None, None, 0, None, 0, None, 1]
 
 
 def _pairs(backend: Backend, actions: list[tuple[object, ...]]) -> list[tuple[int, int]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import polars as pl
 import pytest
 from sessions_support import INSTRUCTION, Backend, expected_messages, load
@@ -14,7 +16,9 @@ def test_replay_is_exact(backend: Backend) -> None:
     result = replay(load(backend))
     assert result.sft.schema == pl.Schema(SFT_COLUMNS)
     row = result.sft.row(0, named=True)
-    assert row["messages"] == expected_messages(fix_weight=1)
+    assert row["messages"] == expected_messages(fix_weight=1, merged=True)
+    roles = [m["role"] for m in row["messages"][1:]]
+    assert all(a != b for a, b in itertools.pairwise(roles))  # user and assistant alternate
     assert row["question_id"] == question_id(INSTRUCTION, None)
     assert row["session_id"] == 1 and row["source"] == "session"
     assert (row["episode_id"], row["trace_id"], row["difficulty"]) == (None, None, None)
@@ -24,7 +28,7 @@ def test_replay_is_exact(backend: Backend) -> None:
 def test_null_correct_is_configurable(backend: Backend) -> None:
     v = load(backend)
     strict = replay(v, ReplayOptions(null_correct_trains=False))
-    assert strict.sft.row(0, named=True)["messages"] == expected_messages(fix_weight=0)
+    assert strict.sft.row(0, named=True)["messages"] == expected_messages(0, merged=True)
     prompt = replay(v, ReplayOptions(system_prompt="Be brief."))
     assert prompt.sft.row(0, named=True)["messages"][0]["content"] == "Be brief."
 
@@ -40,7 +44,7 @@ def test_weights_follow_correct(backend: Backend, null_correct_trains: bool) -> 
     v = load(backend)
     sft = replay(v, ReplayOptions(null_correct_trains=null_correct_trains)).sft
     messages = sft.select(pl.col("messages").explode()).unnest("messages")
-    assert messages.filter(pl.col("role") != "assistant")["weight"].null_count() == 7
+    assert messages.filter(pl.col("role") != "assistant")["weight"].null_count() == 5
     assert messages.filter(pl.col("role") == "assistant")["weight"].null_count() == 0
 
 
