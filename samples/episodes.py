@@ -90,15 +90,20 @@ def _conversation(problem: Problem, turns: list[Turn], tools: bool = False) -> d
                     "role": "tool",
                     "tool_call_id": call["id"],
                     "name": "run_python",
-                    "content": t.stdout,
+                    "content": _feedback(t.stdout, t.stderr),
                 }
             )
             continue
         messages.append(
             {"role": "assistant", "content": f"{t.reasoning}\n```python\n{t.code}\n```"}
         )
-        messages.append({"role": "user", "content": f"[stdout]:\n{t.stdout}"})
+        messages.append({"role": "user", "content": _feedback(t.stdout, t.stderr)})
     return {"system_prompt": SYSTEM_PROMPT, "messages": messages}
+
+
+def _feedback(stdout: str, stderr: str) -> str:
+    """What the model was shown after a turn: its output, and its error when it failed."""
+    return f"[stdout]:\n{stdout}" + (f"\n[stderr]:\n{stderr}" if stderr else "")
 
 
 def _episode(

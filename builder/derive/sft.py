@@ -1,16 +1,22 @@
 """``sft``: one weighted conversation per training-eligible episode.
 
 The system prompt comes first. Then the episode's ``conversation_for_sft`` messages as
-captured, weight 1 on every assistant message (list-of-parts content is reduced to its text
-parts joined by newlines); a ``tool`` message, and a ``user`` message after the first (the
-capture's execution feedback, ``Output:\n{stdout}``), is ``bounded`` to ``max_output_chars``
-as a rendered turn's output is; OpenAI ``tool_calls``, ``tool_call_id`` and ``name`` are kept, null
-where a message has none (``arguments`` stay the JSON text OpenAI sends). An episode
-without conversation messages is rendered from its gold trace instead (the question, then each
-turn as ``builder.derive.messages`` renders it); there, an assistant turn that failed and that
-a later turn corrects (``corrections``: from the corrected turn up to the fix) gets weight 0,
-context only, and every other assistant turn weight 1. Other roles have a null weight.
-``trace_id`` names the gold trace when the messages were rendered from it.
+captured:
+
+* weight 1 on every assistant message but a failed attempt that a later turn fixes (its code
+  block is that turn's code: weight 0, ``failed_attempts``);
+* list-of-parts content reduced to its text parts joined by newlines;
+* a ``tool`` message, and a ``user`` message after the first (the capture's execution
+  feedback, ``Output:\n{stdout}``), ``bounded`` to ``max_output_chars`` as a rendered
+  turn's output is;
+* OpenAI ``tool_calls``, ``tool_call_id`` and ``name`` kept, null where a message has none
+  (``arguments`` stay the JSON text OpenAI sends).
+
+An episode without conversation messages is rendered from its gold trace instead (the
+question, then each turn as ``builder.derive.messages`` renders it); there, an assistant turn
+that failed and that a later turn corrects (``corrections``: from the corrected turn up to the
+fix) gets weight 0, context only, and every other assistant turn weight 1. Other roles have a
+null weight. ``trace_id`` names the gold trace when the messages were rendered from it.
 """
 
 from __future__ import annotations
@@ -37,6 +43,43 @@ NAME = "sft"
 SCHEMA = OBJECTIVES[NAME]
 
 
+_FENCED = r"```[^\n]*\n(?s:.*?)\n```"
+
+
+def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) -> pl.LazyFrame:
+    """``episode_id``, ``message_index``, ``failed_attempt`` (true) of the captured assistant
+    messages whose code block is a gold turn that failed and that a later turn fixes
+    (``corrected_failures``): the capture's conversation holds those attempts as they were
+    made, and they train at weight 0, as in a conversation rendered from the turns."""
+    gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
+    failed = (
+        corrected_failures(tables)
+        .join(
+            tables["turns"].select("trace_id", "turn_index", "code"), on=["trace_id", "turn_index"]
+        )
+        .join(gold, on="trace_id")
+        .select("episode_id", code=pl.col("code").str.strip_chars())
+    )
+    text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
+    blocks = (
+        captured.filter(pl.col("role") == "assistant")
+        .join(failed.select("episode_id").unique(), on="episode_id", how="semi")
+        .select("episode_id", "message_index", code=text.str.extract_all(_FENCED))
+        .explode("code")
+        .with_columns(
+            pl.col("code")
+            .str.replace(r"^```[^\n]*\n", "")
+            .str.replace(r"\n```$", "")
+            .str.strip_chars()
+        )
+    )
+    return (
+        blocks.join(failed, on=["episode_id", "code"], how="semi")
+        .select("episode_id", "message_index", failed_attempt=pl.lit(True))
+        .unique()
+    )
+
+
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
     context = episode_context(tables, options)
     captured = tables["messages"].join(context, on="episode_id", how="semi")
@@ -51,6 +94,9 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     )
     assistant = pl.col("role") == "assistant"
     weight = pl.when(assistant).then(pl.when(pl.col("zero")).then(0).otherwise(1)).cast(pl.Int64)
+    captured = captured.join(
+        failed_attempts(tables, captured), on=["episode_id", "message_index"], how="left"
+    )
     content = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
     first_user = pl.col("message_index").filter(pl.col("role") == "user").min().over("episode_id")
     feedback = (pl.col("role") == "tool") | (
@@ -78,7 +124,9 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
                 pl.col("message_index").cast(pl.Int64).alias("pos"),
                 "role",
                 content=content,
-                weight=pl.when(assistant).then(pl.lit(1, pl.Int64)),
+                weight=pl.when(assistant).then(
+                    pl.when(pl.col("failed_attempt")).then(0).otherwise(1).cast(pl.Int64)
+                ),
                 tool_calls=pl.col("tool_calls").str.json_decode(TOOL_CALLS),
                 tool_call_id="tool_call_id",
                 name="name",

@@ -6,6 +6,7 @@ Builders take the parts that matter to a test and fill in consistent hashes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
 from typing import Any
@@ -281,8 +282,38 @@ def expected_counts(tables: Mapping[str, pl.LazyFrame], cap: int) -> dict[str, i
     flat = tables["traces"].filter(pl.col("form") == "flat").select("trace_id")
     turned = gold_turns.join(flat, on="trace_id", how="anti")
     flat_gold = gold_turns.join(flat, on="trace_id", how="semi").select("trace_id").unique()
+    # a captured assistant message whose code block is a gold turn fixed later is context
+    gold_of_captured = (
+        tables["traces"]
+        .filter(pl.col("role") == "gold")
+        .join(captured.select("episode_id").unique(), on="episode_id", how="semi")
+        .select("trace_id", "episode_id")
+    )
+    fixed_in_captured = (
+        tables["turns"]
+        .join(gold_of_captured, on="trace_id")
+        .filter(~pl.col("success"))
+        .join(tables["corrections"], on="trace_id", suffix="_fix")
+        .filter(
+            (pl.col("turn_index") >= pl.col("corrects_turn"))
+            & (pl.col("turn_index") < pl.col("turn_index_fix"))
+        )
+    )
+    failed_codes = {
+        (r["episode_id"], r["code"].strip())
+        for r in fixed_in_captured.collect().iter_rows(named=True)
+    }
+    said = captured.filter(pl.col("role") == "assistant").collect()
+    attempts = sum(
+        any(
+            (r["episode_id"], block.strip()) in failed_codes
+            for block in re.findall(r"```[^\n]*\n(.*?)\n```", r["content"] or "", re.S)
+        )
+        for r in said.iter_rows(named=True)
+    )
     trained = (
         rows(captured.filter(pl.col("role") == "assistant"))
+        - attempts
         + rows(turned)
         + rows(flat_gold)
         - rows(fixed)

@@ -93,3 +93,34 @@ def test_code_that_writes_a_fence_gets_a_longer_one() -> None:
         "````````python\ns = '`````'\n````````",  # longer than the longest run
         "```python\n\n```",
     ]
+
+
+def test_a_captured_failed_attempt_that_a_later_turn_fixes_is_context(make) -> None:
+    """The capture's conversation holds each attempt as it was made: the assistant message
+    whose code is a failed turn a later turn corrects trains at weight 0, as it does in a
+    conversation rendered from the turns; a failure nothing corrects still trains."""
+    t = make.turn
+    gold = make.trace(
+        2,
+        turns=[
+            t(0, "a = 1", stdout="1"),
+            t(1, "b = x", success=False, stderr="NameError"),
+            t(2, "b = a + 1", correction=make.correction(1, "NameError", ["b = x"], ["b = a"])),
+            t(3, "oops()", success=False, stderr="NameError"),
+            t(4, "submit(b)", submitted=2),
+        ],
+    )
+    said = ["First a.", "Then b.", "x was never defined.", "Try.", "Done."]
+    codes = ["a = 1", "b = x", "b = a + 1", "oops()", "submit(b)"]
+    messages = [{"role": "user", "content": "Add one."}]
+    for words, code in zip(said, codes, strict=True):
+        messages.append({"role": "assistant", "content": f"{words}\n```python\n{code}\n```"})
+        messages.append({"role": "user", "content": "Output:\n"})
+    conversation = {"system_prompt": "Sys.", "messages": messages}
+    episode = make.episode(
+        "ep-g", "Add one.", gold, [make.trace(2, cells=["submit(2)"])], conversation=conversation
+    )
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    weights = [m["weight"] for m in found["messages"] if m["role"] == "assistant"]
+    assert weights == [1, 0, 1, 1, 1]
+    assert found["trace_id"] is None  # the captured conversation, not a rendering
