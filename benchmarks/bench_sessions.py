@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT))
 from builder.sessions.db import connect, ingest, init_database, parse_url  # noqa: E402
 from builder.sessions.pgcluster import temporary_cluster  # noqa: E402
 from builder.sessions.read import (  # noqa: E402
-    batch_schema,
     column_types,
     iter_batches,
+    read_schema,
     read_source,
     read_table,
     select_sql,
@@ -99,7 +99,7 @@ def measure(mode: str, url: str, batch_rows: int) -> dict[str, Any]:
             with connect(db) as conn, conn.cursor() as cur:
                 types = column_types(cur, db.dialect, "actions")
                 cur.execute(select_sql(db.dialect, "actions", types))
-                actions = cur.fetch_arrow_table().rename_columns(batch_schema("actions").names)
+                actions = cur.fetch_arrow_table().rename_columns(read_schema("actions").names)
         read_s = time.perf_counter() - start
         rows, batches = actions.num_rows, actions.column(0).num_chunks
         validated = validate(sessions, actions, db.redacted)
