@@ -155,6 +155,11 @@ def recipes_section(dataset: str) -> list[str]:
         "(`prompt`, `completions`, `labels`) that Axolotl's `stepwise_supervised` type reads; "
         "its layout is checked, not trained here. `prm` is for pointwise step scorers.",
         "",
+        "Tool calls keep OpenAI's layout: `function.arguments` is JSON text. A chat template "
+        "that writes arguments with `tojson` (Qwen2.5's, Llama 3.1's) would write that text "
+        "as a quoted string; for such a model, `json.loads` the arguments of every tool call "
+        "in `prompt` and `completion` (a `map` before the trainer) so they render as objects.",
+        "",
         "```python",
         SETUP.format(dataset=dataset).rstrip(),
         "```",
