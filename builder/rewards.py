@@ -69,6 +69,7 @@ GRPO-style adapters
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,19 @@ __all__ = [
 ]
 
 RewardFunction = Callable[..., list[float]]
-Run = Callable[[Any], Mapping[str, Any]]
+Run = Callable[..., Mapping[str, Any]]  # run(completion) or run(completion, csv_source=...)
+
+
+def _with_source(run: Run) -> Callable[[Any, Any], Mapping[str, Any]]:
+    """``run(completion)``, or ``run(completion, csv_source=...)`` with the row's data file
+    (the ``rl`` column) when ``run`` takes a ``csv_source`` argument or ``**kwargs``."""
+    try:
+        params = inspect.signature(run).parameters.values()
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        params = []  # type: ignore[assignment]
+    if any(p.name == "csv_source" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return lambda completion, source: run(completion, csv_source=source)
+    return lambda completion, source: run(completion)
 
 
 @dataclass(frozen=True)
@@ -213,7 +226,9 @@ def _schemes(kwargs: Mapping[str, Any], n: int, adapter: str) -> Sequence[int | 
 def make_outcome_reward(run: Run, name: str = "outcome_reward") -> RewardFunction:
     """A ``(prompts, completions, **kwargs) -> list[float]`` reward: ``outcome_reward`` of
     ``run(completion)["answer"]`` against the row's ``accepted_answer_hashes`` (builds
-    before that column: its ``expected_final_answer_hash``)."""
+    before that column: its ``expected_final_answer_hash``). A ``run`` that takes
+    ``csv_source`` gets the row's data file."""
+    call = _with_source(run)
 
     def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
         column = (
@@ -223,11 +238,12 @@ def make_outcome_reward(run: Run, name: str = "outcome_reward") -> RewardFunctio
         )
         expected = _column(kwargs, column, len(completions), name)
         schemes = _schemes(kwargs, len(completions), name)
+        sources = kwargs.get("csv_source") or [None] * len(completions)
         out = []
-        for completion, expected_hash, precision in zip(
-            completions, expected, schemes, strict=True
+        for completion, expected_hash, precision, source in zip(
+            completions, expected, schemes, sources, strict=True
         ):
-            result = run(completion)
+            result = call(completion, source)
             out.append(
                 outcome_reward(result["answer"], expected_hash, precision)
                 if "answer" in result
@@ -241,14 +257,19 @@ def make_outcome_reward(run: Run, name: str = "outcome_reward") -> RewardFunctio
 
 def make_process_reward(run: Run, name: str = "process_reward") -> RewardFunction:
     """A ``(prompts, completions, **kwargs) -> list[float]`` reward: the dense
-    ``process_reward`` of ``run(completion)["hooks"]`` against the row's ``gold_hooks``."""
+    ``process_reward`` of ``run(completion)["hooks"]`` against the row's ``gold_hooks``. A
+    ``run`` that takes ``csv_source`` gets the row's data file."""
+    call = _with_source(run)
 
     def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
         gold = _column(kwargs, "gold_hooks", len(completions), name)
         schemes = _schemes(kwargs, len(completions), name)
+        sources = kwargs.get("csv_source") or [None] * len(completions)
         out = []
-        for completion, gold_hooks, precision in zip(completions, gold, schemes, strict=True):
-            hooks = run(completion).get("hooks") or ()
+        for completion, gold_hooks, precision, source in zip(
+            completions, gold, schemes, sources, strict=True
+        ):
+            hooks = call(completion, source).get("hooks") or ()
             out.append(process_reward(hooks, gold_hooks or (), precision).reward)
         return out
 

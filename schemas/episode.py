@@ -191,3 +191,6 @@ class Episode(Record):
     conversation_for_sft: ConversationForSft | None = None
     rl_verification_data: RlVerificationData | None = None
     triangulation_metadata: TriangulationMetadata | None = None
+    # The data file the question is about. Not in the seeds' schema, but the capture code
+    # writes it in both of its layouts, and its own evaluation runs a model's code against it.
+    csv_source: StrictStr | None = None

@@ -8,7 +8,8 @@ records which layout each row came from. Adding a layout is one more entry in ``
 
 The later layout (``capture_v2``) renames ``teacher_gold_trace`` → ``gold_trace``,
 ``triangulation_metadata`` → ``triangulation`` and a trace's ``execution_success`` →
-``success``; it adds ``timing``, ``source`` and ``csv_source`` (kept as extra fields) and has
+``success``; it adds ``timing`` and ``source`` (kept as extra fields) and ``csv_source`` (a
+field of both layouts: the capture code writes it in either) and has
 no ``conversation_for_sft`` (``sft`` renders the gold trace) and no ``rl_verification_data``
 (the expected answer is the gold trace's). Its producer names questions its own way
 (``llm_ds_0001``, ``syn_…``, ``prog_…`` or null) and verifies questions that know their

@@ -108,6 +108,12 @@ RL = table_schema(
         pa.int32(),
         "Hash scheme of the hashes: null exact, else floats rounded to this many places",
     ),
+    column(
+        "csv_source",
+        pa.string(),
+        "The data file the question is about, as captured (null when the line named none): "
+        "what a reward runs the completion's code against",
+    ),
     *lineage(None),
 )
 

@@ -172,6 +172,9 @@ EPISODES = table_schema(
     column("majority_count", pa.int32(), "triangulation_metadata as captured"),
     column("gold_matches_majority", pa.bool_(), "triangulation_metadata as captured"),
     column(
+        "csv_source", pa.string(), "The data file the question is about, as captured", role=TEXT
+    ),
+    column(
         "extra_fields",
         pa.string(),
         "Unknown input fields, JSON object keyed by JSON path",

@@ -4,8 +4,9 @@
 ``expected_final_answer_hash``, ``expected_final_answer`` (canonical JSON; the gold trace's
 answer where the episode has no ``rl_verification_data``), ``accepted_answer_hashes`` (the
 expected hash and every other hash the question's ground truth accepts), ``gold_hooks`` (the
-gold trace's hooks in order, empty when it has none) and ``hash_precision`` (the build's
-hash scheme: null exact, else the rounding).
+gold trace's hooks in order, empty when it has none), ``hash_precision`` (the build's
+hash scheme: null exact, else the rounding) and ``csv_source`` (the data file the question is
+about, as captured: what the completion's code runs against).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
         .with_columns(pos=pl.col("hook_index"))
     )
     lists = gather(hooks, "episode_id", gold_hooks=pl.struct("name", "value_hash", "depends_on"))
+    sources = tables["episodes"].select("episode_id", "csv_source")
     return (
         context.join(lists, on="episode_id", how="left")
+        .join(sources, on="episode_id", how="left")
         .sort("question_id", "episode_id")
         .select(
             prompt=header(),
@@ -47,6 +50,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
             accepted_answer_hashes="accepted_hashes",
             gold_hooks=or_empty("gold_hooks", GOLD_HOOK),
             hash_precision=pl.lit(options.hash_precision, dtype=pl.Int32),
+            csv_source="csv_source",
             question_id="question_id",
             episode_id="episode_id",
             difficulty="difficulty",

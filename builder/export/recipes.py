@@ -127,10 +127,11 @@ from trl import GRPOConfig, GRPOTrainer
 from builder.rewards import make_outcome_reward
 
 
-def run(completion):
-    \"\"\"Yours: run the completion's code in your sandbox against the question's data and
-    return {"answer": the submitted value}; {} when nothing was submitted. The builder's
-    examples/executor.py is a reference (time and memory limits; not a security sandbox).\"\"\"
+def run(completion, csv_source):
+    \"\"\"Yours: run the completion's code in your sandbox against the row's data file
+    (`csv_source`, as captured) and return {"answer": the submitted value}; {} when nothing
+    was submitted. The builder's examples/executor.py is a reference (time and memory
+    limits; not a security sandbox).\"\"\"
     return {}
 
 

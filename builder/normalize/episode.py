@@ -167,6 +167,7 @@ def emit_episode(
             majority_answer_hash=meta.majority_answer_hash if meta else None,
             majority_count=meta.majority_count if meta else None,
             gold_matches_majority=meta.gold_matches_majority if meta else None,
+            csv_source=ep.csv_source,
             extra_fields=canonical_json(extras) if extras else None,
             layout=layout,
             source_file=file,

@@ -309,3 +309,30 @@ def test_adapters_on_rl_rows_loaded_with_load_dataset(built) -> None:
         for (row, b), p in zip(batch, process, strict=True)
         if b == "reversed" and row["gold_hooks"]
     )
+
+
+def test_a_run_that_takes_csv_source_gets_the_rows_data_file() -> None:
+    """The ``rl`` rows name the data file the completion's code runs against: a ``run`` with
+    a ``csv_source`` argument receives it; a ``run(completion)`` works as before."""
+    seen: list[tuple[str, str | None]] = []
+
+    def run_with_data(completion: str, csv_source: str | None = None) -> dict[str, Any]:
+        seen.append((completion, csv_source))
+        return {"answer": 42, "hooks": []}
+
+    def run_alone(completion: str) -> dict[str, Any]:
+        return {"answer": 42}
+
+    rows = {
+        "accepted_answer_hashes": [[value_hash(42)], [value_hash(7)]],
+        "gold_hooks": [[], []],
+        "csv_source": ["data/titanic.csv", None],
+    }
+    outcome = make_outcome_reward(run_with_data)
+    assert outcome(None, ["a", "b"], **rows) == [1.0, 0.0]
+    assert seen == [("a", "data/titanic.csv"), ("b", None)]
+    make_process_reward(run_with_data)(None, ["c", "d"], **rows)
+    assert seen[2:] == [("c", "data/titanic.csv"), ("d", None)]
+    assert make_outcome_reward(run_alone)(None, ["a", "b"], **rows) == [1.0, 0.0]
+    without = {k: v for k, v in rows.items() if k != "csv_source"}  # a build before the column
+    assert make_outcome_reward(run_with_data)(None, ["e", "f"], **without) == [1.0, 0.0]
