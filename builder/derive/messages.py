@@ -106,13 +106,18 @@ def header(weighted: bool = False) -> pl.Expr:
 
 
 def turn_messages(
-    tables: Mapping[str, pl.LazyFrame], max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    tables: Mapping[str, pl.LazyFrame],
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    traces: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """One row per rendered message of every trace: ``trace_id``, ``turn_index``, ``pos``,
-    ``role``, ``content``, ``success`` (of the turn); outputs bounded to ``max_output_chars``
-    (pass ``DeriveOptions.max_output_chars``)."""
-    form = tables["traces"].select("trace_id", "form")
-    turns = tables["turns"].join(form, on="trace_id", how="left")
+    """One row per rendered message of every trace (of ``traces``, when given: only those
+    are rendered): ``trace_id``, ``turn_index``, ``pos``, ``role``, ``content``, ``success``
+    (of the turn); outputs bounded to ``max_output_chars`` (pass
+    ``DeriveOptions.max_output_chars``)."""
+    turns = tables["turns"]
+    if traces is not None:
+        turns = turns.join(traces.select("trace_id").unique(), on="trace_id", how="semi")
+    turns = turns.join(tables["traces"].select("trace_id", "form"), on="trace_id", how="left")
     keys = ("trace_id", "turn_index", "success")
     pos = pl.col("turn_index").cast(pl.Int64) * 2
     flat = pl.col("form") == "flat"
@@ -127,17 +132,16 @@ def turn_messages(
     # Mistral, Gemma) refuse two assistant messages in a row.
     cells = (
         turns.filter(flat)
-        .sort("trace_id", "turn_index")
+        .with_columns(content=assistant_content())
         .group_by("trace_id", maintain_order=True)
         .agg(
-            pl.col("turn_index").first(),
-            pl.col("success").first(),
-            pos=(pl.col("turn_index").cast(pl.Int64) * 2).first(),
-            role=pl.lit("assistant"),
-            content=assistant_content().str.join("\n\n"),
+            pl.col("turn_index").min(),
+            pl.col("success").all(),
+            pl.col("content").sort_by("turn_index").str.join("\n\n"),
         )
+        .select(*keys, pos=pos, role=pl.lit("assistant"), content="content")
     )
-    return pl.concat([code, output, cells.select(*keys, "pos", "role", "content")])
+    return pl.concat([code, output, cells])
 
 
 def gather(rows: pl.LazyFrame, keys: str | list[str], **lists: pl.Expr) -> pl.LazyFrame:
@@ -156,7 +160,7 @@ def trace_messages(
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
 ) -> pl.LazyFrame:
     """``trace_id``, ``messages``: every trace of ``traces`` rendered (empty when no turns)."""
-    rows = turn_messages(tables, max_output_chars).join(traces, on="trace_id", how="semi")
+    rows = turn_messages(tables, max_output_chars, traces)
     lists = gather(rows, "trace_id", messages=message(pl.col("role"), pl.col("content")))
     ids = traces.select("trace_id").unique()
     return ids.join(lists, on="trace_id", how="left").with_columns(or_empty("messages", MESSAGE))

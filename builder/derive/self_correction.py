@@ -44,7 +44,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     earlier = (
         fixes.select("trace_id", fix_turn="turn_index")
         .join(
-            turn_messages(tables, options.max_output_chars).drop("success"),
+            turn_messages(tables, options.max_output_chars, fixes).drop("success"),
             on="trace_id",
             how="inner",
         )

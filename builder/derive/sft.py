@@ -88,7 +88,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     gold = gold.join(rendered, on="episode_id", how="semi")
     zero = corrected_failures(tables).with_columns(zero=pl.lit(True))
     turns = (
-        turn_messages(tables, options.max_output_chars)
+        turn_messages(tables, options.max_output_chars, gold)
         .join(gold, on="trace_id", how="inner")
         .join(zero, on=["trace_id", "turn_index"], how="left")
     )
