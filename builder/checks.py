@@ -8,7 +8,7 @@ configs exclude flagged episodes; ``--strict`` turns failures into rejects).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,15 +320,24 @@ def check_ground_truth(episode: Episode, ground_truth_hash: str | None) -> list[
 
 def check_corrections(turns: Sequence[Turn]) -> list[str]:
     """A correction must point at an earlier turn of the same trace that failed."""
+    return [CORRECTION_TARGET_INVALID] if any(invalid_corrections(turns)) else []
+
+
+def invalid_corrections(turns: Sequence[Turn]) -> Iterator[tuple[int, Turn, str]]:
+    """(position in ``turns``, turn, why) of each correction whose target is no earlier
+    failed turn of the trace."""
     by_index = {t.turn_index: t for t in turns}
-    for turn in turns:
+    for i, turn in enumerate(turns):
         c = turn.correction
         if c is None:
             continue
         target = by_index.get(c.corrects_turn)
-        if target is None or c.corrects_turn >= turn.turn_index or target.execution.success:
-            return [CORRECTION_TARGET_INVALID]
-    return []
+        if target is None:
+            yield i, turn, "no turn of the trace has that index"
+        elif c.corrects_turn >= turn.turn_index:
+            yield i, turn, "it is not an earlier turn"
+        elif target.execution.success:
+            yield i, turn, "that turn succeeded"
 
 
 def check_hook_dag(edges: Iterable[tuple[str, Sequence[str]]]) -> list[str]:

@@ -194,25 +194,15 @@ def _cycle(record: Episode, raw: bytes, precision: int | None) -> list[FieldErro
 
 
 def _corrections(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
-    out = []
-    for path, trace in traces(record):
-        turns = trace.turns or []
-        by_index = {t.turn_index: t for t in turns}
-        for i, turn in enumerate(turns):
-            c = turn.correction
-            if c is None:
-                continue
-            target = by_index.get(c.corrects_turn)
-            if target is None or c.corrects_turn >= turn.turn_index or target.execution.success:
-                if target is None:
-                    why = "no turn of the trace has that index"
-                elif c.corrects_turn >= turn.turn_index:
-                    why = "it is not an earlier turn"
-                else:
-                    why = "that turn succeeded"
-                message = f"{checks.CORRECTION_TARGET_INVALID}: {c.corrects_turn}: {why}"
-                out.append(FieldError(f"{path}.turns[{i}].correction.corrects_turn", message))
-    return out
+    kind = checks.CORRECTION_TARGET_INVALID
+    return [
+        FieldError(
+            f"{path}.turns[{i}].correction.corrects_turn",
+            f"{kind}: {turn.correction.corrects_turn}: {why}",  # type: ignore[union-attr]
+        )
+        for path, trace in traces(record)
+        for i, turn, why in checks.invalid_corrections(trace.turns or [])
+    ]
 
 
 def _duplicate_keys(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
