@@ -36,7 +36,7 @@ def explain_line(
     """``explain`` for a line's text (read again: only lines a check failed come here)."""
     outcome = Validator(Episode).validate(SourceLine("", 0, raw))
     if not isinstance(outcome, Valid):  # cannot happen to a line that was normalized
-        return tuple(FieldError("$", f"{k}: {checks.MEANINGS[k]}") for k in dict.fromkeys(failed))
+        return tuple(by_meaning(kind) for kind in dict.fromkeys(failed))
     return explain(outcome.record, raw, failed, precision, outcome.layout)
 
 
@@ -53,8 +53,13 @@ def explain(
                 placed = _gold_vs_truth(record)
         else:
             placed = _EXPLAINERS.get(kind, _nowhere)(record, raw, precision)
-        found += placed or [FieldError("$", f"{kind}: {checks.MEANINGS.get(kind, kind)}")]
+        found += placed or [by_meaning(kind)]
     return tuple(FieldError(layout_path(layout, e.path), e.message) for e in found)
+
+
+def by_meaning(kind: str) -> FieldError:
+    """A failed check that cannot be placed in the line: its kind and meaning, at ``$``."""
+    return FieldError("$", f"{kind}: {checks.MEANINGS.get(kind, kind)}")
 
 
 def _nowhere(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from builder import fastpath
 from builder.banks import bank_lines
-from builder.checks import DUPLICATE_EPISODE_ID, MEANINGS
+from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
 from builder.documents import records
 from builder.engine import (
@@ -36,7 +36,7 @@ from builder.engine import (
     main_survives_reimport,
 )
 from builder.engine.codec import BatchResult
-from builder.explain import explain, explain_line
+from builder.explain import by_meaning, explain, explain_line
 from builder.normalize import Normalizer
 from builder.normalize.episode import EpisodeInfo, emit_episode
 from builder.normalize.questions import question_row
@@ -284,7 +284,7 @@ class Ingest:
         at hand (``builder.explain``), else by its meaning."""
         raw = self._raw_of(line)
         if raw is None:
-            errors = tuple(FieldError("$", f"{n}: {MEANINGS[n]}") for n in dict.fromkeys(failed))
+            errors = tuple(by_meaning(kind) for kind in dict.fromkeys(failed))
         else:
             errors = explain_line(raw, failed, self.config.hash_precision)
         return Reject(line.path, line.number, CHECK_FAILED, errors, raw)
