@@ -10,8 +10,10 @@ The prompt is every message of the replayed conversation before the fix: up to a
 the error feedback, plus any user turns between the error and the fix (a hint typed by the
 human belongs to the fix's context). The completion is the fix. In ``messages`` the fix has
 weight 1 and every earlier assistant turn (the failed one included) weight 0; other roles
-null. ``code_diff`` lists the distinct lines of the failed code absent from the fix
-(``removed_lines``) and of the fix absent from the failed code (``added_lines``), in order.
+null. Adjacent messages of one role and weight are one message (two code edits before a run),
+so user and assistant alternate. ``code_diff`` lists the distinct lines of the failed code
+absent from the fix (``removed_lines``) and of the fix absent from the failed code
+(``added_lines``), in order.
 
 All of it is window expressions over the replayed message rows (code "epochs" by cumulative
 count of ``set_code``, the next code by ``shift(-1)`` per session), no Python per row.
@@ -108,6 +110,9 @@ def _conversations(pairs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("position") <= fix)
         .sort("session_id", "turn_index", "position")
         .with_columns(weight.alias("weight"))
+        # one message per run of a role and weight: the code edits before the fix (weight 0)
+        # and the user turns around the error alternate with each other; the fix stays alone
+        .pipe(adjacent_merged, by=("session_id", "turn_index"))
         .group_by("session_id", "turn_index", maintain_order=True)
         .agg(
             pl.struct("role", "content").filter(pl.col("position") < fix).alias("prompt"),
@@ -125,10 +130,8 @@ def self_corrections(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> 
     failed_lines = pl.col("failed_code").str.split("\n")
     fixed_lines = pl.col("fixed_code").str.split("\n")
     return (
-        # user messages in a row are one (an input after an output); the code edits stay
-        # apart, the fix among them
         pairs.join(
-            _conversations(pairs, adjacent_merged(rows, roles=("user",))),
+            _conversations(pairs, rows),
             on=["session_id", "turn_index"],
         )
         .join(sessions.select("session_id", "question_id"), on="session_id")

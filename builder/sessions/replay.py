@@ -223,31 +223,29 @@ def _with_counts(frame: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
 
 
 def adjacent_merged(
-    rows: pl.DataFrame, roles: tuple[str, ...] = ("user", "assistant")
+    rows: pl.DataFrame,
+    roles: tuple[str, ...] = ("user", "assistant"),
+    by: tuple[str, ...] = ("session_id",),
 ) -> pl.DataFrame:
-    """Adjacent messages of one session with the same role and weight as one message, their
-    contents joined by a blank line: an ``input`` after the opening message, or after an
-    output, is not a second user turn in a row, which the chat templates that require user
-    and assistant to alternate (Llama 2, Mistral, Gemma) refuse. Two code edits in a row
-    that train differently stay two messages; only messages of ``roles`` merge."""
-    continues = (
-        (pl.col("session_id") == pl.col("session_id").shift())
-        & (pl.col("role") == pl.col("role").shift())
-        & pl.col("weight").eq_missing(pl.col("weight").shift())
-        & pl.col("role").is_in(roles)
+    """Adjacent messages of one conversation (``by``) with the same role and weight as one
+    message, their contents joined by a blank line: an ``input`` after the opening message, or
+    after an output, is not a second user turn in a row, which the chat templates that require
+    user and assistant to alternate (Llama 2, Mistral, Gemma) refuse. Two code edits in a row
+    that train differently stay two messages; only messages of ``roles`` merge. Every other
+    column keeps the first message's value (its ``position`` among them)."""
+    same = [pl.col(k) == pl.col(k).shift() for k in by]
+    continues = pl.all_horizontal(
+        *same,
+        pl.col("role") == pl.col("role").shift(),
+        pl.col("weight").eq_missing(pl.col("weight").shift()),
+        pl.col("role").is_in(roles),
     ).fill_null(False)
     run = (~continues).cum_sum().alias("_run")
     return (
         rows.with_columns(run)
         .group_by("_run", maintain_order=True)
-        .agg(
-            pl.col("session_id").first(),
-            pl.col("position").first(),
-            pl.col("role").first(),
-            pl.col("content").str.join("\n\n"),
-            pl.col("weight").first(),
-        )
-        .drop("_run")
+        .agg(pl.all().exclude("content").first(), pl.col("content").str.join("\n\n"))
+        .select(rows.columns)
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import polars as pl
 from sessions_support import ERROR, Backend, action, expected_messages, load, session
 
@@ -90,3 +92,31 @@ def test_unrun_fix_counts_when_marked_correct(backend: Backend) -> None:
             action("m", 1, 3, "set_code", "x = 1", True, "ai"),
         ],
     ) == [(1, 3)]
+
+
+def test_prompt_alternates_when_code_was_edited_twice_before_running(backend: Backend) -> None:
+    # Two edits in a row before the failing run are one assistant message of the prompt (both
+    # weight 0): two assistant turns in a row break chat templates that require alternation.
+    backend.create("strict")
+    backend.insert("sessions", [session(1, "Sum it.")])
+    backend.insert(
+        "actions",
+        [
+            action("a", 1, 1, "set_code", "import pandas as pd", None, "ai"),
+            action("b", 1, 2, "set_code", "df['Price'].mean()", False, "ai"),
+            action("c", 1, 3, "set_exec_output", ERROR, None, "ai"),
+            action("d", 1, 4, "set_code", "df['price'].mean()", None, "ai"),
+            action("e", 1, 5, "set_exec_output", "3.5", None, "ai"),
+        ],
+    )
+    rows = self_corrections(validate_source(read_source(backend.url)))
+    assert rows.height == 1
+    row = rows.row(0, named=True)
+    roles = [m["role"] for m in row["prompt"]] + [m["role"] for m in row["completion"]]
+    assert all(a != b for a, b in pairwise(roles)), roles
+    code = [m for m in row["messages"] if m["role"] == "assistant"]
+    assert [m["weight"] for m in code] == [0, 1]
+    assert "import pandas as pd" in code[0]["content"]
+    assert "df['Price'].mean()" in code[0]["content"]
+    assert code[1]["content"].count("df['price'].mean()") == 1
+    assert row["completion"] == [{"role": "assistant", "content": code[1]["content"]}]
