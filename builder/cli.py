@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from builder import exit_codes
-from builder.config import BuildConfig, ConfigError, find_config, load_config, parse_precision
+from builder.config import (
+    BuildConfig,
+    ConfigError,
+    find_config,
+    load_config,
+    parse_precision,
+    relative_to_config_folder,
+)
 from builder.errors import UserError, one_line, require
 from builder.preflight import (
     FolderProblem,
@@ -161,6 +168,9 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     )
     if args.hash_precision is not None:  # "exact" must override a config's precision
         config = replace(config, hash_precision=parse_precision(args.hash_precision))
+    config, folder = relative_to_config_folder(config)
+    if folder is not None:  # the build reads its inputs by the names it publishes
+        os.chdir(folder)
     inputs = (config.episodes, config.synthetic_questions, config.llm_questions, config.sessions)
     if not any(inputs):
         raise ConfigError("nothing to build: give --episodes ([inputs] episodes in dataset.toml)")
@@ -305,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE if exc.code == 2 else int(exc.code or 0)
     debug = args.debug or os.environ.get("EPISODES_DEBUG", "") not in ("", "0")
     signal.signal(signal.SIGTERM, _terminate)
+    cwd = os.getcwd()  # a build runs in its config's folder (``relative_to_config_folder``)
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
@@ -331,3 +342,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return exit_codes.INTERNAL
+    finally:
+        os.chdir(cwd)

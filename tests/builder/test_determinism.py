@@ -9,12 +9,17 @@ different places (relative paths, as a config file names them), with different
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
+import pytest
+
+from builder.cli import main
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 from samples.questions import generate_questions
@@ -106,3 +111,63 @@ def test_same_inputs_build_byte_identical_folders_across_environments(tmp_path: 
     differing = sorted(name for name in a if a[name] != b[name])
     assert differing == [], f"files that differ between the two builds: {differing}"
     assert any(name.endswith(".parquet") for name in a) and "manifest.json" in a
+
+
+CONFIG = """
+[inputs]
+episodes = ["episodes/*.jsonl*"]
+synthetic_questions = "questions/synthetic.jsonl"
+llm_questions = ["questions/llm.jsonl"]
+sessions = "sqlite:///sessions/sample.sql"
+"""
+
+
+def test_a_config_builds_the_same_folder_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The config names its inputs relative to its folder; the dataset names them so too,
+    # whether the build runs in that folder or names the config by an absolute path from
+    # elsewhere: no checkout's location ends up in a row, the manifest or the card.
+    outs = {}
+    for name in ("here", "elsewhere"):
+        checkout = tmp_path / name / "checkout"
+        write_inputs(checkout)
+        (checkout / "sessions").mkdir()
+        shutil.copy(ROOT / "data" / "sessions" / "sample.sql", checkout / "sessions")
+        (checkout / "dataset.toml").write_text(CONFIG)
+        out = tmp_path / name / "out"
+        runner = checkout if name == "here" else tmp_path
+        monkeypatch.chdir(runner)
+        config = ["--config", str(checkout / "dataset.toml")] if name == "elsewhere" else []
+        argv = ["build", *config, "--out", str(out), "--rejects", str(out) + ".rejects"]
+        assert main([*argv, "--no-progress"]) == 0
+        assert Path.cwd() == runner  # the build ran in the config's folder, and came back
+        outs[name] = folder_digest(out)
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert [i["path"] for i in manifest["inputs"]] == [
+            "questions/synthetic.jsonl",
+            "questions/llm.jsonl",
+            "episodes/part-1.jsonl",
+            "episodes/part-2.jsonl.gz",
+        ]
+        assert manifest["sessions"]["source"] == "sqlite:///sessions/sample.sql"
+        files = pl.read_parquet(out / "episodes" / "*.parquet")["source_file"].unique().sort()
+        assert files.to_list() == ["episodes/part-1.jsonl", "episodes/part-2.jsonl.gz"]
+    assert outs["here"] == outs["elsewhere"]
+
+
+def test_inputs_outside_the_config_folder_keep_the_names_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_inputs(tmp_path / "inputs")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "dataset.toml").write_text("[splits]\nsalt = 'x'\n")
+    monkeypatch.chdir(tmp_path / "inputs")
+    out = tmp_path / "out"
+    argv = ["build", "--config", "../config/dataset.toml", "--episodes", "episodes/*.jsonl*"]
+    assert main([*argv, "--out", str(out), "--rejects", str(tmp_path / "r"), "--no-progress"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [i["path"] for i in manifest["inputs"]] == [
+        "episodes/part-1.jsonl",
+        "episodes/part-2.jsonl.gz",
+    ]
