@@ -8,7 +8,6 @@ card declares plain ``string``/``list``.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +15,8 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from builder.storage import file_sha256
 
 WRITE_OPTIONS = {
     "compression": "zstd",
@@ -51,14 +52,6 @@ def split_group_rows(group_rows: int, shares: Mapping[str, float]) -> dict[str, 
 # views) converts without a copy, and the cast to the declared ``string`` columns is then
 # the one copy; the default conversion (``large_string``) copies every string once more.
 ARROW_VIEWS = pl.CompatLevel.newest()  # of the file's sha256, in its name
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:

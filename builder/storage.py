@@ -9,6 +9,7 @@ Anything without a ``scheme://`` is a local path, read with the standard library
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -86,6 +87,15 @@ def open_input(path: str) -> BinaryIO:
         return open(path, "rb")
     fs, inner = resolve(path)
     return _call(path, "open", lambda: fs.open_input_stream(inner))  # type: ignore[return-value]
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's stored bytes (a local path or an object-store URI)."""
+    digest = hashlib.sha256()
+    with open_input(str(path)) as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def stat(path: str) -> Stat:

@@ -12,8 +12,10 @@ from typing import Any
 
 import polars as pl
 
+from builder.sessions.db import parse_url
 from builder.sessions.replay import Replay
 from builder.sessions.validate import Validated
+from builder.storage import file_sha256
 from schemas.sessions import ACTION_SOURCES, ACTION_TYPES
 
 
@@ -28,8 +30,12 @@ def summary(v: Validated, replayed: Replay, corrections: pl.DataFrame) -> dict[s
     verified = int(v.sessions["verified"].fill_null(False).sum())
     weights = replayed.sft.select(pl.col("messages").explode().struct.field("weight"))
     rejected_tables = Counter(r.key.split(".", 1)[0] for r in v.rejects if r.key)
+    database = parse_url(v.source).path  # SQLite: the file (or dump) read; PostgreSQL: none
     return {
         "source": v.source,
+        # the file's bytes as stored, so the build can be traced to them like every JSONL input
+        "sha256": file_sha256(database) if database is not None else None,
+        "bytes": database.stat().st_size if database is not None else None,
         "rows_read": dict(v.rows_read),
         "sessions": n_sessions,
         "actions": v.actions.height,

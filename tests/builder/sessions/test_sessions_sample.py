@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import polars as pl
@@ -38,6 +39,12 @@ def test_sample_loads_validates_and_replays(backend: Backend) -> None:
     errors = set(result.self_correction["error_type"].to_list())
     assert errors <= {"KeyError", "TypeError", "SyntaxError", "UndefinedVariableError"}
     assert result.self_correction["error_feedback"].str.contains("Error").all()
+    # a SQLite file is traced to its bytes like every JSONL input; a server has no file
+    if backend.dialect == "sqlite":
+        digest = hashlib.sha256(SAMPLE_PATH.read_bytes()).hexdigest()
+        assert (s["sha256"], s["bytes"]) == (digest, SAMPLE_PATH.stat().st_size)
+    else:
+        assert (s["sha256"], s["bytes"]) == (None, None)
 
 
 def test_sample_file_is_what_write_sample_writes(tmp_path: Path) -> None:
