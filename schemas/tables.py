@@ -210,7 +210,12 @@ TRACES = table_schema(
     ),
     column("execution_success", pa.bool_(), "Whether the run succeeded"),
     column("submitted", pa.bool_(), "Whether submit() was called (an answer or its hash given)"),
-    column("final_answer", pa.string(), "The submit() value (canonical JSON)", role=JSON),
+    column(
+        "final_answer",
+        pa.string(),
+        "The submit() value (canonical JSON); null when nothing was submitted",
+        role=JSON,
+    ),
     column(
         "final_answer_hash",
         pa.string(),

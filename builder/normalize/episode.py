@@ -236,6 +236,7 @@ def _trace(
     turns = trace.turns or []
     failed += checks.check_corrections(turns)
     n_turns = _turns(out, trace_id, episode_id, trace, dump)
+    submitted = checks.is_submitted(trace)
     n_hooks, hook_checks, bounded = hook_rows(out, trace_id, episode_id, trace, limit, dump)
     failed += hook_checks
     out["traces"].append(
@@ -246,8 +247,9 @@ def _trace(
             trace_index=index,
             form="turns" if trace.turns else "flat",
             execution_success=trace.execution_success,
-            submitted=checks.is_submitted(trace),
-            final_answer=answer if present(trace, "final_answer") else None,
+            submitted=submitted,
+            # null when nothing was submitted, not the text "null" of a captured None
+            final_answer=answer if submitted and present(trace, "final_answer") else None,
             final_answer_hash=trace.final_answer_hash,
             submission_metadata=dump(trace.submission_metadata),
             total_turns=trace.total_turns,

@@ -83,6 +83,13 @@ def test_manifest_accounts_for_every_input_line(sample_build: BuildReport) -> No
     assert len(questions) == len(set(questions))
 
 
+def test_a_trace_that_submitted_nothing_has_a_null_answer(sample_build: BuildReport) -> None:
+    traces = pl.read_parquet(sample_build.out / "traces" / "*.parquet")
+    unanswered = traces.filter(~pl.col("submitted"))
+    assert unanswered.height > 0 and unanswered["final_answer"].null_count() == unanswered.height
+    assert traces.filter(pl.col("submitted"))["final_answer"].null_count() == 0
+
+
 def test_rebuild_is_byte_identical(sample_build: BuildReport, tmp_path: Path) -> None:
     config = replace(
         load_config(ROOT / "dataset.toml"), out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"
