@@ -219,6 +219,14 @@ def replace(record: Any, **changes: Any) -> Any:
     return record.model_copy(update=changes)
 
 
+def trace_form(trace: Any) -> str:
+    """``turns`` when the line gave turns, even none (a later-layout run that ended before
+    its first turn); ``flat`` for code cells (empty turns beside them included)."""
+    if trace.turns is None or (not trace.turns and trace.code_cells):
+        return "flat"
+    return "turns"
+
+
 def _trace(
     out: Rows,
     episode_id: str,
@@ -245,7 +253,7 @@ def _trace(
             episode_id=episode_id,
             role=role,
             trace_index=index,
-            form="turns" if trace.turns else "flat",
+            form=trace_form(trace),
             execution_success=trace.execution_success,
             submitted=submitted,
             # null when nothing was submitted, not the text "null" of a captured None

@@ -54,6 +54,23 @@ def test_row_counts_for_both_trace_forms(make: SimpleNamespace) -> None:
     assert ("ep-2:gold", "flat") in forms and ("ep-2:c0", "turns") in forms
 
 
+def test_a_trace_of_no_turns_keeps_the_turns_form(make: SimpleNamespace) -> None:
+    # The later capture layout writes ``turns`` for every trace: a run that ended before its
+    # first turn is a trace with no turns, not a flat one. Empty turns beside code cells are
+    # the flat form.
+    episode = make.episode(
+        "ep-1",
+        consistency=[
+            make.turns_trace(42, turns=[], success=False, submitted=False),
+            make.flat_trace(42) | {"turns": []},
+        ],
+    )
+    tables, _ = run(make, episode)
+    forms = {r["trace_id"]: (r["form"], r["n_turns"]) for r in rows(tables, "traces")}
+    assert forms["ep-1:c0"] == ("turns", 0)
+    assert forms["ep-1:c1"] == ("flat", 2)
+
+
 def test_trace_rows_carry_role_index_and_counts(make: SimpleNamespace) -> None:
     tables, _ = run(make, make.episode("ep-1"))
     traces = {r["trace_id"]: r for r in rows(tables, "traces")}
