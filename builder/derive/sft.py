@@ -17,6 +17,9 @@ question, then each turn as ``builder.derive.messages`` renders it); there, an a
 that failed and that a later turn corrects (``corrections``: from the corrected turn up to the
 fix) gets weight 0, context only, and every other assistant turn weight 1. Other roles have a
 null weight. ``trace_id`` names the gold trace when the messages were rendered from it.
+
+A conversation with no weight-1 message (no assistant message captured, a gold trace without
+turns) is no row: it would be an example without a label.
 """
 
 from __future__ import annotations
@@ -136,8 +139,9 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
         how="diagonal_relaxed",  # only captured messages carry the tool fields
     )
     lists = gather(rows, "episode_id", messages=pl.struct(*SFT_MESSAGE_FIELDS))
+    trains = pl.col("messages").list.eval(pl.element().struct.field("weight") == 1).list.any()
     return (
-        context.join(lists, on="episode_id", how="inner")
+        context.join(lists.filter(trains), on="episode_id", how="inner")
         .join(gold, on="episode_id", how="left")
         .sort("question_id", "episode_id")
         .select(

@@ -124,3 +124,16 @@ def test_a_captured_failed_attempt_that_a_later_turn_fixes_is_context(make) -> N
     weights = [m["weight"] for m in found["messages"] if m["role"] == "assistant"]
     assert weights == [1, 0, 1, 1, 1]
     assert found["trace_id"] is None  # the captured conversation, not a rendering
+
+
+def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
+    """A captured conversation without an assistant message, or a gold trace that gave no
+    turns, has no weight-1 message: a trainer would get an example without a label, so it is
+    no ``sft`` row (as a session without a trained action is none)."""
+    gold = make.trace(2, turns=[make.turn(0, "submit(2)", submitted=2)])
+    consistency = [make.trace(2, cells=["submit(2)"])]
+    conversation = {"system_prompt": "Sys.", "messages": [{"role": "user", "content": "Two?"}]}
+    silent = make.episode("ep-s", "Two?", gold, consistency, conversation=conversation)
+    talking = make.episode("ep-t", "Two?", gold, consistency)
+    found = sft.derive(make.build_tables([silent, talking]), DeriveOptions()).collect()
+    assert found["episode_id"].to_list() == ["ep-t"]
