@@ -246,6 +246,8 @@ def _sessions_section(summary: Mapping[str, Any] | None) -> list[str]:
         return []
     by_source = ", ".join(f"{k} {v}" for k, v in sorted(summary["actions_by_source"].items()))
     excluded = ", ".join(f"{k} {v}" for k, v in sorted(summary["excluded_sessions"].items()))
+    unread = [f"`{t}.{c}`" for t, cs in summary.get("unread_columns", {}).items() for c in cs]
+    not_read = f" Database columns no table holds: {', '.join(unread)}." if unread else ""
     return [
         "## Interactive sessions",
         "",
@@ -256,7 +258,7 @@ def _sessions_section(summary: Mapping[str, Any] | None) -> list[str]:
         f"({summary['self_correction_rows']} rows); an assistant turn whose action is marked "
         "incorrect is kept as context with weight 0. Sessions not replayed: "
         f"{excluded}. Rejected rows: {summary['rejected']['sessions']} sessions, "
-        f"{summary['rejected']['actions']} actions.",
+        f"{summary['rejected']['actions']} actions.{not_read}",
         "",
     ]
 

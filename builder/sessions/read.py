@@ -24,6 +24,7 @@ driver facts shape the SQL:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -201,6 +202,14 @@ def iter_batches(
                 yield batch.slice(offset, batch_rows)
 
 
+def unread_columns(conn: Any, db: DatabaseURL, table: str) -> list[str]:
+    """The producer's columns of ``table`` that no output holds, in the table's order: the
+    manifest names them, so none goes unnoticed."""
+    declared = set(ROW_SCHEMAS[table].names)
+    with conn.cursor() as cur:
+        return [c for c in column_types(cur, db.dialect, table) if c not in declared]
+
+
 def _collect(conn: Any, db: DatabaseURL, table: str, batch_rows: int) -> pa.Table:
     try:
         batches = list(iter_batches(conn, db.dialect, table, batch_rows))
@@ -229,6 +238,7 @@ class SessionsSource:
     source: str  # the redacted URL
     sessions: pa.Table
     actions: pa.Table
+    unread_columns: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # table -> names
 
 
 def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) -> SessionsSource:
@@ -237,4 +247,5 @@ def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) ->
     with connect(db) as conn:
         sessions = _collect(conn, db, "sessions", batch_rows)
         actions = _collect(conn, db, "actions", batch_rows)
-    return SessionsSource(db.redacted, sessions, actions)
+        unread = {t: unread_columns(conn, db, t) for t in ("sessions", "actions")}
+    return SessionsSource(db.redacted, sessions, actions, unread)

@@ -37,6 +37,8 @@ def summary(v: Validated, replayed: Replay, corrections: pl.DataFrame) -> dict[s
         "sha256": file_sha256(database) if database is not None else None,
         "bytes": database.stat().st_size if database is not None else None,
         "rows_read": dict(v.rows_read),
+        # the producer's columns no output holds (the database keeps them)
+        "unread_columns": {t: list(v.unread_columns.get(t, [])) for t in ("sessions", "actions")},
         "sessions": n_sessions,
         "actions": v.actions.height,
         "actions_by_source": _counts(v.actions["source"], ACTION_SOURCES),

@@ -37,6 +37,7 @@ Decisions:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import polars as pl
@@ -100,6 +101,7 @@ class Validated:
     #                        sorted by session_id, action_id
     rejects: list[Reject]
     rows_read: dict[str, int]  # table -> rows read from the database
+    unread_columns: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # table -> names
 
 
 @dataclass(frozen=True)
@@ -305,7 +307,10 @@ def _in_order(actions: pl.DataFrame) -> pl.DataFrame:
 
 
 def validate(
-    sessions: pa.Table | pl.DataFrame, actions: pa.Table | pl.DataFrame, source: str
+    sessions: pa.Table | pl.DataFrame,
+    actions: pa.Table | pl.DataFrame,
+    source: str,
+    unread_columns: dict[str, list[str]] | None = None,
 ) -> Validated:
     """Split both tables into clean rows and rejects (see the module docstring).
 
@@ -358,9 +363,10 @@ def validate(
         actions=_in_order(actions_out),
         rejects=rejects,
         rows_read={"sessions": s_all.height, "actions": a_all.height},
+        unread_columns=dict(unread_columns or {}),
     )
 
 
 def validate_source(source: SessionsSource) -> Validated:
     """``validate`` for what ``builder.sessions.read.read_source`` returned."""
-    return validate(source.sessions, source.actions, source.source)
+    return validate(source.sessions, source.actions, source.source, source.unread_columns)

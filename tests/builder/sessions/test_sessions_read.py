@@ -6,7 +6,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sessions_support import Backend, action, session
 
+from builder.export.card import _sessions_section
 from builder.sessions.db import connect, ingest, parse_url
+from builder.sessions.pipeline import run
 from builder.sessions.read import batch_schema, iter_batches, read_source, read_table
 from samples.sessions import generate
 from schemas.sessions import ACTION_ROW
@@ -64,3 +66,27 @@ def test_ill_typed_values_land_in_invalid_columns(backend: Backend) -> None:
     assert acts["a"]["action_id"] == 1 and acts["a"]["_invalid_action_id"] is None
     assert acts["b"]["action_id"] is None and acts["b"]["_invalid_action_id"] == "2.5"
     assert acts["c"]["correct"] is None and acts["c"]["_invalid_correct"] == "sure"
+
+
+def test_columns_no_table_holds_are_named(backend: Backend) -> None:
+    # A producer's own columns are not read; the manifest and the card name them, so a user
+    # learns the dataset lacks them instead of finding out downstream.
+    backend.create("strict")
+    sessions, actions = generate(2, 3, seed=3)
+    ingest(backend.url, "sessions", sessions)
+    ingest(backend.url, "actions", actions)
+    backend.execute(
+        "ALTER TABLE sessions ADD COLUMN reviewer TEXT",
+        "ALTER TABLE actions ADD COLUMN latency_ms INTEGER",
+        "ALTER TABLE actions ADD COLUMN model TEXT",
+    )
+    summary = run(backend.url).summary
+    assert summary["unread_columns"] == {
+        "sessions": ["reviewer"],
+        "actions": ["latency_ms", "model"],
+    }
+    card = "\n".join(_sessions_section(summary))
+    assert "`sessions.reviewer`, `actions.latency_ms`, `actions.model`" in card
+    backend.execute("DROP TABLE actions", "DROP TABLE sessions")
+    backend.create("strict")
+    assert run(backend.url).summary["unread_columns"] == {"sessions": [], "actions": []}
