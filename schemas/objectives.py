@@ -149,7 +149,11 @@ ORM = table_schema(
     "Outcome-reward rows (also TRL's unpaired preference / KTO layout): one row per trace, gold "
     "and consistency, of each training-eligible episode",
     column("prompt", MESSAGES, PROMPT_DOC),
-    column("completion", MESSAGES, "The trace as messages: code turns and execution feedback"),
+    column(
+        "completion",
+        MESSAGES,
+        "The trace as messages: code turns and execution feedback, up to its last code turn",
+    ),
     column("label", pa.bool_(), "The trace's final answer hash equals the expected hash"),
     column("execution_success", pa.bool_(), "Whether the run succeeded"),
     column("trace_role", pa.string(), "gold or consistency"),
@@ -160,8 +164,8 @@ DPO = table_schema(
     "Preference pairs: a good trace (gold, or a successful consistency trace) over a failed "
     "consistency trace (execution failed, or answer hash differs from the expected one)",
     column("prompt", MESSAGES, PROMPT_DOC),
-    column("chosen", MESSAGES, "The preferred trace as messages"),
-    column("rejected", MESSAGES, "The failed trace as messages"),
+    column("chosen", MESSAGES, "The preferred trace as messages, up to its last code turn"),
+    column("rejected", MESSAGES, "The failed trace as messages, up to its last code turn"),
     column("chosen_trace_id", pa.string(), "Trace of chosen", False),
     column("rejected_trace_id", pa.string(), "Trace of rejected", False),
     column(

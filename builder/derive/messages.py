@@ -159,8 +159,13 @@ def trace_messages(
     traces: pl.LazyFrame,
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
 ) -> pl.LazyFrame:
-    """``trace_id``, ``messages``: every trace of ``traces`` rendered (empty when no turns)."""
+    """``trace_id``, ``messages``: every trace of ``traces`` rendered (empty when no turns),
+    up to its last assistant message. The execution feedback after that message is the
+    environment's: a trainer of completions (DPO, KTO) would teach the model to write it,
+    and with it the next user turn's header."""
     rows = turn_messages(tables, max_output_chars, traces)
+    last = pl.col("pos").filter(pl.col("role") == "assistant").max().over("trace_id")
+    rows = rows.filter(pl.col("pos") <= last)
     lists = gather(rows, "trace_id", messages=message(pl.col("role"), pl.col("content")))
     ids = traces.select("trace_id").unique()
     return ids.join(lists, on="trace_id", how="left").with_columns(or_empty("messages", MESSAGE))

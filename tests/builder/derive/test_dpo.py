@@ -39,6 +39,14 @@ def test_chosen_and_rejected_are_rendered_traces(derived, make) -> None:
         "content": f"Load the data.\n```python\n{make.LOAD}\n```",
     }
     assert first["prompt"][1] == {"role": "user", "content": "What is the mean revenue?"}
+    # a completion is the model's: it ends with its last message, not the environment's reply
+    assert first["chosen"][-1] == {
+        "role": "assistant",
+        "content": f"```python\n{make.SUBMIT}\n```",
+    }
+    for side in ("chosen", "rejected"):
+        last = derived["dpo"][side].list.last().struct.field("role")
+        assert last.unique().to_list() == ["assistant"], side
     assert (first["question_id"], first["difficulty"]) == (
         derived["orm"]["question_id"][0],
         "HARD",
