@@ -3,8 +3,9 @@ training-eligible episode. This is also TRL's unpaired-preference (KTO) layout.
 
 ``completion`` is the whole trace as messages (each turn's code, then its execution feedback;
 flat traces: code cells only; empty when the trace has no turns), up to its last assistant
-message: the feedback to that one is the environment's, not the model's, to write. ``label`` is true when the
-trace's final answer hash equals the expected hash (a trace that never submitted is false).
+message: the feedback to that one is the environment's, not the model's, to write.
+``label`` is true when the trace's final answer hash equals the expected hash (a trace that
+never submitted is false).
 """
 
 from __future__ import annotations
