@@ -39,8 +39,11 @@ INVALID_PREFIX = "_invalid_"
 NOT_UTF8_PREFIX = "_not_utf8_"
 _SENTINEL = "_sentinel"
 _PG_INTEGERS = {"int2", "int4", "int8"}
-_PG_INTEGER_TEXT = r"^\s*[+-]?[0-9]{1,18}\s*$"
-_PG_BOOLEAN_TEXT = "('true', 'false', 't', 'f', '1', '0')"
+# The spellings of an integer and of a boolean that text may hold: an integer as Python or
+# SQL writes one (no padding, sign or leading zero), a boolean as PostgreSQL's canonical words
+_PG_INTEGER_TEXT = r"^(0|-?[1-9][0-9]{0,17})$"
+_BOOLEAN_WORDS = "('true', 'false', 't', 'f', '1', '0')"
+_TRUE = "('true', 't', '1')"
 _PG_BYTES_PER_ROW = 256  # sizes the driver's byte budget from batch_rows
 _PG_MIN_BATCH_BYTES, _PG_MAX_BATCH_BYTES = 64 << 10, 64 << 20
 
@@ -122,23 +125,33 @@ def column_types(cursor: Any, dialect: Dialect, table: str) -> dict[str, str]:
 
 
 def _column_sql(dialect: Dialect, field: pa.Field, catalog_type: str) -> tuple[str, str | None]:
-    """``(value AS name, invalid text AS _invalid_name)`` for one column (None: not guarded)."""
+    """``(value AS name, invalid text AS _invalid_name)`` for one column (None: not guarded).
+
+    A value of the declared type is read as is; text is read only in its exact spelling
+    (``_PG_INTEGER_TEXT``, ``_BOOLEAN_WORDS``), the same rule in both databases."""
     c, invalid = _quote(field.name), _quote(INVALID_PREFIX + field.name)
     if not guarded(field.type):
         return f"CAST({c} AS TEXT) AS {c}", None
     is_bool = pa.types.is_boolean(field.type)
+    text = f"CAST({c} AS TEXT)"
     if dialect == "sqlite":
-        ok = f"typeof({c}) = 'integer'" + (f" AND {c} IN (0, 1)" if is_bool else "")
-        value, text = c, f"CAST({c} AS TEXT)"
+        is_text = f"typeof({c}) = 'text'"
+        if is_bool:
+            word = f"{is_text} AND lower({c}) IN {_BOOLEAN_WORDS}"
+            ok = f"(typeof({c}) = 'integer' AND {c} IN (0, 1)) OR ({word})"
+            value = f"CASE WHEN typeof({c}) = 'integer' THEN {c} ELSE lower({c}) IN {_TRUE} END"
+        else:  # text that is an integer's exact spelling: it survives the round trip
+            exact = f"CAST(CAST({c} AS INTEGER) AS TEXT) = {c} AND length(ltrim({c}, '-')) <= 18"
+            ok = f"typeof({c}) = 'integer' OR ({is_text} AND {exact})"
+            value = f"CAST({c} AS INTEGER)"
     else:
         native = catalog_type == "bool" if is_bool else catalog_type in _PG_INTEGERS
         target = "BOOLEAN" if is_bool else "BIGINT"
         if native:
             return f"CAST({c} AS {target}) AS {c}", f"CAST(NULL AS TEXT) AS {invalid}"
-        text = f"CAST({c} AS TEXT)"
         if is_bool:
-            ok = f"lower(trim({text})) IN {_PG_BOOLEAN_TEXT}"
-            value = f"CAST(lower(trim({text})) AS BOOLEAN)"
+            ok = f"lower({text}) IN {_BOOLEAN_WORDS}"
+            value = f"CAST(lower({text}) AS BOOLEAN)"
         else:
             ok, value = f"{text} ~ '{_PG_INTEGER_TEXT}'", f"CAST({text} AS BIGINT)"
     return (

@@ -68,6 +68,30 @@ def test_ill_typed_values_land_in_invalid_columns(backend: Backend) -> None:
     assert acts["c"]["correct"] is None and acts["c"]["_invalid_correct"] == "sure"
 
 
+def test_both_databases_read_the_same_text_the_same_way(backend: Backend) -> None:
+    # Without the contract's column types, numbers and flags arrive as text: the exact
+    # spelling of an integer or a boolean is read as one, in SQLite as in PostgreSQL; padded,
+    # signed or zero-led text, and words other than true/false/t/f/1/0, are invalid.
+    backend.create("untyped")
+    ids = ["4", "-8", " 5", "06", "+7", "1e3", "1234567890123456789"]
+    flags = ["TRUE", "f", "1", "yes", " t", "on"]
+    backend.insert("sessions", [session(i, f"s{i}") for i in ids])
+    backend.insert("actions", [action(f, 4, n, correct=f) for n, f in enumerate(flags)])
+    src = read_source(backend.url)
+    sessions = {r["initial_instruction"]: r for r in src.sessions.to_pylist()}
+    read = {i: sessions[f"s{i}"]["session_id"] for i in ids}
+    assert read == dict.fromkeys(ids) | {"4": 4, "-8": -8}
+    invalid = {i: sessions[f"s{i}"]["_invalid_session_id"] for i in ids}
+    assert invalid == {i: i for i in ids} | {"4": None, "-8": None}
+    actions = {r["action_uuid"]: r for r in src.actions.to_pylist()}
+    assert {f: actions[f]["correct"] for f in flags} == dict.fromkeys(flags) | {
+        "TRUE": True,
+        "f": False,
+        "1": True,
+    }
+    assert [f for f in flags if actions[f]["_invalid_correct"] == f] == ["yes", " t", "on"]
+
+
 def test_columns_no_table_holds_are_named(backend: Backend) -> None:
     # A producer's own columns are not read; the manifest and the card name them, so a user
     # learns the dataset lacks them instead of finding out downstream.
