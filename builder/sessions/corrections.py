@@ -1,7 +1,7 @@
 """Self-correction rows from sessions: failed code, the error it produced, and the fix.
 
 A pair is a ``set_code`` with ``correct = false`` whose output (the first ``set_exec_output``
-after it, before the next ``set_code``) is an error — a Python traceback, or a line like
+after it, before the next ``set_code``) is an error — a Python traceback, or a last line like
 ``KeyError: 'region'`` — and the *next* ``set_code`` of the session, when that one is not
 marked incorrect and its output is not an error (with no output at all, it must be marked
 ``correct = true``). Only trainable sessions (verified, complete: ``replay``) count.
@@ -43,8 +43,11 @@ SELF_CORRECTION_COLUMNS = polars_schema(OBJECTIVES["self_correction"])
 
 
 def is_error(output: pl.Expr) -> pl.Expr:
-    """Whether an execution output shows an error (a traceback or an ``XxxError:`` line)."""
-    return output.str.contains(TRACEBACK, literal=True) | output.str.contains(ERROR_LINE)
+    """Whether an execution output shows an error: a traceback, or an ``XxxError:`` line last
+    (nothing runs after an uncaught error; a metric printed as ``MeanSquaredError: 0.5``
+    and followed by more output is no error)."""
+    last = output.str.strip_chars_end().str.extract(r"(?:^|\n)([^\n]*)$", 1)
+    return output.str.contains(TRACEBACK, literal=True) | last.str.contains(ERROR_LINE)
 
 
 def error_parts(output: pl.Expr) -> list[pl.Expr]:

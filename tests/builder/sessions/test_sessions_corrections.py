@@ -120,3 +120,24 @@ def test_prompt_alternates_when_code_was_edited_twice_before_running(backend: Ba
     assert "df['Price'].mean()" in code[0]["content"]
     assert code[1]["content"].count("df['price'].mean()") == 1
     assert row["completion"] == [{"role": "assistant", "content": code[1]["content"]}]
+
+
+def test_an_error_name_printed_before_more_output_is_no_error(backend: Backend) -> None:
+    # Nothing runs after an uncaught error: an ``XxxError:`` line followed by more output is
+    # something the code printed (a metric's name), not an error.
+    metric = "MeanSquaredError: 0.5\nR2: 0.91"
+    assert _pairs(
+        backend,
+        [
+            # marked incorrect, but its output only names a metric: no pair
+            action("a", 1, 1, "set_code", "report(model)", False, "ai"),
+            action("b", 1, 2, "set_exec_output", metric, None, "ai"),
+            action("c", 1, 3, "set_code", "report(model, digits=3)", None, "ai"),
+            action("d", 1, 4, "set_exec_output", "ok", None, "ai"),
+            # a real error, fixed by code whose output prints such a metric: a pair
+            action("e", 1, 5, "set_code", "fit(X)", False, "ai"),
+            action("f", 1, 6, "set_exec_output", "ValueError: X is empty\n", None, "ai"),
+            action("g", 1, 7, "set_code", "fit(X_train)", None, "ai"),
+            action("h", 1, 8, "set_exec_output", metric, None, "ai"),
+        ],
+    ) == [(5, 7)]
