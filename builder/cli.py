@@ -313,6 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors; ours is 1
         return EXIT_USAGE if exc.code == 2 else int(exc.code or 0)
+    except KeyboardInterrupt:  # the subcommands' modules are still being imported
+        print("episodes: interrupted — run it again", file=sys.stderr)
+        return exit_codes.INTERRUPTED
     debug = args.debug or os.environ.get("EPISODES_DEBUG", "") not in ("", "0")
     signal.signal(signal.SIGTERM, _terminate)
     cwd = os.getcwd()  # a build runs in its config's folder (``relative_to_config_folder``)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from builder import cli, exit_codes
+
 EPISODES = Path(sys.executable).parent / "episodes"
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"
 
@@ -289,3 +291,17 @@ def test_a_missing_postgresql_driver_is_named_before_any_work(tmp_path: Path) ->
     )
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hide"]
+
+
+def test_ctrl_c_while_the_commands_load_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Building the parser imports every command's module (a second or two on a cold start):
+    # an interrupt then is the user's, as later in the run.
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_build_parser", interrupted)
+    assert cli.main(["build"]) == exit_codes.INTERRUPTED
+    err = capsys.readouterr().err
+    assert err == "episodes: interrupted — run it again\n"
