@@ -77,6 +77,18 @@ def _defaults(args: argparse.Namespace) -> tuple[Path, str, bool]:
     return build_dir, repo, bool(private)
 
 
+def _invalid_repo_name(repo: str) -> str:
+    """Why the Hub would refuse ``repo`` as a name (empty: it would not), asked before any
+    request: a bad name is the user's to fix, not a Hub to retry."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo)
+    except HFValidationError as exc:
+        return str(exc).splitlines()[0].replace(f": '{repo}'", "").rstrip(".")
+    return ""
+
+
 def _progress_bars(shown: bool) -> contextlib.AbstractContextManager[object]:
     """The Hub client's upload bars, kept out of logs and pipes (``HF_HUB_DISABLE_PROGRESS_BARS``
     set either way still decides)."""
@@ -101,7 +113,9 @@ def run(args: argparse.Namespace) -> int:
     )
 
     def fail(code: int, message: str) -> int:
-        print(f"episodes publish: {message}", file=sys.stderr)
+        # one line, as every error: a Hub's HTTP error spans several
+        text = "; ".join(line.strip() for line in message.splitlines() if line.strip())
+        print(f"episodes publish: {text}", file=sys.stderr)
         return code
 
     try:
@@ -113,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
             EXIT_USAGE,
             f"--repo must be ORG/NAME (got {repo!r}); or set repo in [publish] of dataset.toml",
         )
+    invalid = _invalid_repo_name(repo)
+    if invalid:
+        return fail(EXIT_USAGE, f"--repo {repo!r} is not a Hub repository name: {invalid}")
     options = PublishOptions(
         build_dir=build_dir,
         repo=repo,

@@ -10,6 +10,7 @@ patched instead; ``verify`` checks through the libraries' own helpers either way
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -69,8 +70,8 @@ def hf_token(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def repo_id(request: pytest.FixtureRequest) -> str:
     """A fresh repository name per test (repositories live as long as the server)."""
-    name = "".join(c if c.isalnum() else "-" for c in request.node.name)[:80].strip("-")
-    return f"org/{name}"
+    name = "".join(c if c.isalnum() else "-" for c in request.node.name)
+    return "org/" + re.sub("-+", "-", name)[:80].strip("-")  # the Hub refuses "--"
 
 
 def make_build(root: Path, episodes: int, seed: int) -> BuildReport:

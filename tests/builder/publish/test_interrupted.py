@@ -110,3 +110,13 @@ def test_a_first_publish_interrupted_leaves_no_release(
     code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
     assert code == 0, err
     assert "v1.0.0" in repo.tags
+
+
+def test_a_hub_error_is_one_line(
+    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str
+) -> None:
+    # The client's HTTP errors span several lines (the URL, a link to MDN, a blank line).
+    hub.fail("GET", r"^/api/whoami", "status", status=500)
+    code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err.strip().splitlines()) == 1 and "500" in err
