@@ -8,6 +8,7 @@ script.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +20,13 @@ import pyarrow as pa
 from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
-from builder.export.manifest import builder_version, split_section, write_manifest
+from builder.export.manifest import (
+    CARD_DIGEST,
+    CARD_NAME,
+    builder_version,
+    split_section,
+    write_manifest,
+)
 from builder.export.segment import SegmentOutput
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
@@ -151,9 +158,11 @@ def export_dataset(
             memo = card_memo.parent / "card-images" if card_memo is not None else None
             drawn = images.write(out, manifest, memo)
             manifest["files"] = dict(sorted({**manifest["files"], **drawn}.items()))
-        write_manifest(out, manifest)
         yaml_text = yaml.result()
     dataset = config.publish_repo or "path/to/dataset"  # never a local path: same card anywhere
     card = card_markdown(exported, config.card, manifest, episode_count, yaml_text, dataset, images)
-    (out / "README.md").write_text(card, encoding="utf-8")
+    # the card declares the configs: publish refuses one edited after the build, as a data file
+    manifest[CARD_DIGEST] = hashlib.sha256(card.encode("utf-8")).hexdigest()
+    write_manifest(out, manifest)
+    (out / CARD_NAME).write_bytes(card.encode("utf-8"))
     return manifest

@@ -18,6 +18,8 @@ import polars as pl
 from builder.config import BuildConfig
 
 MANIFEST_NAME = "manifest.json"
+CARD_NAME = "README.md"
+CARD_DIGEST = "card_sha256"  # the manifest's record of the card it was written with
 
 
 def builder_version() -> str:

@@ -12,6 +12,7 @@ only step after it is the tag, which a re-run of the same command adds without r
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from builder.errors import EnvironmentProblem
-from builder.export.manifest import MANIFEST_NAME
+from builder.export.manifest import CARD_DIGEST, MANIFEST_NAME
 from builder.publish.changelog import (
     changelog_markdown,
     default_config,
@@ -96,7 +97,11 @@ def stage(build_dir: Path, digests: Mapping[str, str]) -> Path:
     """A copy of the build to publish from: data files are hard links (copies across file
     systems), so staging costs no disk and the build itself is never touched; the card and
     manifest are copies, replaced by the release's own before the upload."""
-    staged = Path(tempfile.mkdtemp(prefix=f".{build_dir.name}.release-", dir=build_dir.parent))
+    prefix = f".{build_dir.name}.release-"
+    try:  # beside the build, where hard links work
+        staged = Path(tempfile.mkdtemp(prefix=prefix, dir=build_dir.parent))
+    except OSError:  # a read-only parent (a CI artifact): the system's temporary folder
+        staged = Path(tempfile.mkdtemp(prefix=prefix))
     for rel in digests:
         target = staged / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -168,7 +173,9 @@ def _run(
 
     release = release_info(options.repo, version, previous, previous_manifest, manifest)
     card = release_card(card_text, release, config_name)
-    new_manifest = release_manifest(manifest, release)
+    # the release's manifest records the release's card, as the build's records the build's
+    card_digest = {CARD_DIGEST: hashlib.sha256(card).hexdigest()}
+    new_manifest = release_manifest({**manifest, **card_digest}, release)
     if not options.dry_run:  # the staged copy becomes the release
         (folder / CARD_NAME).write_bytes(card)
         (folder / MANIFEST_NAME).write_bytes(new_manifest)

@@ -1,24 +1,22 @@
 """The pre-publish gate: only an intact, clean build leaves the machine.
 
-A release is exactly what the build wrote: ``README.md``, ``manifest.json`` and the data files
-the manifest lists with their sha256. The gate refuses a folder whose files no longer match
-those digests (edited, truncated, missing, or added after the build), and a build whose
-manifest records failed integrity checks (unless explicitly allowed).
+A release is exactly what the build wrote: ``README.md``, ``manifest.json`` and the data
+files, the card and the data files as the manifest records their sha256. The gate refuses a
+folder whose files no longer match those digests (edited, truncated, missing, or added after
+the build), and a build whose manifest records failed integrity checks (unless explicitly
+allowed).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from builder.errors import DataRefused
-from builder.export.manifest import MANIFEST_NAME
-
-CARD_NAME = "README.md"
-_CHUNK = 1024 * 1024
+from builder.export.manifest import CARD_DIGEST, CARD_NAME, MANIFEST_NAME
+from builder.storage import file_sha256
 
 
 class GateRefused(DataRefused, RuntimeError):
@@ -28,14 +26,6 @@ class GateRefused(DataRefused, RuntimeError):
         shown = problems[:20] + ([f"… and {len(problems) - 20} more"] if len(problems) > 20 else [])
         super().__init__(f"{folder}: not publishable: " + "; ".join(shown))
         self.problems = problems
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -102,15 +92,25 @@ def check_build(
             "[redaction] enabled, or pass --allow-unredacted to publish it anyway"
         )
     files = release_files(folder, manifest)
+    card = manifest.get(CARD_DIGEST)
     if not (folder / CARD_NAME).is_file():
         problems.append(f"{CARD_NAME} (the dataset card) is missing")
+    elif not isinstance(card, str):
+        problems.append(
+            f"{MANIFEST_NAME} has no digest of {CARD_NAME} (built by an older builder): rebuild it"
+        )
+    elif digests and file_sha256(folder / CARD_NAME) != card:
+        problems.append(
+            f"{CARD_NAME}: changed since the build (sha256 differs from the manifest); it "
+            "declares the configs: rebuild instead of editing it ([card] in dataset.toml)"
+        )
     for rel, expected in sorted(files.items()):
         path = folder / rel
         if Path(rel).is_absolute() or ".." in Path(rel).parts:
             problems.append(f"{rel}: not a path inside the build folder")
         elif not path.is_file():
             problems.append(f"{rel}: listed in the manifest but missing")
-        elif digests and sha256_file(path) != expected:
+        elif digests and file_sha256(path) != expected:
             problems.append(f"{rel}: changed since the build (sha256 differs from the manifest)")
     expected_names = {*files, CARD_NAME, MANIFEST_NAME}
     for path in sorted(folder.rglob("*")):

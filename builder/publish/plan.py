@@ -166,8 +166,10 @@ def human_bytes(n: int) -> str:
 def totals(plan: Plan) -> str:
     new, present = plan.new, plan.present
     text = (
-        f"{len(new)} file(s) new ({human_bytes(plan.new_bytes)} to upload), "
-        f"{len(present)} already on the Hub ({human_bytes(plan.present_bytes)} not re-sent)"
+        f"{len(new)} file(s) new ({human_bytes(plan.new_bytes)} at most to upload: bytes an "
+        "older release stored are not sent again either), "
+        f"{len(present)} already on main or the latest release "
+        f"({human_bytes(plan.present_bytes)} not re-sent)"
     )
     if plan.deletions:
         text += f", {len(plan.deletions)} to delete"

@@ -4,6 +4,7 @@ prints the plan and changes nothing, on the Hub or on disk."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,11 @@ def drop_digests(folder: Path) -> None:
     set_manifest(folder, files={})
 
 
+def edit_card(folder: Path) -> None:
+    card = folder / "README.md"
+    card.write_text(card.read_text().replace("pretty_name:", "pretty_name: edited", 1))
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -61,6 +67,7 @@ def drop_digests(folder: Path) -> None:
         (remove_data, ".parquet: listed in the manifest but missing"),
         (fail_checks, "failed integrity checks (verified_mismatch 2)"),
         (drop_digests, "has no 'files' digests"),
+        (edit_card, "README.md: changed since the build"),
     ],
 )
 def test_gate_refuses_before_touching_the_hub(
@@ -128,7 +135,7 @@ def test_dry_run_of_a_next_release_shows_the_plan_and_changes_nothing(
     assert code == 0, err
     assert "version 2.0.0 (tag v2.0.0); previous version: 1.0.0 (v1.0.0)" in out
     assert "~ README.md" in out and "~ manifest.json" in out
-    assert "already on the Hub" in out and "to upload" in out
+    assert "already on main or the latest release" in out and "to upload" in out
     assert writes(hub, start) == []
     assert snapshot(hub, repo_id) == before
     assert not [r for r in hub.requests[start:] if r.listener == "storage"]
@@ -152,6 +159,42 @@ def test_repo_must_be_org_slash_name(build_a: BuildReport, hf_token: str, tmp_pa
     assert code == exit_codes.USAGE and "--repo must be ORG/NAME" in err
     code, _, err = run_publish(build_a.out, "--repo", "no-slash", "--version", "1.0.0")
     assert code == exit_codes.USAGE
+
+
+@pytest.mark.parametrize("name", ["org/bad name", "org/x--y", "org/-lead", "org/name.git"])
+def test_a_repo_name_the_hub_refuses_is_a_usage_error_before_any_request(
+    hub: HubServer, build_a: BuildReport, hf_token: str, name: str
+) -> None:
+    start = len(hub.requests)
+    code, _, err = run_publish(build_a.out, "--repo", name, "--version", "1.0.0", "--dry-run")
+    assert code == exit_codes.USAGE, err
+    assert f"--repo {name!r} is not a Hub repository name" in err
+    assert len(err.strip().splitlines()) == 1
+    assert hub.requests[start:] == []
+
+
+def test_a_read_only_parent_folder_still_publishes(
+    hub: HubServer,
+    build_a: BuildReport,
+    copy_build,
+    repo_id: str,
+    hf_token: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A build in a folder the user may not write beside (a mounted CI artifact): the release
+    # is staged in the system's temporary folder instead.
+    folder = copy_build(build_a)
+    real = tempfile.mkdtemp
+
+    def mkdtemp(*args: object, **kwargs: object) -> str:
+        if kwargs.get("dir") == folder.parent:
+            raise PermissionError(13, "Permission denied", str(folder.parent))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", mkdtemp)
+    code, _, err = run_publish(folder, "--repo", repo_id, "--version", "1.0.0")
+    assert code == 0, err
+    assert "v1.0.0" in hub.repo(repo_id).tags
 
 
 def _empty_config(tmp_path: Path) -> Path:

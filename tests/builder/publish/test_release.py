@@ -8,6 +8,7 @@ changes nothing; the build folders are never modified.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -150,7 +151,7 @@ def test_unchanged_bytes_are_not_sent_again(hub: HubServer, released: dict) -> N
     changed = [p for p in b if p.endswith(stored) and a.get(p) != b[p]]
     assert len(sent) == len(changed)
     out = released["steps"]["v1.1.0"]["out"]
-    assert f"{len(same)} already on the Hub" in out
+    assert f"{len(same)} already on main or the latest release" in out
     assert f"{len(changed) + 2} file(s) new" in out  # + README.md and manifest.json
 
 
@@ -176,9 +177,13 @@ def test_release_is_recorded_in_manifest_and_card(hub: HubServer, released: dict
     assert changes["rows"]["sft"]  # build B has more episodes: sft rows changed
     # The rest of the manifest is the build's own.
     build_manifest = json.loads(released["before"]["b"]["manifest.json"])
-    assert {k: v for k, v in second.items() if k != "release"} == build_manifest
+    assert {k: v for k, v in second.items() if k not in ("release", "card_sha256")} == {
+        k: v for k, v in build_manifest.items() if k != "card_sha256"
+    }
 
     card = repo_text(hub, repo_id, "v1.1.0", "README.md")
+    # ... and its card digest is the release card's: a downloaded release passes the gate
+    assert second["card_sha256"] == hashlib.sha256(card.encode()).hexdigest()
     assert "## Release" in card and "version **1.1.0**" in card
     assert "previous version is 1.0.0 (`v1.0.0`)" in card
     assert 'load_dataset("org/agent-traces", "sft", revision="v1.1.0")' in card
