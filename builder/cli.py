@@ -169,7 +169,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if args.hash_precision is not None:  # "exact" must override a config's precision
         config = replace(config, hash_precision=parse_precision(args.hash_precision))
     config, folder = relative_to_config_folder(config)
-    if folder is not None:  # the build reads its inputs by the names it publishes
+    if folder is not None and folder != Path.cwd():  # it reads inputs by the names it publishes
         os.chdir(folder)
     inputs = (config.episodes, config.synthetic_questions, config.llm_questions, config.sessions)
     if not any(inputs):

@@ -329,21 +329,22 @@ def _session_url(base: Path, url: str) -> str:
 def relative_to_config_folder(config: BuildConfig) -> tuple[BuildConfig, Path | None]:
     """The config with its inputs named relative to the config file's folder, and that folder
     (a build run from it reads them), when every local input lies inside it; else ``config``
-    unchanged and None. The names go into every row, reject, manifest and card, so
-    ``--config /checkout/dataset.toml`` from anywhere builds the dataset that running from
-    the checkout builds, byte for byte, and publishes no local folder names. Outputs become
-    absolute, where they were meant."""
+    unchanged and None (also when it is the working directory and the inputs are already
+    named relative to it). The names go into every row, reject, manifest and card, so
+    ``--config /checkout/dataset.toml`` from anywhere, the checkout included, builds the
+    dataset that ``episodes build`` in the checkout builds, byte for byte, and publishes no
+    local folder names. Outputs become absolute, where they were meant."""
     if config.config_path is None:
         return config, None
     folder = Path(os.path.abspath(config.config_path.parent))
-    if folder == Path.cwd():
-        return config, None
     sqlite = "sqlite:///"
     db = config.sessions[len(sqlite) :] if config.sessions.startswith(sqlite) else None
     patterns = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
     local = [p for p in patterns if not is_uri(p)] + ([db] if db else [])
     if not local or not all(_inside(p, folder) for p in local):
         return config, None
+    if folder == Path.cwd() and not any(os.path.isabs(p) for p in local):
+        return config, None  # run from the folder, named relative to it: nothing to change
 
     def named(items: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(i if is_uri(i) else _relative(i, folder) for i in items)

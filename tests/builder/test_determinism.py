@@ -129,16 +129,16 @@ def test_a_config_builds_the_same_folder_from_any_directory(
     # whether the build runs in that folder or names the config by an absolute path from
     # elsewhere: no checkout's location ends up in a row, the manifest or the card.
     outs = {}
-    for name in ("here", "elsewhere"):
+    for name in ("here", "here-by-absolute-path", "elsewhere"):
         checkout = tmp_path / name / "checkout"
         write_inputs(checkout)
         (checkout / "sessions").mkdir()
         shutil.copy(ROOT / "data" / "sessions" / "sample.sql", checkout / "sessions")
         (checkout / "dataset.toml").write_text(CONFIG)
         out = tmp_path / name / "out"
-        runner = checkout if name == "here" else tmp_path
+        runner = tmp_path if name == "elsewhere" else checkout
         monkeypatch.chdir(runner)
-        config = ["--config", str(checkout / "dataset.toml")] if name == "elsewhere" else []
+        config = ["--config", str(checkout / "dataset.toml")] if name != "here" else []
         argv = ["build", *config, "--out", str(out), "--rejects", str(out) + ".rejects"]
         assert main([*argv, "--no-progress"]) == 0
         assert Path.cwd() == runner  # the build ran in the config's folder, and came back
@@ -153,7 +153,7 @@ def test_a_config_builds_the_same_folder_from_any_directory(
         assert manifest["sessions"]["source"] == "sqlite:///sessions/sample.sql"
         files = pl.read_parquet(out / "episodes" / "*.parquet")["source_file"].unique().sort()
         assert files.to_list() == ["episodes/part-1.jsonl", "episodes/part-2.jsonl.gz"]
-    assert outs["here"] == outs["elsewhere"]
+    assert outs["here"] == outs["here-by-absolute-path"] == outs["elsewhere"]
 
 
 def test_inputs_outside_the_config_folder_keep_the_names_given(
