@@ -63,12 +63,15 @@ def hashing_section(precision: int | None) -> dict[str, Any]:
 
 
 def _total(counts: Iterable[Mapping[str, int]], keys: Iterable[str] = ()) -> dict[str, int]:
-    """Counts added up, every key in ``keys`` present (zero when absent)."""
+    """Counts added up, every key in ``keys`` present (zero when absent), in the order of
+    ``keys``, then the others sorted: never in the order the parts happened to list them (a
+    segment reused from the cache lists its counts sorted), since the card shows this order."""
+    keys = list(keys)
     total = dict.fromkeys(keys, 0)
     for part in counts:
         for key, n in part.items():
             total[key] = total.get(key, 0) + n
-    return total
+    return {key: total.pop(key) for key in keys} | dict(sorted(total.items()))
 
 
 def export_dataset(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builder.config import CardConfig
-from builder.export import card
+from builder.export import _total, card
 from builder.export.card import ExportedConfig, card_yaml
 from schemas.tables import TABLES
 
@@ -85,3 +85,12 @@ def test_a_damaged_memo_is_ignored(tmp_path: Path) -> None:
     assert card_yaml(configs({"train": 1}), CardConfig(), 1, memo) == card_yaml(
         configs({"train": 1}), CardConfig(), 1
     )
+
+
+def test_counts_added_up_across_segments_do_not_depend_on_the_order_listed() -> None:
+    # A fresh segment lists its redactions in pattern order, one reused from the cache sorted:
+    # the card shows the totals in one order either way, or a cached build's card differs.
+    fresh = [{"url_password": 1, "secret_assignment": 1}]
+    cached = [{"secret_assignment": 1, "url_password": 1}]
+    assert list(_total(fresh)) == list(_total(cached)) == ["secret_assignment", "url_password"]
+    assert list(_total([{"b": 1, "z": 2}], keys=("z", "a"))) == ["z", "a", "b"]
