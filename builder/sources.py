@@ -48,7 +48,9 @@ class InputStats:
 def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
     """Sorted, de-duplicated paths (or object-store URIs, ``builder.storage``): a file named
     twice (``in.jsonl`` and ``./in.jsonl``, or through a link) is read once, under its first
-    name. A pattern matching nothing is an error, not a silent no-op."""
+    name. Sorted across patterns, not only within each: ``*.jsonl *.jsonl.gz`` and the two the
+    other way round read the same files in the same order (what comes first wins a repeated
+    id). A pattern matching nothing is an error, not a silent no-op."""
     paths: list[str] = []
     seen: set[str] = set()
     for pattern in patterns:
@@ -65,7 +67,7 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
             if key not in seen:
                 seen.add(key)
                 paths.append(match)
-    return paths
+    return sorted(paths)
 
 
 def _matches(pattern: str) -> list[str]:

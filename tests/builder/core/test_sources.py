@@ -40,15 +40,19 @@ def read(path: Path, max_line_bytes: int = 1 << 20) -> list[tuple[int, bytes, bo
 # ---------------------------------------------------------------- glob expansion
 
 
-def test_expand_inputs_sorts_each_glob_and_drops_duplicates(tmp_path: Path) -> None:
+def test_expand_inputs_sorts_by_path_and_drops_duplicates(tmp_path: Path) -> None:
     for name in ("b.jsonl", "a.jsonl", "c.jsonl.gz", "notes.txt"):
         (tmp_path / name).write_bytes(b"")
     a, b = str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")
     assert expand_inputs([str(tmp_path / "*.jsonl")]) == [a, b]
     # an explicit path already matched by a glob is not read twice
     assert expand_inputs([str(tmp_path / "*.jsonl"), a]) == [a, b]
-    assert expand_inputs([b, str(tmp_path / "*.jsonl")]) == [b, a]
-    assert expand_inputs([str(tmp_path / "*.jsonl*")]) == [a, b, str(tmp_path / "c.jsonl.gz")]
+    assert expand_inputs([b, str(tmp_path / "*.jsonl")]) == [a, b]
+    c = str(tmp_path / "c.jsonl.gz")
+    assert expand_inputs([str(tmp_path / "*.jsonl*")]) == [a, b, c]
+    # sorted across patterns too: the order they are given in changes nothing
+    assert expand_inputs([c, str(tmp_path / "*.jsonl")]) == [a, b, c]
+    assert expand_inputs([str(tmp_path / "b.*"), str(tmp_path / "a.*")]) == [a, b]
     # one file under two names (a relative spelling, a link) is read once, as first named
     (tmp_path / "link.jsonl").symlink_to(tmp_path / "a.jsonl")
     dotted = str(tmp_path / "." / "a.jsonl")
