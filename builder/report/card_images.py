@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import struct
+import threading
+import zlib
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -87,9 +91,10 @@ class _Images:
         if self.memo is not None:
             stored = self.memo / f"{_memo_key(name, data)}-{name}.png"
             self.used.add(stored.name)
-            if stored.is_file():
+            kept = _intact_png(stored)
+            if kept is not None:
                 done: Future[bytes] = Future()
-                done.set_result(stored.read_bytes())
+                done.set_result(kept)
                 self._asked[name] = (done, data, None)
                 return
         self._asked[name] = (self.drawer.submit(name, data), data, stored)
@@ -97,10 +102,39 @@ class _Images:
     def png(self, name: str) -> bytes:
         future, data, store = self._asked[name]
         png = drawn(future, name, data)
-        if store is not None:
+        if store is not None:  # whole or not at all: a build stopped mid-write leaves none
             store.parent.mkdir(parents=True, exist_ok=True)
-            store.write_bytes(png)
+            partial = store.with_name(f".{store.name}.{os.getpid()}.{threading.get_ident()}")
+            partial.write_bytes(png)
+            partial.replace(store)
         return png
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _intact_png(path: Path) -> bytes | None:
+    """The PNG at ``path`` when every chunk's CRC holds and it ends with ``IEND``; None when
+    it is missing or damaged (cut short, overwritten), so it is drawn again."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    at = len(_PNG_SIGNATURE)
+    if not data.startswith(_PNG_SIGNATURE):
+        return None
+    while at + 12 <= len(data):
+        (length,) = struct.unpack(">I", data[at : at + 4])
+        body = data[at + 4 : at + 8 + length]  # chunk type and data
+        if len(body) != 4 + length or at + 12 + length > len(data):
+            return None
+        (crc,) = struct.unpack(">I", data[at + 8 + length : at + 12 + length])
+        if zlib.crc32(body) != crc:
+            return None
+        at += 12 + length
+        if body[:4] == b"IEND":
+            return data if at == len(data) else None
+    return None
 
 
 def write_card_images(

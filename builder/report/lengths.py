@@ -16,6 +16,7 @@ import contextlib
 import functools
 import hashlib
 import threading
+import zipfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -220,7 +221,8 @@ class Memo:
 
     @classmethod
     def load(cls, folder: Path) -> Memo:
-        with contextlib.suppress(OSError, ValueError, KeyError):
+        # a memo is only a cache: a damaged one (cut short, not a zip) is ignored and rewritten
+        with contextlib.suppress(OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             with np.load(folder / cls.FILE, allow_pickle=False) as stored:
                 keys, sizes = stored["keys"].tolist(), stored["sizes"].tolist()
                 values = _counts(stored["values"])

@@ -118,3 +118,27 @@ def test_each_chart_is_drawn_again_only_when_its_numbers_change(
         k: v for k, v in first.items() if "rejects" not in k
     }
     assert len(list(memo.glob("*.png"))) == len(card_images.CHARTS)  # the old one pruned
+
+
+@pytest.mark.parametrize("damage", ["truncated", "overwritten"])
+def test_a_damaged_image_in_the_memo_is_drawn_again(
+    sample_build: BuildReport, tmp_path: Path, damage: str
+) -> None:
+    # A build stopped while storing an image, or a disk that flipped bytes: the memo's copy
+    # is not trusted, and the card gets the image a clean build draws.
+    import shutil
+
+    manifest = json.loads((sample_build.out / "manifest.json").read_text())
+    memo, folder = tmp_path / "memo", tmp_path / "folder"
+    shutil.copytree(sample_build.out, folder)
+    first = card_images.write_card_images(folder, manifest, memo)
+    (stored,) = memo.glob("*-funnel.png")
+    data = bytearray(stored.read_bytes())
+    if damage == "truncated":
+        del data[1000:]
+    else:
+        data[len(data) // 2] ^= 0xFF
+    stored.write_bytes(bytes(data))
+    assert card_images.write_card_images(folder, manifest, memo) == first
+    assert stored.read_bytes() == (folder / "images" / "funnel.png").read_bytes()
+    assert not [p for p in memo.iterdir() if p.name.startswith(".")]  # no partial file left

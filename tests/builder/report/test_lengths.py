@@ -152,3 +152,22 @@ def test_the_memo_keeps_each_files_lengths_by_its_digest(
     assert [str(p.relative_to(sample_build.out)) for p in read] == [changed]
     now = sorted(lengths.Memo.load(memo).entries)
     assert len(now) == len(stored) and now != stored
+
+
+def test_a_damaged_memo_is_ignored_and_rewritten(sample_build: BuildReport, tmp_path: Path) -> None:
+    import json
+
+    from builder.report.folder import BuildFolder
+
+    memo = tmp_path / "memo"
+    manifest = json.loads((sample_build.out / "manifest.json").read_text())
+    build = BuildFolder(sample_build.out, manifest=manifest)
+    first = lengths.of_build(build, memo=memo)
+    stored = memo / lengths.Memo.FILE
+    stored.write_bytes(stored.read_bytes()[:5000])  # cut short: not a zip any more
+    assert lengths.Memo.load(memo).entries == {}
+    again = lengths.of_build(build, memo=memo)
+    assert {k: v.tolist() for k, v in again.chars.items()} == {
+        k: v.tolist() for k, v in first.chars.items()
+    }
+    assert lengths.Memo.load(memo).entries  # written whole again
