@@ -103,6 +103,8 @@ def stat(path: str) -> Stat:
         st = os.stat(path)
         return Stat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     fs, inner = resolve(path)
+    if isinstance(fs, pafs.LocalFileSystem):  # file://: the inode and ctime a cache needs, too
+        return stat(inner)
     info = _call(path, "stat", lambda: fs.get_file_info(inner))
     if info.type != pafs.FileType.File:
         raise FileNotFoundError(f"{path}: no such object")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -277,3 +279,19 @@ def test_file_uris_glob_like_local_paths(tmp_path: Path) -> None:
     ]
     with pytest.raises(InputError, match="no input file matches"):
         expand_inputs([f"{uri}/missing.jsonl"])
+
+
+def test_a_file_uri_is_known_by_inode_and_ctime_like_a_local_path(tmp_path: Path) -> None:
+    # An edit in place that keeps the size and puts the mtime back (``touch -d``, ``rsync
+    # -t``) still changes the ctime: the cache sees it for file:// inputs as for paths.
+    path = tmp_path / "ep.jsonl"
+    path.write_text('{"a": 1}\n')
+    before = storage.stat(f"file://{path}")
+    assert before == storage.stat(str(path))
+    mtime = path.stat().st_mtime_ns
+    time.sleep(0.01)
+    path.write_text('{"a": 2}\n')
+    os.utime(path, ns=(mtime, mtime))
+    after = storage.stat(f"file://{path}")
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert after != before
