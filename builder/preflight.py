@@ -120,12 +120,19 @@ def check_output(config: BuildConfig) -> None:
         )
     if config.cache_dir is not None:
         check_folder(config.cache_dir, CACHE)
+        check_cache_contents(config.cache_dir)
         cache = config.cache_dir.resolve()
         if cache.is_relative_to(out) or out.is_relative_to(cache):
             raise FolderProblem(
                 f"the cache {config.cache_dir} and the output folder {config.out} overlap: "
                 "a build replaces its output folder whole",
                 CACHE,
+            )
+        if rejects.is_relative_to(cache):
+            raise FolderProblem(
+                f"the rejects file {config.rejects} is the cache {config.cache_dir} or inside "
+                "it, which the build manages",
+                REJECTS,
             )
     inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
     for path in expand_inputs([p for p in inputs if not is_uri(p)]):
@@ -135,6 +142,16 @@ def check_output(config: BuildConfig) -> None:
                 f"the output folder {config.out} holds the input {path}: a build replaces it",
                 OUT,
             )
+
+
+def check_cache_contents(folder: Path) -> None:
+    """What a cache holds at its top (its lock, index, entry and segment folders) can be
+    written: a cache made by another user is writable at its top only, if at all."""
+    if not folder.is_dir():  # made by the build: empty
+        return
+    for item in sorted(folder.iterdir()):
+        if not os.access(item, os.W_OK):
+            raise FolderProblem(f"{item}: not writable", CACHE)
 
 
 def check_not_an_input(path: str, written: Path, setting: str) -> None:

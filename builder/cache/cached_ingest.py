@@ -128,7 +128,7 @@ class CachedIngest(Ingest):
         without a parse (banks: hashed; episode files: ``known_digest``); else None."""
         if name == BANK_SEGMENT:
             try:
-                hashed = keys.bank_material(self.config, keys.file_sha256)
+                hashed = keys.bank_material(self.config, keys.input_sha256)
             except OSError:
                 return None
             return keys.chain(self._previous, name, hashed)

@@ -29,6 +29,7 @@ from typing import Any
 from builder import storage
 from builder.config import RUN_OPTIONS
 from builder.ingest import BATCH_BYTES
+from builder.sources import InputError
 from builder.staging import bank_paths
 
 ENTRY_FORMAT = 1
@@ -177,8 +178,19 @@ def bank_material(config: Any, digest: Callable[[str], str]) -> dict[str, Any]:
 
 
 def file_sha256(path: str) -> str:
-    """sha256 of an input's stored bytes: every file digest the cache takes goes through here."""
+    """sha256 of a file's stored bytes: every file digest the cache takes goes through here."""
     return storage.file_sha256(path)
+
+
+def input_sha256(path: str) -> str:
+    """``file_sha256`` of an input: one it cannot open is the input's error, as when the
+    build reads it without a cache (``builder.sources``), not the cache's."""
+    try:
+        return file_sha256(path)
+    except (storage.StorageError, storage.UnknownStorage):
+        raise
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
 
 
 def _sha256(material: Any) -> str:

@@ -68,7 +68,7 @@ class StatMemo:
                 return None, False  # another size: other content, so no entry can match
         except (KeyError, IndexError, TypeError):
             return None, False
-        return keys.file_sha256(path), False
+        return keys.input_sha256(path), False
 
     def remember(self, path: str, before: storage.Stat, sha256: str, recorded_ns: int) -> None:
         """Record the file's digest, unless it changed while it was read."""

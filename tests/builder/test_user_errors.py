@@ -135,6 +135,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "is a folder",
         ),
         (
+            "rejects file is the cache",
+            ["build", "--episodes", sample, "--rejects", "c", "--cache-dir", "c", *out[:2]],
+            5,
+            "is the cache c or inside it",
+        ),
+        (
             "cache inside the output",
             ["build", "--episodes", sample, "--cache-dir", str(tmp / "out" / "c"), *out],
             5,
@@ -199,7 +205,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 47
+N_CASES = 48
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
@@ -305,3 +311,22 @@ def test_ctrl_c_while_the_commands_load_is_one_line(
     assert cli.main(["build"]) == exit_codes.INTERRUPTED
     err = capsys.readouterr().err
     assert err == "episodes: interrupted — run it again\n"
+
+
+def test_a_cache_whose_contents_cannot_be_written_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cache made by another user: writable at its top, its lock and entries not. (The test
+    # runs as root, for whom every mode is writable: the OS's answer is what is replaced.)
+    from builder import preflight
+
+    cache = tmp_path / "c"
+    (cache / "entries").mkdir(parents=True)
+    (cache / ".lock").write_text("")
+    real = os.access
+    monkeypatch.setattr(
+        preflight.os, "access", lambda p, mode: Path(p).name != ".lock" and real(p, mode)
+    )
+    with pytest.raises(preflight.FolderProblem, match=r"\.lock: not writable") as caught:
+        preflight.check_cache_contents(cache)
+    assert caught.value.hint.startswith("choose another --cache-dir")
