@@ -142,7 +142,10 @@ def output_lock(out: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.close()
-            raise BuildLocked(f"another build into {out} is running") from None
+            raise BuildLocked(
+                f"another build into {out} is running — wait for it to finish, or build into "
+                "another --out"
+            ) from None
         # The holder before us may have removed the file between our open and our lock:
         # a lock on a removed file guards nothing, so take the one now at the path.
         try:

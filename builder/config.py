@@ -138,7 +138,11 @@ def load_config(path: Path | None) -> BuildConfig:
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc}") from exc
+        # tomllib says "Cannot overwrite a value" (or "Cannot declare … twice") for a key or
+        # table given twice, without saying so
+        repeated = str(exc).startswith(("Cannot overwrite", "Cannot declare"))
+        twice = " (a key or table given twice?)" if repeated else ""
+        raise ConfigError(f"{path}: cannot read config: {exc}{twice}") from exc
     base = path.parent
     values: dict[str, Any] = {"config_path": path}
     for section, table in raw.items():

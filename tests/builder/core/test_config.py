@@ -221,3 +221,14 @@ def test_with_overrides_applies_given_values_only(tmp_path: Path) -> None:
     assert config.strict is True  # the original is unchanged (frozen)
     with pytest.raises(TypeError):
         config.with_overrides(no_such_option=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[checks]\nstrict = true\nstrict = false\n", "[checks]\nstrict = true\n[checks]\n"],
+)
+def test_a_key_or_table_given_twice_is_named_so(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "dataset.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=r"given twice\?"):
+        load_config(path)
