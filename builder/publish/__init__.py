@@ -13,6 +13,7 @@ only step after it is the tag, which a re-run of the same command adds without r
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import sys
@@ -39,7 +40,13 @@ from builder.publish.gate import (
 )
 from builder.publish.hub import Hub, HubUnavailable, TokenError, find_token, is_http_error
 from builder.publish.plan import LocalFile, Plan, format_plan, make_plan, totals
-from builder.publish.versions import Version, VersionError, VersionRefused, check_new_version
+from builder.publish.versions import (
+    Version,
+    VersionError,
+    VersionRefused,
+    check_new_version,
+    release_versions,
+)
 
 __all__ = [
     "GateRefused",
@@ -72,7 +79,7 @@ class PublishOptions:
 
 @dataclass
 class PublishResult:
-    plan: Plan
+    plan: Plan | None  # None: the version was already this build's release
     commit: str | None  # None for a dry run
     url: str | None
 
@@ -163,6 +170,18 @@ def _run(
         else:
             print("no token found: planning with anonymous read access", file=out)
         remote = hub.state()
+        if version.tag in remote.tags and _published_as_is(
+            hub, options.repo, version, remote.tags, manifest, card_text, config_name
+        ):
+            # a rerun after the release was made (the answer lost, the job killed): done
+            target = remote.tags[version.tag]
+            url = f"{hub.endpoint}/datasets/{options.repo}/tree/{version.tag}"
+            print(
+                f"{options.repo} {version.tag} is already this build's release (commit "
+                f"{target[:12]}): nothing to do\n  {url}",
+                file=out,
+            )
+            return PublishResult(None, target, url)
         previous = check_new_version(version, remote.tags)
         previous_manifest = hub.manifest(previous[1]) if previous else None
     except (TokenError, VersionRefused):
@@ -206,6 +225,28 @@ def _run(
         file=out,
     )
     return PublishResult(plan, commit, url)
+
+
+def _published_as_is(
+    hub: Hub,
+    repo: str,
+    version: Version,
+    tags: Mapping[str, str],
+    manifest: Mapping[str, Any],
+    card_text: str,
+    config_name: str,
+) -> bool:
+    """Whether the release tagged ``version`` is exactly the one this build would make: its
+    manifest, which records every data file's digest and the card's, is the one computed here
+    against the release before it."""
+    earlier = {v: t for v, t in release_versions(tags).items() if v < version}
+    previous = (max(earlier), earlier[max(earlier)]) if earlier else None
+    previous_manifest = hub.manifest(previous[1]) if previous else None
+    release = release_info(repo, version, previous, previous_manifest, manifest)
+    card = release_card(card_text, release, config_name)
+    digest = {CARD_DIGEST: hashlib.sha256(card).hexdigest()}
+    expected = json.loads(release_manifest({**manifest, **digest}, release))
+    return hub.manifest(version.tag) == expected
 
 
 def _push(hub: Hub, plan: Plan, options: PublishOptions, release: Mapping[str, Any]) -> str:

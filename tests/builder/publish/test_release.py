@@ -201,21 +201,41 @@ def test_the_build_folders_are_never_modified(released: dict) -> None:
 
 
 @pytest.mark.parametrize(
-    ("version", "reason"),
-    [("1.1.0", "already exists"), ("1.0.5", "not greater than the latest release 1.1.0")],
+    ("build", "version", "reason"),
+    [
+        ("a", "1.1.0", "already exists"),  # another build under a published version
+        ("a", "1.0.5", "not greater than the latest release 1.1.0"),
+        ("b", "1.0.5", "not greater than the latest release 1.1.0"),
+    ],
 )
 def test_republishing_or_going_back_is_refused_and_changes_nothing(
     hub: HubServer,
     released: dict,
     hf_token: str,
+    build: str,
     version: str,
     reason: str,
 ) -> None:
     before = snapshot(hub, released["repo"])
     start = len(hub.requests)
-    code, _, err = run_publish(released["b"], "--repo", released["repo"], "--version", version)
+    code, _, err = run_publish(released[build], "--repo", released["repo"], "--version", version)
     assert code == exit_codes.REFUSED
     assert reason in err and "nothing was uploaded" in err
+    assert writes(hub, start) == []
+    assert snapshot(hub, released["repo"]) == before
+
+
+@pytest.mark.parametrize(("build", "version"), [("a", "1.0.0"), ("b", "1.1.0")])
+def test_the_same_command_again_after_a_release_is_done(
+    hub: HubServer, released: dict, hf_token: str, build: str, version: str
+) -> None:
+    # A job killed after tagging, or an answer lost, then run again: the tag already holds
+    # exactly this build's release, so there is nothing to do (exit 0), and nothing is sent.
+    before = snapshot(hub, released["repo"])
+    start = len(hub.requests)
+    code, out, err = run_publish(released[build], "--repo", released["repo"], "--version", version)
+    assert code == 0, err
+    assert f"v{version} is already this build's release" in out
     assert writes(hub, start) == []
     assert snapshot(hub, released["repo"]) == before
 
