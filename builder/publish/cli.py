@@ -1,11 +1,12 @@
 """``episodes publish``: release a build folder to the Hugging Face Hub as ``vX.Y.Z``.
 
 Exit codes (``builder.exit_codes``): 0 published (or planned, with ``--dry-run``; or the
-version is already exactly this build's release); 1 usage or
-configuration error (no repository, a version that is not semver); 2 refused, nothing uploaded
-(the build fails the gate, the version exists or is not greater than the latest, no or a
-rejected token); 5 the Hub could not be reached or the publish was interrupted — the repository
-is left at a consistent state and running the same command again finishes the release.
+version is already exactly this build's release); 1 usage or configuration error (no
+repository, a repository name the Hub refuses, a version that is not semver); 2 refused,
+nothing uploaded (the build fails the gate, the version holds another release or is not
+greater than the latest, no or a rejected token); 5 the Hub could not be reached or the
+publish was interrupted — the repository is left at a consistent state and running the same
+command again finishes the release.
 """
 
 from __future__ import annotations
