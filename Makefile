@@ -57,7 +57,7 @@ bench: $(STAMP)  ## throughput and peak memory; results in .bench/
 
 publish: $(STAMP)  ## release build/dataset: make publish VERSION=X.Y.Z [REPO=org/name] [DRY_RUN=1]
 	@test -n "$(VERSION)" || { echo "usage: make publish VERSION=X.Y.Z [REPO=org/name] [DRY_RUN=1]" >&2; exit 1; }
-	$(VENV)/bin/episodes publish --version $(VERSION) $(if $(REPO),--repo $(REPO)) $(if $(DRY_RUN),--dry-run)
+	$(VENV)/bin/episodes publish --version $(VERSION) $(if $(REPO),--repo $(REPO)) $(if $(filter-out 0 no false,$(DRY_RUN)),--dry-run)
 
 schema: $(STAMP)  ## regenerate schemas/episode.schema.json
 	$(VENV)/bin/episodes schema --out schemas/episode.schema.json

@@ -94,6 +94,7 @@ class BuildReport:
     seconds: float
     out: Path
     cache: dict[str, int] | None = None  # what the incremental cache served
+    cache_busy: Path | None = None  # the cache another build held: this one ran without it
     upload: dict[str, int] | None = None  # files sent, unchanged, deleted (``upload_to``)
 
 
@@ -200,6 +201,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     shutil.rmtree(work, ignore_errors=True)
     rejects = RejectsWriter(config.rejects)
     cache = open_cache(config) if config.cache_dir else None
+    busy = config.cache_dir if cache is None else None
     if cache is None:  # none configured, or another build holds it: this one runs uncached
         config = replace(config, cache_dir=None)
     finished = False  # the build completed, or the data refused it: its rejects are kept
@@ -254,7 +256,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         if cache is not None:
             cache.close()
         shutil.rmtree(work, ignore_errors=True)
-    return BuildReport(manifest, time.perf_counter() - started, out, served)
+    return BuildReport(manifest, time.perf_counter() - started, out, served, cache_busy=busy)
 
 
 def export_segments(

@@ -111,6 +111,12 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
         _section(f"incremental cache ({len(m['inputs'])} inputs)", report.cache.items(), out)
     if report.upload is not None:
         _section("upload (files)", report.upload.items(), out)
+    if report.cache_busy is not None:
+        print(
+            f"\nnote: another build was using the cache {report.cache_busy}: this one ran "
+            "without it (the result is the same, only slower)",
+            file=out,
+        )
     for warning in (hash_scheme_warning(m), pickle_scheme_warning(m)):
         if warning:
             print(f"\nwarning: {warning}", file=out)

@@ -457,15 +457,27 @@ def test_eviction_keeps_the_last_builds_entries(tmp_path: Path, spy: Spy) -> Non
     assert sorted(index["files"]) == sorted(files[:2])
 
 
-def test_a_cache_in_use_by_another_build_is_bypassed(tmp_path: Path, spy: Spy) -> None:
+def test_a_cache_in_use_by_another_build_is_bypassed(
+    tmp_path: Path, spy: Spy, capsys: pytest.CaptureFixture[str]
+) -> None:
     import fcntl
+
+    from builder.summary import print_summary
 
     files = write_inputs(tmp_path)
     cache = tmp_path / "cache"
     cache.mkdir()
     with open(cache / ".lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        result = outputs(config_for(tmp_path, files, "locked", cache_dir=cache))
+        locked = config_for(tmp_path, files, "locked", cache_dir=cache)
+        report = build(locked)
+    print_summary(report)
+    assert f"another build was using the cache {cache}" in capsys.readouterr().out
+    result = {
+        "dataset": folder_digest(locked.out),
+        "manifest": (locked.out / "manifest.json").read_bytes(),
+        "rejects": locked.rejects.read_bytes(),
+    }
     assert result == outputs(config_for(tmp_path, files, "clean"))
     assert not any((cache / "entries").iterdir())  # nothing written by the bypassed build
     assert not any((cache / "segments").iterdir())
