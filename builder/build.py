@@ -250,12 +250,14 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         finished = True
         raise
     finally:
-        for drawer in charts:
-            drawer.close()
-        rejects.close(keep=finished)
-        if cache is not None:
-            cache.close()
-        shutil.rmtree(work, ignore_errors=True)
+        try:  # each is undone even when one before it fails: no work files are left
+            for drawer in charts:
+                drawer.close()
+            rejects.close(keep=finished)
+        finally:
+            if cache is not None:
+                cache.close()
+            shutil.rmtree(work, ignore_errors=True)
     return BuildReport(manifest, time.perf_counter() - started, out, served, cache_busy=busy)
 
 
