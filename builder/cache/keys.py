@@ -33,7 +33,7 @@ from builder.sources import InputError
 from builder.staging import bank_paths
 
 ENTRY_FORMAT = 1
-SEGMENT_FORMAT = 2  # 2: a segment is a run of episode files
+SEGMENT_FORMAT = 3  # 2: a segment is a run of episode files; 3: files known by size and mtime
 _LIBRARIES = ("pydantic", "pydantic_core", "msgspec", "orjson", "pyarrow")
 _ROOTS = ("builder", "schemas")
 # The modules whose code decides what a cached batch holds, and what they import.

@@ -21,16 +21,18 @@ build (``tests/builder/test_incremental.py``).
 
 Layout of ``{cache_dir}/segments``::
 
-    <key>/meta.json          written last: the segment's SegmentOutput, file sizes, counts
+    <key>/meta.json          written last: the segment's SegmentOutput, file sizes and
+                             mtimes, counts
     <key>/data/<config>/...  its dataset files (hard links where the file system allows)
     <key>/first_seen.arrow   episode ids it added (path, line), for the duplicate check
     <key>/questions.arrow    question ids it added, with their ground truth hash
     <key>/rejects.jsonl      its rejects, as the rejects file holds them
     .tmp-<pid>-<name>/       an entry being written
 
-A stored file is trusted by its size (``cache_verify``: by its sha256 too); the manifest's
-digests are the stored ones, which ``episodes publish`` checks against the files. Dataset
-files are hard links to the stored ones where the file system allows (both read-only).
+A stored file is trusted by its size and mtime (``cache_verify``: by its sha256 too); the
+manifest's digests are the stored ones, which ``episodes publish`` checks against the files.
+Dataset files are hard links to the stored ones where the file system allows (both
+read-only).
 """
 
 from __future__ import annotations
@@ -111,6 +113,14 @@ def _link(source: Path, target: Path) -> None:
         target.chmod(READ_ONLY)
 
 
+def _stat(path: Path) -> list[int]:
+    """Size and mtime: a stored file is a dataset file too (a hard link), and an edit made
+    to that one in place (after a ``chmod``) changes the mtime even where it keeps the size.
+    Not the ctime: every link made to the file changes it."""
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
 class SegmentCache:
     """``{cache_dir}/segments``: stored segments by chained key; lookups, stores, eviction."""
 
@@ -132,10 +142,10 @@ class SegmentCache:
             meta = json.loads((directory / "meta.json").read_text())
             if meta["format"] != SEGMENT_FORMAT or meta["key"] != key:
                 raise ValueError("meta.json does not match")
-            for relative, size in meta["sizes"].items():
+            for relative, recorded in meta["stats"].items():
                 path = directory / relative
-                if path.stat().st_size != size:
-                    raise ValueError(f"{path}: wrong size")
+                if _stat(path) != recorded:
+                    raise ValueError(f"{path}: changed since it was stored")
             if self.verify:
                 for relative, digest in meta["output"]["files"].items():
                     data = (directory / "data" / relative).read_bytes()
@@ -178,15 +188,13 @@ class SegmentCache:
         try:
             for relative in output.files:
                 _link(dataset / relative, tmp / "data" / relative)
-            sizes = {
-                str(p.relative_to(tmp)): p.stat().st_size for p in tmp.rglob("*") if p.is_file()
-            }
+            stats = {str(p.relative_to(tmp)): _stat(p) for p in tmp.rglob("*") if p.is_file()}
             meta = {
                 "format": SEGMENT_FORMAT,
                 "key": key,
                 "output": output.to_json(),
                 "ingest": counts,
-                "sizes": sizes,
+                "stats": stats,
             }
             (tmp / "meta.json").write_text(json.dumps(meta, sort_keys=True))
             target = self.directory / key

@@ -362,6 +362,24 @@ def test_a_damaged_stored_segment_is_built_again(tmp_path: Path, spy: Spy) -> No
     assert (spy.reused, spy.built) == (["00000"], ["00001", "00002", "00003"])
 
 
+def test_an_output_file_edited_in_place_is_not_reused(tmp_path: Path, spy: Spy) -> None:
+    # A dataset file is the stored file (a hard link): one edited in place after a chmod,
+    # keeping its size, changed the cache too. Its mtime says so; the segment is built again.
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    clean = outputs(config_for(tmp_path, files, "clean"))
+    cold = config_for(tmp_path, files, "cold", cache_dir=cache)
+    outputs(cold)
+    (edited,) = sorted(cold.out.glob("sft/train-00002-*.parquet"))
+    edited.chmod(0o644)
+    data = bytearray(edited.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    edited.write_bytes(bytes(data))
+    spy.reset()
+    assert outputs(config_for(tmp_path, files, "again", cache_dir=cache)) == clean
+    assert spy.built == ["00002", "00003"]
+
+
 def test_unchanged_files_are_not_read_when_the_memo_is_trusted(
     tmp_path: Path, spy: Spy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
