@@ -41,11 +41,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--repo", metavar="ORG/NAME", help="dataset repository (default: [publish] repo)"
     )
     p.add_argument("--version", required=True, metavar="X.Y.Z", help="semantic version to release")
-    p.add_argument(
+    visibility = p.add_mutually_exclusive_group()
+    visibility.add_argument(
         "--private",
         action="store_true",
         default=None,
         help="create the repository private (default: [publish] private, else public)",
+    )
+    visibility.add_argument(
+        "--public",
+        dest="private",
+        action="store_false",
+        help="create the repository public, whatever [publish] private says",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.add_argument(

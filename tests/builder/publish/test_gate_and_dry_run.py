@@ -11,6 +11,7 @@ import pytest
 
 from builder import exit_codes
 from builder.build import BuildReport
+from builder.cli import main
 from tests.builder.publish.helpers import folder_bytes, run_publish, snapshot, writes
 from tests.hub_server import HubServer
 
@@ -209,3 +210,16 @@ def test_private_flag_creates_a_private_repo(
     code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0", "--private")
     assert code == 0, err
     assert hub.repo(repo_id).private
+
+
+def test_public_flag_overrides_a_private_config(
+    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "dataset.toml"
+    config.write_text("[publish]\nprivate = true\n")
+    args = (build_a.out, "--repo", repo_id, "--version", "1.0.0", "--config", config)
+    code, _, err = run_publish(*args, "--public")
+    assert code == 0, err
+    assert not hub.repo(repo_id).private
+    both = ["publish", *map(str, args), "--public", "--private"]
+    assert main(both) == exit_codes.USAGE  # one or the other
