@@ -168,7 +168,12 @@ def _run(
             user = hub.whoami()
             print(f"authenticated to {hub.endpoint} as {user}", file=out)
         else:
-            print("no token found: planning with anonymous read access", file=out)
+            print(
+                "no token found: planning with anonymous read access (a private repository "
+                "and its releases are not visible: the plan may then say it will be created, "
+                "and the version is checked only when publishing)",
+                file=out,
+            )
         remote = hub.state()
         if version.tag in remote.tags and _published_as_is(
             hub, options.repo, version, remote.tags, manifest, card_text, config_name
