@@ -12,7 +12,6 @@ only step after it is the tag, which a re-run of the same command adds without r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -24,13 +23,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from builder.errors import EnvironmentProblem
-from builder.export.manifest import CARD_DIGEST, MANIFEST_NAME
+from builder.export.manifest import MANIFEST_NAME
 from builder.publish.changelog import (
     changelog_markdown,
     default_config,
-    release_card,
-    release_info,
-    release_manifest,
+    make_release,
 )
 from builder.publish.gate import (
     CARD_NAME,
@@ -195,11 +192,9 @@ def _run(
         message = _scrub(f"cannot read {options.repo} on the Hub: {exc}", token)
         raise HubUnavailable(message) from exc
 
-    release = release_info(options.repo, version, previous, previous_manifest, manifest)
-    card = release_card(card_text, release, config_name)
-    # the release's manifest records the release's card, as the build's records the build's
-    card_digest = {CARD_DIGEST: hashlib.sha256(card).hexdigest()}
-    new_manifest = release_manifest({**manifest, **card_digest}, release)
+    release, card, new_manifest = make_release(
+        options.repo, version, previous, previous_manifest, manifest, card_text, config_name
+    )
     if not options.dry_run:  # the staged copy becomes the release
         (folder / CARD_NAME).write_bytes(card)
         (folder / MANIFEST_NAME).write_bytes(new_manifest)
@@ -247,11 +242,10 @@ def _published_as_is(
     earlier = {v: t for v, t in release_versions(tags).items() if v < version}
     previous = (max(earlier), earlier[max(earlier)]) if earlier else None
     previous_manifest = hub.manifest(previous[1]) if previous else None
-    release = release_info(repo, version, previous, previous_manifest, manifest)
-    card = release_card(card_text, release, config_name)
-    digest = {CARD_DIGEST: hashlib.sha256(card).hexdigest()}
-    expected = json.loads(release_manifest({**manifest, **digest}, release))
-    return hub.manifest(version.tag) == expected
+    _, _, expected = make_release(
+        repo, version, previous, previous_manifest, manifest, card_text, config_name
+    )
+    return hub.manifest(version.tag) == json.loads(expected)
 
 
 def _push(hub: Hub, plan: Plan, options: PublishOptions, release: Mapping[str, Any]) -> str:

@@ -9,10 +9,12 @@ user, token) goes in, so publishing the same build twice stages the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from builder.export.manifest import CARD_DIGEST
 from builder.publish.versions import Version
 
 SPLIT_ORDER = ("train", "validation", "test")
@@ -160,6 +162,23 @@ def release_card(card: str, release: Mapping[str, Any], default_config: str = "s
     else:
         text = card[: anchor + 1] + section + "\n" + card[anchor + 1 :]
     return text.encode()
+
+
+def make_release(
+    repo: str,
+    version: Version,
+    previous: tuple[Version, str] | None,
+    previous_manifest: Mapping[str, Any] | None,
+    manifest: Mapping[str, Any],
+    card_text: str,
+    config_name: str,
+) -> tuple[dict[str, Any], bytes, bytes]:
+    """The release of a build against the one before it: its ``release`` section, its card
+    and its manifest, which records the release's card as the build's records the build's."""
+    release = release_info(repo, version, previous, previous_manifest, manifest)
+    card = release_card(card_text, release, config_name)
+    digest = {CARD_DIGEST: hashlib.sha256(card).hexdigest()}
+    return release, card, release_manifest({**manifest, **digest}, release)
 
 
 def default_config(card: str) -> str:
