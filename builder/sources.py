@@ -29,6 +29,12 @@ class InputError(UsageError, ValueError):
     """An input that cannot be read at all (missing file, unknown compression)."""
 
 
+def cannot_open(path: str, exc: OSError) -> InputError:
+    """An input the system will not open (missing, no permission): the input's error, said
+    the same wherever it is opened (read, or hashed by the cache)."""
+    return InputError(f"{path}: cannot open: {exc.strerror or exc}")
+
+
 @dataclass(frozen=True, slots=True)
 class SourceLine:
     path: str
@@ -217,7 +223,7 @@ class InputFile:
         except storage.UnknownStorage as exc:
             raise InputError(str(exc)) from exc
         except OSError as exc:
-            raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+            raise cannot_open(path, exc) from exc
         digest = _DigestingReader(handle)
         reported = 0
         number = 0

@@ -29,7 +29,7 @@ from typing import Any
 from builder import storage
 from builder.config import RUN_OPTIONS
 from builder.ingest import BATCH_BYTES
-from builder.sources import InputError
+from builder.sources import cannot_open
 from builder.staging import bank_paths
 
 ENTRY_FORMAT = 1
@@ -190,7 +190,7 @@ def input_sha256(path: str) -> str:
     except (storage.StorageError, storage.UnknownStorage):
         raise
     except OSError as exc:
-        raise InputError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+        raise cannot_open(path, exc) from exc
 
 
 def _sha256(material: Any) -> str:
