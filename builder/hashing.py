@@ -52,12 +52,15 @@ Nothing here imports numpy or pandas: a value of theirs arrives with its module 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import pickle
 import re
 import sys
 import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 HASH_LENGTH = 16
@@ -96,6 +99,92 @@ def value_hash(value: Any, precision: int | None = None) -> str:
     """``sha256(canonical_json(value, precision))[:16]``: ``None`` is the exact scheme, an
     int the rounded one."""
     return sha256_16(canonical_json(value, precision))
+
+
+# A live answer reaches its hash through the capture side's ``submit()``: the sandbox prints
+# ``json.dumps(normalize_value(answer), default=fallback)`` (keys not sorted) and the host
+# hashes what it reads back. That text is not the one ``value_hash`` hashes when the round
+# trip changes the value: integer keys become strings (and sort as strings), a nested
+# ``numpy.float32`` becomes a Python float (which the rounded scheme then rounds). A hook is
+# hashed in the sandbox itself, from the live value (``value_hash``).
+EXACT, ROUNDED = "exact", "rounded"
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """An answer as the capture side's ``submit()`` writes it, for an answer computed in
+    another process: ``forms`` maps each scheme (``EXACT``, ``ROUNDED``) to the JSON texts
+    it may have sent (``submitted_forms``). ``answer_hashes`` takes it as a live value."""
+
+    forms: Mapping[str, tuple[str, ...]]
+
+    @property
+    def value(self) -> Any:
+        """The answer as the capture side's host reads it (the rounded scheme's form)."""
+        texts = self.forms.get(ROUNDED) or self.forms.get(EXACT) or ()
+        return json.loads(texts[0]) if texts else None
+
+
+def submitted_forms(value: Any) -> dict[str, tuple[str, ...]]:
+    """The JSON texts the capture side's ``submit(value)`` sent, by scheme. A scheme holds
+    none when ``submit`` raises there (a key JSON cannot write), two for a pandas Series of
+    several values with a ``RangeIndex`` in the exact scheme (the seeds' capture code wrote
+    every such Series as a dict index → value until 2025-12-27, a list after)."""
+    return {scheme: _submitted_texts(value, scheme) for scheme in (EXACT, ROUNDED)}
+
+
+def answer_hashes(value: Any, precision: int | None = None) -> frozenset[str]:
+    """Every ``final_answer_hash`` the capture side may have recorded for the live answer
+    ``value`` (or a ``Submitted``) under the scheme of ``precision``: the hash of each form
+    ``submit`` sends, as read back by the host. Empty when ``submit`` raises."""
+    scheme = EXACT if precision is None else ROUNDED
+    if isinstance(value, Submitted):
+        texts = value.forms.get(scheme, ())
+    else:
+        texts = _submitted_texts(value, scheme)
+    hashes = set()
+    for text in texts:
+        try:
+            hashes.add(value_hash(json.loads(text), precision))
+        except (TypeError, ValueError, RecursionError):
+            continue
+    return frozenset(hashes)
+
+
+def hook_hashes(value: Any, precision: int | None = None) -> frozenset[str]:
+    """Every ``value_hash`` the capture side's ``hook(value, ...)`` may have recorded, under
+    the scheme of ``precision``; empty when ``hook`` raises (keys that cannot be sorted)."""
+    try:
+        hashes = {value_hash(value, precision)}
+    except (TypeError, ValueError, RecursionError):
+        return frozenset()
+    if precision is None and _seeds_series(value):
+        with contextlib.suppress(TypeError, ValueError, RecursionError):
+            hashes.add(value_hash(value.to_dict()))
+    return frozenset(hashes)
+
+
+def _submitted_texts(value: Any, scheme: str) -> tuple[str, ...]:
+    fallback = _fallback_exact if scheme == EXACT else _fallback_rounded
+    forms = [normalize_value(value)]
+    if scheme == EXACT and _seeds_series(value):
+        forms.append(value.to_dict())
+    texts: list[str] = []
+    for form in forms:
+        try:
+            texts.append(json.dumps(form, default=fallback))
+        except (TypeError, ValueError, RecursionError):
+            continue
+    return tuple(dict.fromkeys(texts))
+
+
+def _seeds_series(value: Any) -> bool:
+    """A pandas Series the seeds' capture code wrote as a dict where it now writes a list."""
+    return (
+        _foreign_kind(type(value)) == "pandas.Series"
+        and value.size != 1
+        and not _pandas_labelled(value)
+    )
 
 
 def rehash_json_text(text: str, precision: int | None) -> str:

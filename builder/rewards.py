@@ -11,12 +11,14 @@ Hash scheme
     the ``rl`` config carries per row as ``hash_precision`` (the adapters below read it).
 
 Outcome
-    ``outcome_reward(answer, expected_hash, precision)`` is 1.0 when ``value_hash(answer,
-    precision)`` equals the expected hash, or is one of a list of accepted hashes (the
+    ``outcome_reward(answer, expected_hash, precision)`` is 1.0 when the capture side's hash
+    of ``answer`` equals the expected hash, or is one of a list of accepted hashes (the
     ``rl`` config's ``accepted_answer_hashes``: a question may have several valid answers),
-    else 0.0. ``answer`` is the live value (a pandas
-    DataFrame, a numpy scalar, ...), hashed exactly as the capture side hashes it. A value
-    the capture side could not hash either scores 0.0.
+    else 0.0. ``answer`` is the live value (a pandas DataFrame, a numpy scalar, ...), or a
+    ``builder.hashing.Submitted`` from another process, hashed as the capture side hashes a
+    submitted answer: written by its ``submit()`` as JSON and hashed as read back
+    (``answer_hashes``), so a Series with integer labels hashes with string keys. A value the
+    capture side could not submit scores 0.0.
 
 Process (the credit rule)
     Gold hooks ``g_0..g_{n-1}`` (the gold trace's, in its order) each have a name, a value
@@ -49,7 +51,8 @@ Hooks
     A hook is a mapping (or an object with these attributes): ``value_hash``; a name from
     ``name``, else ``variable_name``, else ``code_line`` (the builder's naming); and
     ``depends_on`` (a list of names, missing or None meaning none). A student hook may carry
-    its live ``value`` instead of a ``value_hash``: it is hashed with ``precision``. The
+    its live ``value`` instead of a ``value_hash``: it is hashed with ``precision`` as the
+    capture side's ``hook()`` hashes it (``hook_hashes``). The
     ``rl`` config's
     ``gold_hooks`` rows (``{name, value_hash, depends_on}``) and the episode schema's hooks
     both qualify. A bare string is taken as a value hash. Student hooks are compared by hash
@@ -74,7 +77,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from builder.hashing import value_hash
+from builder.hashing import answer_hashes, hook_hashes
 
 __all__ = [
     "ProcessReward",
@@ -126,17 +129,15 @@ def _field(hook: Any, key: str) -> Any:
     return getattr(hook, key, None)
 
 
-def hook_hash(hook: Any, precision: int | None = None) -> str | None:
-    """The value hash of a hook (a bare string is one; a live ``value`` is hashed)."""
+def hook_hash_set(hook: Any, precision: int | None = None) -> frozenset[str]:
+    """The value hashes a hook may stand for: its ``value_hash`` (a bare string is one), else
+    those of its live ``value`` (``hook_hashes``); empty when it has neither."""
     if isinstance(hook, str):
-        return hook
+        return frozenset((hook,))
     digest = _field(hook, "value_hash")
-    if digest is None and _has_value(hook):
-        try:
-            digest = value_hash(_field(hook, "value"), precision)
-        except (TypeError, ValueError):  # no hash on the capture side either
-            return None
-    return digest
+    if digest is not None:
+        return frozenset((digest,))
+    return hook_hashes(_field(hook, "value"), precision) if _has_value(hook) else frozenset()
 
 
 def _has_value(hook: Any) -> bool:
@@ -162,37 +163,34 @@ def hook_depends_on(hook: Any) -> tuple[str, ...]:
 def outcome_reward(
     answer: Any, expected_hash: str | Iterable[str] | None, precision: int | None = None
 ) -> float:
-    """1.0 when ``value_hash(answer, precision)`` is ``expected_hash`` (or one of several
-    accepted hashes: a question with several valid answers), else 0.0."""
+    """1.0 when the hash the capture side records for ``answer`` (``answer_hashes``) is
+    ``expected_hash`` (or one of several accepted hashes: a question with several valid
+    answers), else 0.0."""
     if expected_hash is None:
         return 0.0
     accepted = {expected_hash} if isinstance(expected_hash, str) else set(expected_hash)
-    if not accepted:
-        return 0.0
-    try:
-        return 1.0 if value_hash(answer, precision) in accepted else 0.0
-    except (TypeError, ValueError):  # json.dumps refuses it (the capture side too): no hash
-        return 0.0
+    return 1.0 if accepted and answer_hashes(answer, precision) & accepted else 0.0
 
 
 def process_reward(
     student_hooks: Iterable[Any], gold_hooks: Iterable[Any], precision: int | None = None
 ) -> ProcessReward:
     """Per-gold-hook credit in DAG order and the dense reward (rule: module docstring)."""
-    student = [hook_hash(h, precision) for h in student_hooks]
+    student = [hook_hash_set(h, precision) for h in student_hooks]
     gold = list(gold_hooks)
-    hashes = [hook_hash(g) for g in gold]
+    hashes = [hook_hash_set(g) for g in gold]
     names = [hook_name(g) for g in gold]
     deps = [hook_depends_on(g) for g in gold]
     by_hash: dict[str, list[int]] = {}
-    for i, h in enumerate(hashes):
-        if h is not None:
+    for i, hs in enumerate(hashes):
+        for h in hs:
             by_hash.setdefault(h, []).append(i)
     credited_at: list[int | None] = [None] * len(gold)
     done: set[str] = set()  # names of gold hooks credited at positions before the current one
     matched: list[bool] = []
-    for p, h in enumerate(student):
-        ready = [i for i in by_hash.get(h, ()) if h is not None and set(deps[i]) <= done]
+    for p, hs in enumerate(student):
+        found = sorted({i for h in hs for i in by_hash.get(h, ())})
+        ready = [i for i in found if set(deps[i]) <= done]
         matched.append(bool(ready))
         for i in ready:
             if credited_at[i] is None:

@@ -4,12 +4,14 @@
 Python — the fenced ```python blocks of its assistant messages, or the ``code`` argument of
 its ``run_python`` tool calls — in a fresh interpreter whose working folder is ``data_dir``
 (so ``pd.read_csv("housing.csv")`` finds the question's data), with a wall-clock timeout and
-limits on memory and CPU time, and returns ``{"answer": value}`` when the code called
+limits on memory and CPU time, and returns ``{"answer": submitted}`` when the code called
 ``submit(value)``, else ``{}``.
 
-The child serialises the submitted value as the capture side hashes it (its canonical JSON,
-``builder.hashing.canonical_json``) and the parent reads that back, so no object is unpickled
-from generated code and ``outcome_reward`` gives the same hash as for the live value.
+The child writes the submitted value as the capture side's ``submit()`` does, in the JSON
+forms of both hash schemes (``builder.hashing.submitted_forms``); the parent reads them back
+as a ``builder.hashing.Submitted`` (its ``.value`` is the answer as JSON data), so no object
+is unpickled from generated code and ``outcome_reward`` gives the hash the capture side
+recorded for the same live value.
 
 Resource limits stop runaway code, not hostile code: generated code can still read and write
 files, open sockets and spawn processes as your user. Run training rollouts in a container or
@@ -32,19 +34,27 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from builder.hashing import Submitted
+
 FENCED = re.compile(r"```python\n(.*?)```", re.S)
 
-# Runs in the child: defines submit(), executes the code, writes the canonical answer.
+# Runs in the child: defines submit(), executes the code, writes the submitted forms.
+# ``submit`` takes the capture side's evidence keywords (``key_lines=...``) and ignores them;
+# like the capture side's, it raises when the answer cannot be written as JSON.
 HARNESS = """
+import json
 import sys
-from builder.hashing import canonical_json
+from builder.hashing import submitted_forms
 
 _out = sys.argv[1]
 
 
-def submit(value):
+def submit(value, **evidence):
+    forms = submitted_forms(value)
+    if not any(forms.values()):
+        raise TypeError(f"submit(): {type(value).__name__} cannot be written as JSON")
     with open(_out, "w") as f:
-        f.write(canonical_json(value))
+        json.dump(forms, f)
 
 
 exec(compile(sys.stdin.read(), "<completion>", "exec"), {"submit": submit, "__name__": "__main__"})
@@ -86,8 +96,8 @@ def run(
     timeout: float = 10.0,
     memory_mb: int = 2048,
 ) -> dict[str, Any]:
-    """``{"answer": value}`` when the completion's code submitted a value within the limits,
-    else ``{}`` (no code, an error, a timeout or a limit hit all score as not submitted)."""
+    """``{"answer": Submitted}`` when the completion's code submitted a value within the
+    limits, else ``{}`` (no code, an error, a timeout or a limit hit all score as not submitted)."""
     code = code_of(completion)
     if not code.strip():
         return {}
@@ -114,4 +124,8 @@ def run(
             return {}
         if not answer.exists():
             return {}
-        return {"answer": json.loads(answer.read_text())}
+        try:
+            forms = json.loads(answer.read_text())
+        except ValueError:  # killed while writing it: nothing was submitted
+            return {}
+        return {"answer": Submitted({scheme: tuple(texts) for scheme, texts in forms.items()})}
