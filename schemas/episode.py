@@ -52,7 +52,23 @@ def _iso_text(value: Any) -> Any:
 
 
 Timestamp = Annotated[datetime, BeforeValidator(_iso_text), AfterValidator(_representable_in_utc)]
-Difficulty = Literal["EASY", "MEDIUM", "HARD", "VERY_HARD"]
+DIFFICULTIES = ("EASY", "MEDIUM", "HARD", "VERY_HARD")
+DIFFICULTY_DOC = (
+    "EASY, MEDIUM, HARD or VERY_HARD in any case, with a space or hyphen for the underscore "
+    "(stored in these spellings); any other text is stored as given"
+)
+
+
+def canonical_difficulty(value: str | None) -> str | None:
+    """The seeds' spelling of a difficulty (``"medium"``, ``"Very hard"`` → ``MEDIUM``,
+    ``VERY_HARD``); other text as given. The capture code types it a free string and copies
+    the question generator's text unchecked, so a valid episode may carry any spelling."""
+    if value is None:
+        return None
+    key = "_".join(value.strip().upper().replace("-", " ").split())
+    return key if key in DIFFICULTIES else value
+
+
 Role = Literal["system", "user", "assistant", "tool", "developer", "function"]
 
 
@@ -68,7 +84,7 @@ class Question(Record):
     id: Hex16
     question_text: StrictStr
     hint: StrictStr | None = None
-    difficulty: Difficulty | None = None
+    difficulty: StrictStr | None = Field(default=None, description=DIFFICULTY_DOC)
     n_steps: StrictInt | None = Field(default=None, ge=0, le=INT32_MAX)
     created_at: Timestamp | None = None
     # Synthetic questions know their answer in advance; a question with several valid

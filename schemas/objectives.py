@@ -68,7 +68,11 @@ def lineage(trace: str | None = TRACE_DOC, sessions: bool = False) -> list[pa.Fi
     if sessions:
         fields.append(column("session_id", pa.int64(), "Source session (null for episodes)"))
     fields += [
-        column("difficulty", pa.string(), "EASY, MEDIUM, HARD, VERY_HARD or null"),
+        column(
+            "difficulty",
+            pa.string(),
+            "EASY, MEDIUM, HARD, VERY_HARD (any other text as captured) or null",
+        ),
         column("source", pa.string(), "episode or session", False),
     ]
     return fields

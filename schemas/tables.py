@@ -101,7 +101,12 @@ QUESTIONS = table_schema(
         "normalized_text", pa.string(), "NFKC, casefolded, whitespace-collapsed text", role=DERIVED
     ),
     column("hint", pa.string(), "Hint given to the gold teacher run, if any", role=TEXT),
-    column("difficulty", pa.string(), "EASY, MEDIUM, HARD, VERY_HARD or null", role=LABEL),
+    column(
+        "difficulty",
+        pa.string(),
+        "EASY, MEDIUM, HARD, VERY_HARD (any other text as captured) or null",
+        role=LABEL,
+    ),
     column("n_steps", pa.int32(), "Expected number of solution steps"),
     column("created_at", TIMESTAMP, "When the question was created (naive times read as UTC)"),
     column(

@@ -8,6 +8,7 @@ from builder import checks
 from builder.hashing import normalize_question_text
 from builder.normalize.rows import QuestionRow
 from builder.normalize.values import json_text, utc
+from schemas.episode import canonical_difficulty
 
 
 def question_row(
@@ -19,7 +20,7 @@ def question_row(
         question_text=question.question_text,
         normalized_text=normalize_question_text(question.question_text),
         hint=question.hint,
-        difficulty=question.difficulty,
+        difficulty=canonical_difficulty(question.difficulty),
         n_steps=question.n_steps,
         created_at=utc(question.created_at),
         source=source,

@@ -415,6 +415,28 @@ def test_questions_one_row_per_id_first_source_wins(make: SimpleNamespace) -> No
     assert questions[other["id"]]["ground_truth"] is None
 
 
+@pytest.mark.parametrize(
+    ("captured", "stored"),
+    [
+        ("MEDIUM", "MEDIUM"),
+        ("medium", "MEDIUM"),
+        (" Very hard ", "VERY_HARD"),
+        ("very-hard", "VERY_HARD"),
+        ("moderate", "moderate"),  # not one of the four: kept as the capture wrote it
+        (None, None),
+    ],
+)
+def test_a_difficulty_in_any_spelling_is_accepted(
+    make: SimpleNamespace, captured: str | None, stored: str | None
+) -> None:
+    # The capture code types difficulty a free string, copied from the question generator.
+    q = make.question()
+    q["difficulty"] = captured
+    tables, _ = run(make, make.episode(q=q))
+    (row,) = rows(tables, "questions")
+    assert row["difficulty"] == stored and row["checks"] == []
+
+
 def test_flagged_question_row_records_its_checks(make: SimpleNamespace) -> None:
     q = make.question()
     q["id"] = "f" * 16

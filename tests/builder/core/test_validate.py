@@ -71,7 +71,7 @@ def test_a_numeric_timestamp_is_refused_in_words(make: SimpleNamespace) -> None:
         (("question", "n_steps"), "3", "$.question.n_steps"),
         (("question", "n_steps"), 3.0, "$.question.n_steps"),
         (("question", "hint"), 3, "$.question.hint"),
-        (("question", "difficulty"), "TRIVIAL", "$.question.difficulty"),
+        (("question", "difficulty"), 3, "$.question.difficulty"),
         (("episode_id",), 17, "$.episode_id"),
         (("episode_id",), "", "$.episode_id"),
         (("timestamp",), "yesterday", "$.timestamp"),
