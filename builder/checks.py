@@ -246,11 +246,13 @@ def check_triangulation(
     votes: Consensus,
     by_ground_truth: bool = False,
     by_value: ValueVotes | None = None,
+    verified_as_gold_matches: bool = False,
 ) -> list[str]:
     """The captured triangulation against the consistency traces, by answer hash or
-    (``by_value``) as recomputed by value. Verified by ground truth (no consistency traces),
-    it records the gold answer as the majority answer, a count of 0, and
-    ``gold_matches_majority`` equal to ``verified``."""
+    (``by_value``) as recomputed by value; ``verified_as_gold_matches``: the layout's capture
+    code may have written ``verified`` as ``gold_matches_majority`` (``schemas.layouts``).
+    Verified by ground truth (no consistency traces), it records the gold answer as the
+    majority answer, a count of 0, and ``gold_matches_majority`` equal to ``verified``."""
     meta = episode.triangulation_metadata
     if meta is None:
         return []
@@ -290,6 +292,8 @@ def check_triangulation(
             and meta.majority_answer_hash == by_value.majority_hash
             and meta.gold_matches_majority == by_value.gold_matches
         )
+    if verified_as_gold_matches and not holds:  # ``verified`` is checked apart
+        holds = count_holds and expected_majority and meta.gold_matches_majority == episode.verified
     return [] if runs_hold and holds else [TRIANGULATION_MISMATCH]
 
 

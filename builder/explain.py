@@ -143,16 +143,35 @@ def _triangulation(record: Episode, raw: bytes, precision: int | None) -> list[F
         )
         out.append(FieldError(f"{base}.n_consistency_succeeded", said))
     if not out:
-        counts = checks.consensus(runs).counts
-        common = ", ".join(f"{h} ×{n}" for h, n in Counter(counts).most_common(3)) or "none"
+        ranked = Counter(checks.consensus(runs).counts).most_common()
+        shown = ", ".join(f"{h} ×{n}" for h, n in ranked[:SHOWN_HASHES]) or "none"
+        if len(ranked) > SHOWN_HASHES:
+            shown += f" and {len(ranked) - SHOWN_HASHES} more"
         gold_matches = str(meta.gold_matches_majority).lower()
         said = (
             f"{kind}: majority_answer_hash {meta.majority_answer_hash}, majority_count "
             f"{meta.majority_count}, gold_matches_majority {gold_matches}; the consistency "
-            f"traces' answer hashes: {common}"
+            f"traces' answer hashes: {shown}; {_by_hash(ranked, record)}"
         )
         out.append(FieldError(base, said))
     return out
+
+
+SHOWN_HASHES = 5
+
+
+def _by_hash(ranked: list[tuple[str, int]], record: Episode) -> str:
+    """What the metadata would be with the majority counted by answer hash."""
+    if not ranked:
+        return "no consistency trace has an answer hash: majority_count 0"
+    top = ranked[0][1]
+    majority = [h for h, n in ranked if n == top]
+    gold = record.teacher_gold_trace.final_answer_hash
+    return (
+        f"by answer hash, majority_answer_hash {' or '.join(majority)} (a tie), "
+        if len(majority) > 1
+        else f"by answer hash, majority_answer_hash {majority[0]}, "
+    ) + f"majority_count {top}, gold_matches_majority {str(gold in majority).lower()}"
 
 
 def _listings(trace: ExecutionTrace, path: str) -> list[tuple[str, Hook]]:

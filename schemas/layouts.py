@@ -41,6 +41,9 @@ class Layout:
     # With no consistency traces, ``verified`` means the gold answer matched the
     # question's ground truth (the capture side's ground-truth strategy).
     ground_truth_evidence: bool = False
+    # Its capture code wrote the episode's ``verified`` (a match within a float tolerance)
+    # as ``gold_matches_majority``, beside a majority counted by exact hash (2025-12-21).
+    verified_as_gold_matches: bool = False
 
     def to_model(self, line: dict[str, Any]) -> dict[str, Any]:
         """``line`` with this layout's keys renamed to the model's (a new dict)."""
@@ -63,6 +66,7 @@ SEEDS = Layout(
     "seeds",
     marker="teacher_gold_trace",
     required=("episode_id", "verified", "question", "teacher_gold_trace"),
+    verified_as_gold_matches=True,
 )
 CAPTURE_V2 = Layout(
     "capture_v2",

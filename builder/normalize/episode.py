@@ -140,7 +140,9 @@ def emit_episode(
         gold_hash = truth_hash  # held to the ground truth it matches by value
     if ep.verified and not verified:
         failed.append(checks.VERIFIED_MISMATCH)
-    failed += checks.check_triangulation(ep, votes, by_ground_truth, by_value)
+    failed += checks.check_triangulation(
+        ep, votes, by_ground_truth, by_value, LAYOUTS_BY_NAME[layout].verified_as_gold_matches
+    )
     rl = ep.rl_verification_data
     expected = json_text(rl, "expected_final_answer", dump) if rl is not None else None
     failed += checks.check_expected_answer(ep, expected, precision)

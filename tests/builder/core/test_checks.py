@@ -159,6 +159,25 @@ def test_triangulation_holds_for_a_tie_and_for_no_submissions(make: SimpleNamesp
     assert failed(make, nothing) == []
 
 
+def test_the_seeds_code_wrote_verified_as_gold_matches_majority(make: SimpleNamespace) -> None:
+    # Its majority counts exact hashes, while ``gold_matches_majority`` is its ``verified``,
+    # which it decided within a float tolerance: gold 54.36 against 54.33 / 54.31 / 60 / 60.
+    gold, runs = make.flat_trace(54.36), [make.flat_trace(a) for a in (54.33, 54.31, 60, 60)]
+    record = make.episode(gold=gold, consistency=runs, verified=True)
+    meta = record["triangulation_metadata"]
+    assert (meta["majority_answer_hash"], meta["majority_count"]) == (value_hash(60), 2)
+    meta["gold_matches_majority"] = True
+    # By hash the gold is not verified (checked apart); the triangulation is as written.
+    assert failed(make, record) == [checks.VERIFIED_MISMATCH]
+    meta["majority_count"] = 4  # the majority is still counted by exact hash
+    assert failed(make, record) == [checks.TRIANGULATION_MISMATCH, checks.VERIFIED_MISMATCH]
+    meta["majority_count"] = 2
+    record["verified"] = False  # neither the hashes nor ``verified`` say the gold matches
+    assert failed(make, record) == [checks.TRIANGULATION_MISMATCH]
+    meta["gold_matches_majority"] = False
+    assert failed(make, record) == []
+
+
 def test_no_triangulation_metadata_means_no_triangulation_check(make: SimpleNamespace) -> None:
     record = make.episode()
     del record["triangulation_metadata"]

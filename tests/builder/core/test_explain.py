@@ -48,6 +48,23 @@ def test_a_wrong_question_id_gives_the_content_address(make: SimpleNamespace) ->
     ]
 
 
+def test_a_triangulation_lists_every_hash_and_what_the_hashes_give(
+    make: SimpleNamespace,
+) -> None:
+    answers = [1, 2, 3, 4, 5, 6, 6]
+    record = make.episode("e", consistency=[make.flat_trace(a) for a in answers])
+    record["triangulation_metadata"]["majority_count"] = 5
+    ((path, message),) = placed(record, "triangulation_mismatch")
+    assert path == "$.triangulation_metadata"
+    # Six distinct hashes: five shown, then how many more, never one dropped silently.
+    assert f"{value_hash(6)} ×2, " in message and message.count(" ×1") == 4
+    assert message.count(" ×") == 5 and " and 1 more; " in message
+    assert message.endswith(
+        f"by answer hash, majority_answer_hash {value_hash(6)}, majority_count 2, "
+        "gold_matches_majority false"
+    )
+
+
 def test_hooks_name_the_dependency_and_the_cycle(make: SimpleNamespace) -> None:
     record = make.episode("e")
     turns = record["teacher_gold_trace"]["turns"]
