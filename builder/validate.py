@@ -117,8 +117,26 @@ def schema_errors(exc: ValidationError) -> tuple[FieldError, ...]:
         message = err["msg"]
         if err["type"] == "value_error":  # our validators' own words, without pydantic's tag
             message = message.removeprefix("Value error, ")
+        elif err["type"] not in ("missing", "extra_forbidden"):
+            message += f", got {_shown(err.get('input'))}"
         seen.setdefault(path, FieldError(path, message))
     return tuple(seen.values())
+
+
+SHOWN_CHARS = 60
+
+
+def _shown(value: Any) -> str:
+    """The offending value as the line spells it (JSON), cut short; containers by kind."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "an array"
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
 def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:

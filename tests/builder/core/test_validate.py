@@ -118,6 +118,16 @@ def test_wrong_types_are_strict_schema_rejects(
     assert outcome.path == path
     assert [e.path for e in outcome.errors] == [path]
     assert outcome.message.startswith(f"{path}: ")
+    # The message shows what the line holds there (pydantic's words never do).
+    shown = "an object" if isinstance(bad, dict) else json.dumps(bad)
+    assert f"got {shown}" in outcome.message or repr(bad) in outcome.message
+
+
+def test_a_long_offending_value_is_cut_short(make: SimpleNamespace) -> None:
+    record = make.episode()
+    record["verified"] = "y" * 500
+    message = reject_of(record).message
+    assert message.endswith(', got "' + "y" * 58 + "…") and len(message) < 120
 
 
 @pytest.mark.parametrize(
