@@ -89,18 +89,7 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
-    b.add_argument(
-        "--hash-precision",
-        type=_precision,
-        metavar="exact|N",
-        help="hash scheme of the capture side: exact (default) or floats rounded to N places",
-    )
-    b.add_argument(
-        "--answer-tolerance",
-        type=float,
-        metavar="T",
-        help="also verify answers by value within T, as the capture code does (its T: 0.1)",
-    )
+    _add_check_options(b)
 
     v = sub.add_parser("validate", help="validate input files without building")
     v.add_argument("files", nargs="+", metavar="GLOB")
@@ -112,6 +101,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="an episode whose integrity checks fail is rejected too, as in build --strict",
     )
     v.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
+    _add_check_options(v)
 
     s = sub.add_parser("schema", help="print the JSON Schema of an episode line")
     s.add_argument("--out", type=Path, help="write to this file instead of stdout")
@@ -127,6 +117,32 @@ def _build_parser() -> argparse.ArgumentParser:
     publish_cli.add_parser(sub)
     report_cli.add_parser(sub)
     return parser
+
+
+def _add_check_options(parser: argparse.ArgumentParser) -> None:
+    """How the integrity checks read hashes and answers: build and validate alike."""
+    parser.add_argument(
+        "--hash-precision",
+        type=_precision,
+        metavar="exact|N",
+        help="hash scheme of the capture side: exact (default) or floats rounded to N places",
+    )
+    parser.add_argument(
+        "--answer-tolerance",
+        type=float,
+        metavar="T",
+        help="also verify answers by value within T, as the capture code does (its T: 0.1)",
+    )
+
+
+def _with_check_options(config: BuildConfig, args: argparse.Namespace) -> BuildConfig:
+    if args.answer_tolerance is not None and not args.answer_tolerance >= 0:
+        raise ConfigError(f"--answer-tolerance {args.answer_tolerance}: must be 0 or more")
+    if args.answer_tolerance is not None:
+        config = replace(config, answer_tolerance=args.answer_tolerance)
+    if args.hash_precision is not None:  # "exact" must override a config's precision
+        config = replace(config, hash_precision=parse_precision(args.hash_precision))
+    return config
 
 
 def _precision(text: str) -> int | str:
@@ -145,8 +161,6 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
     if args.workers is not None and args.workers < 0:
         raise ConfigError(f"--workers {args.workers}: must be 0 (automatic) or more")
-    if args.answer_tolerance is not None and not args.answer_tolerance >= 0:
-        raise ConfigError(f"--answer-tolerance {args.answer_tolerance}: must be 0 or more")
     if args.max_reject_ratio is not None and not 0.0 <= args.max_reject_ratio <= 1.0:
         raise ConfigError(f"--max-reject-ratio {args.max_reject_ratio}: must be from 0 to 1")
     config = load_config(find_config(args.config, Path.cwd()))
@@ -164,10 +178,8 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         engine=args.engine,
         ray_address=args.ray_address,
         cache_dir=args.cache_dir,
-        answer_tolerance=args.answer_tolerance,
     )
-    if args.hash_precision is not None:  # "exact" must override a config's precision
-        config = replace(config, hash_precision=parse_precision(args.hash_precision))
+    config = _with_check_options(config, args)
     config, folder = relative_to_config_folder(config)
     if folder is not None and folder != Path.cwd():  # it reads inputs by the names it publishes
         os.chdir(folder)
@@ -244,6 +256,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             check_not_an_input(path, args.rejects, "--rejects")
     model = Question if args.questions else Episode
     config = load_config(find_config(args.config, Path.cwd()))  # hashing, limits
+    config = _with_check_options(config, args)
     rejects = RejectsWriter(args.rejects, echo=sys.stderr)
     strict = config if args.strict else None
     try:

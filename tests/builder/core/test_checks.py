@@ -6,12 +6,13 @@ exact set of failed checks, so a check that fires too eagerly breaks the clean c
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from builder import checks
+from builder import checks, cli, exit_codes
 from builder.hashing import question_id, value_hash
 from builder.normalize import Normalizer
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
@@ -176,6 +177,20 @@ def test_the_seeds_code_wrote_verified_as_gold_matches_majority(make: SimpleName
     assert failed(make, record) == [checks.TRIANGULATION_MISMATCH]
     meta["gold_matches_majority"] = False
     assert failed(make, record) == []
+
+
+def test_validate_takes_the_answer_tolerance_as_build_does(
+    make: SimpleNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gold, runs = make.flat_trace(54.36), [make.flat_trace(a) for a in (54.33, 54.31, 60, 60)]
+    record = make.episode(gold=gold, consistency=runs, verified=True)
+    record["triangulation_metadata"]["gold_matches_majority"] = True
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(make.line(record))
+    assert cli.main(["validate", "--strict", str(path)]) == exit_codes.REFUSED
+    assert "verified_mismatch" in capsys.readouterr().err
+    assert cli.main(["validate", "--strict", "--answer-tolerance", "0.1", str(path)]) == 0
+    assert "1 valid, 0 rejected" in capsys.readouterr().out
 
 
 def test_no_triangulation_metadata_means_no_triangulation_check(make: SimpleNamespace) -> None:
