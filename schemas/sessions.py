@@ -39,8 +39,10 @@ class Session(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     session_id: StrictInt = Field(description="Unique identifier for each session")
-    initial_instruction: StrictStr = Field(
-        description="The initial instruction given for the session"
+    # The seed puts no constraint on it: a session may start empty and take its instruction
+    # from a later ``set_instruction``.
+    initial_instruction: StrictStr | None = Field(
+        default=None, description="The initial instruction given for the session"
     )
     initial_code: StrictStr | None = Field(
         default=None, description="The initial code state for the session"

@@ -1,16 +1,18 @@
 """Self-correction rows from sessions: failed code, the error it produced, and the fix.
 
-A pair is a ``set_code`` with ``correct = false`` whose output (the first ``set_exec_output``
-after it, before the next ``set_code``) is an error — a Python traceback, or a last line like
-``KeyError: 'region'`` — and the *next* ``set_code`` of the session, when that one is not
-marked incorrect and its output is not an error (with no output at all, it must be marked
-``correct = true``). Only trainable sessions (verified, complete: ``replay``) count.
+A pair is a ``set_code`` with ``correct = false`` whose output (of its last run:
+``builder.sessions.outputs``) is an error — a Python traceback, or a last line like
+``KeyError: 'region'`` — and the *next* ``set_code`` of the session, when that one trains in
+``sft`` (weight 1: not marked incorrect, or unmarked when ``null_correct_trains``, and not
+blank) and its output is not an error (with no output at all, it must be marked
+``correct = true``). Only trainable sessions (verified, complete: ``replay``) count; code
+replaced before it ran is not part of the conversation (``replay``).
 
 The prompt is every message of the replayed conversation before the fix: up to and including
 the error feedback, plus any user turns between the error and the fix (a hint typed by the
 human belongs to the fix's context). The completion is the fix. In ``messages`` the fix has
 weight 1 and every earlier assistant turn (the failed one included) weight 0; other roles
-null. Adjacent messages of one role and weight are one message (two code edits before a run),
+null. Adjacent user messages are one message (an error, then a hint typed before the fix),
 so user and assistant alternate. ``code_diff`` lists the distinct lines of the failed code
 absent from the fix (``removed_lines``) and of the fix absent from the failed code
 (``added_lines``), in order.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from builder.sessions.outputs import error_parts, is_error
 from builder.sessions.replay import (
     DEFAULT_OPTIONS,
     SOURCE,
@@ -35,44 +38,15 @@ from builder.sessions.replay import (
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
 
-TRACEBACK = "Traceback (most recent call last)"
-ERROR_LINE = r"(?m)^(?:[A-Za-z_][\w.]*)?(?:Error|Exception)(?::[ \t]*.*)?$"
-
 # Exactly the columns of the self_correction config, as schemas.objectives declares them.
 SELF_CORRECTION_COLUMNS = polars_schema(OBJECTIVES["self_correction"])
 
 
-def is_error(output: pl.Expr) -> pl.Expr:
-    """Whether an execution output shows an error: a traceback, or an ``XxxError:`` line last
-    (nothing runs after an uncaught error; a metric printed as ``MeanSquaredError: 0.5``
-    and followed by more output is no error)."""
-    last = output.str.strip_chars_end().str.extract(r"(?:^|\n)([^\n]*)$", 1)
-    return output.str.contains(TRACEBACK, literal=True) | last.str.contains(ERROR_LINE)
-
-
-def error_parts(output: pl.Expr) -> list[pl.Expr]:
-    """error_type (last dotted name: ``KeyError``) and error_message of the last error line."""
-    line = output.str.extract_all(ERROR_LINE).list.last()
-    name = line.str.extract(r"^([^:]+)", 1).str.strip_chars()
-    return [
-        name.str.split(".").list.last().alias("error_type"),
-        line.str.extract(r"^[^:]*:[ \t]*(.*)$", 1).alias("error_message"),
-    ]
-
-
 def _code_rows(rows: pl.DataFrame) -> pl.DataFrame:
     """One row per set_code with its output and the next set_code (and its output)."""
-    code = pl.col("action_type") == "set_code"
-    rows = rows.with_columns(code.cast(pl.Int32).cum_sum().over("session_id").alias("_epoch"))
-    outputs = (
-        rows.filter(pl.col("action_type") == "set_exec_output", pl.col("_epoch") > 0)
-        .group_by("session_id", "_epoch")
-        .agg(pl.col("action").fill_null("").first().alias("output"))
-    )
-    following = ["action_id", "action", "correct", "output", "position"]
+    following = ["action_id", "action", "correct", "weight", "output", "position"]
     return (
-        rows.filter(code)
-        .join(outputs, on=["session_id", "_epoch"], how="left")
+        rows.filter(pl.col("action_type") == "set_code")
         .sort("session_id", "position")
         .with_columns(pl.col(following).shift(-1).over("session_id").name.prefix("next_"))
     )
@@ -84,7 +58,7 @@ def _pairs(codes: pl.DataFrame) -> pl.DataFrame:
     unrun_but_marked = pl.col("next_output").is_null() & pl.col("next_correct").eq_missing(True)
     fixed = (
         pl.col("next_action_id").is_not_null()
-        & pl.col("next_correct").ne_missing(False)
+        & pl.col("next_weight").eq_missing(1)
         & (ran_clean.fill_null(False) | unrun_but_marked)
     )
     return codes.filter(failed & fixed).select(
@@ -113,8 +87,8 @@ def _conversations(pairs: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("position") <= fix)
         .sort("session_id", "turn_index", "position")
         .with_columns(weight.alias("weight"))
-        # one message per run of a role and weight: the code edits before the fix (weight 0)
-        # and the user turns around the error alternate with each other; the fix stays alone
+        # one message per run of a role and weight: the user turns between the error and the
+        # fix are one turn
         .pipe(adjacent_merged, by=("session_id", "turn_index"))
         .group_by("session_id", "turn_index", maintain_order=True)
         .agg(

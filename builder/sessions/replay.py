@@ -16,10 +16,16 @@ set_exec_output     user        ``[stdout]:`` + the output, as for episode turns
                                 ``max_output_chars`` (head and tail kept)
 ==================  ==========  ======================================================
 
+A ``set_code`` replaced by the next action, another ``set_code``, never ran: the
+conversation shows the code that did (it stays in the ``actions`` table). So no two
+assistant messages follow each other, and superseded code is never trained.
+
 Weights (the seed: incorrect actions "can be used for setup but should not be trained on
 directly"): an assistant message has weight 1 unless its action has ``correct = false``
 (weight 0, the message stays in the conversation as context); ``correct`` null trains by
-default (``null_correct_trains``). Non-assistant messages have a null weight. Only sessions
+default (``null_correct_trains``), unless running the code gave an error
+(``builder.sessions.outputs``): unmarked code that failed is context, not a target. An empty
+edit (blank code) has weight 0. Non-assistant messages have a null weight. Only sessions
 marked ``verified`` and not ``incomplete`` (see ``validate``) are replayed; a session with
 no assistant message of weight 1 has nothing to train and is excluded too. Each exclusion is
 counted by reason.
@@ -37,6 +43,7 @@ import pyarrow as pa
 
 from builder.derive.messages import TOOL_CALLS, bounded, fenced
 from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
+from builder.sessions.outputs import is_error, with_code_outputs
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
 from schemas.sessions import ACTION_SOURCES
@@ -103,7 +110,7 @@ def initial_message(max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> pl.Expr
         )
     )
     return pl.concat_str(
-        pl.col("initial_instruction"), code.fill_null(""), output.fill_null("")
+        pl.col("initial_instruction").fill_null(""), code.fill_null(""), output.fill_null("")
     ).alias("content")
 
 
@@ -126,7 +133,7 @@ def action_message(
         .then(pl.concat_str(pl.lit(INSTRUCTION_PREFIX), text))
         .otherwise(text)
     )
-    trains = pl.col("correct").fill_null(null_correct_trains)
+    trains = pl.col("correct").fill_null(null_correct_trains) & _present("action")
     weight = pl.when(kind == "set_code").then(trains.cast(pl.Int64))
     return [role.alias("role"), content.alias("content"), weight.alias("weight")]
 
@@ -137,7 +144,7 @@ def conversation_rows(
     """One row per message of each session in ``sessions``, in conversation order.
 
     Columns: session_id, position (0-based), action_id (null on the two opening messages),
-    action_type, action, correct, role, content, weight.
+    action_type, action, correct, role, content, weight, output (of a ``set_code``'s run).
     """
     head = sessions.select(
         "session_id", "initial_instruction", "initial_code", "initial_exec_output"
@@ -163,21 +170,29 @@ def conversation_rows(
         "correct",
         *action_message(options.null_correct_trains, options.max_output_chars),
     )
-    rows = pl.concat([system, opening, acts], how="diagonal_relaxed")
-    return (
-        rows.sort("session_id", "_part", "action_id")
-        .with_columns(pl.int_range(pl.len(), dtype=pl.Int32).over("session_id").alias("position"))
-        .select(
-            "session_id",
-            "position",
-            "action_id",
-            "action_type",
-            "action",
-            "correct",
-            "role",
-            "content",
-            pl.col("weight").cast(pl.Int64),
-        )
+    code = pl.col("action_type") == "set_code"
+    superseded = code & (pl.col("action_type").shift(-1).over("session_id") == "set_code")
+    failed_unmarked = code & pl.col("correct").is_null() & is_error(pl.col("output"))
+    rows = (
+        pl.concat([system, opening, acts], how="diagonal_relaxed")
+        .sort("session_id", "_part", "action_id")
+        .filter(~superseded.fill_null(False))
+        .pipe(with_code_outputs)
+    )
+    return rows.with_columns(
+        pl.when(failed_unmarked.fill_null(False)).then(0).otherwise("weight").alias("weight"),
+        pl.int_range(pl.len(), dtype=pl.Int32).over("session_id").alias("position"),
+    ).select(
+        "session_id",
+        "position",
+        "action_id",
+        "action_type",
+        "action",
+        "correct",
+        "role",
+        "content",
+        pl.col("weight").cast(pl.Int64),
+        "output",
     )
 
 
@@ -244,7 +259,11 @@ def adjacent_merged(
     return (
         rows.with_columns(run)
         .group_by("_run", maintain_order=True)
-        .agg(pl.all().exclude("content").first(), pl.col("content").str.join("\n\n"))
+        .agg(
+            pl.all().exclude("content").first(),
+            # an empty opening (the instruction set by a later action) adds no blank lines
+            pl.col("content").filter(pl.col("content") != "").str.join("\n\n"),
+        )
         .select(rows.columns)
     )
 

@@ -11,9 +11,9 @@ Reject kinds, in the order a row is examined:
 * ``invalid_type``: a value of the wrong type (SQLite stores anything anywhere), or an
   ``action_id`` outside the seed's ``INT`` (32-bit); ``invalid_utf8``: text that is not
   UTF-8 (SQLite keeps any bytes as text), shown in the reject with backslash escapes;
-* ``null_field``: a required field is null (sessions: ``session_id``,
-  ``initial_instruction``; actions: ``action_uuid``, ``session_id``, ``action_type``,
-  ``source``); ``missing_action_id``: a null ``action_id`` (the action cannot be ordered);
+* ``null_field``: a required field is null (sessions: ``session_id``; actions:
+  ``action_uuid``, ``session_id``, ``action_type``, ``source``); ``missing_action_id``: a
+  null ``action_id`` (the action cannot be ordered);
 * ``invalid_action_type`` / ``invalid_source``: a value outside the seed's enum;
 * ``orphan_action``: the action's session does not exist; ``rejected_session``: it exists
   but was itself rejected (so the action cannot be attributed to a clean session);
@@ -33,6 +33,8 @@ Decisions:
   counts it as excluded.
 * A null ``verified`` is kept and means "not verified" (the seed: sessions should be *marked*
   verified for training use). A null ``action`` is kept (an empty edit or output).
+* A session's question (its ``question_id`` and split) is its task: the initial instruction,
+  or, when that is blank or null, the session's first instruction set by an action.
 """
 
 from __future__ import annotations
@@ -216,14 +218,34 @@ def _split(frame: pl.DataFrame, checks: list[Check]) -> tuple[pl.DataFrame, pl.D
     return frame.filter(~flags), frame.filter(flags).rechunk().with_columns(errors)
 
 
+def _task(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
+    """session_id -> ``_task``: the initial instruction, else (blank or null) the first
+    non-blank ``set_instruction`` of the session, else the empty text."""
+    given = pl.col("action").is_not_null() & (pl.col("action").str.strip_chars() != "")
+    first_set = (
+        actions.filter(pl.col("action_type") == "set_instruction", given)
+        .sort("session_id", "action_id")
+        .group_by("session_id")
+        .agg(pl.col("action").first().alias("_first_set"))
+    )
+    initial = pl.col("initial_instruction")
+    blank = initial.is_null() | (initial.str.strip_chars() == "")
+    task = pl.when(blank).then(pl.col("_first_set")).otherwise(initial)
+    return (
+        sessions.select("session_id", "initial_instruction")
+        .join(first_set, on="session_id", how="left")
+        .select("session_id", pl.coalesce(task, initial, pl.lit("")).alias("_task"))
+    )
+
+
 def _question_ids(instructions: pl.Series) -> pl.DataFrame:
     """question_id and normalized text per distinct instruction. sha256 and NFKC have no
     vectorized kernel, so this is the one Python loop: once per distinct instruction."""
     texts = instructions.unique().drop_nulls().sort().to_list()
-    names = ["initial_instruction", "question_id", "normalized_instruction"]
+    names = ["_task", "question_id", "normalized_instruction"]
     return pl.DataFrame(
         {
-            "initial_instruction": texts,
+            "_task": texts,
             "question_id": [question_id(t, None) for t in texts],
             "normalized_instruction": [normalize_question_text(t) for t in texts],
         },
@@ -340,8 +362,11 @@ def validate(
         )
     )
     s_ok = s_ok.select(SESSION_ROW.names)
+    tasks = _task(s_ok, a_ok)
     sessions_out = (
-        s_ok.join(_question_ids(s_ok["initial_instruction"]), on="initial_instruction", how="left")
+        s_ok.join(tasks, on="session_id", how="left", maintain_order="left")
+        .join(_question_ids(tasks["_task"]), on="_task", how="left")
+        .drop("_task")
         .join(per_session, on="session_id", how="left")
         .with_columns(
             pl.col("n_rejected_actions").fill_null(0),

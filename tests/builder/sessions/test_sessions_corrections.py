@@ -9,6 +9,7 @@ from sessions_support import ERROR, Backend, action, expected_messages, load, se
 
 from builder.sessions.corrections import SELF_CORRECTION_COLUMNS, self_corrections
 from builder.sessions.read import read_source
+from builder.sessions.replay import ReplayOptions
 from builder.sessions.validate import validate_source
 
 
@@ -94,9 +95,9 @@ def test_unrun_fix_counts_when_marked_correct(backend: Backend) -> None:
     ) == [(1, 3)]
 
 
-def test_prompt_alternates_when_code_was_edited_twice_before_running(backend: Backend) -> None:
-    # Two edits in a row before the failing run are one assistant message of the prompt (both
-    # weight 0): two assistant turns in a row break chat templates that require alternation.
+def test_code_replaced_before_it_ran_is_not_in_the_prompt(backend: Backend) -> None:
+    # An edit replaced by the next edit never ran: the prompt shows the code that did, so
+    # assistant turns never follow each other (chat templates that require alternation).
     backend.create("strict")
     backend.insert("sessions", [session(1, "Sum it.")])
     backend.insert(
@@ -116,8 +117,8 @@ def test_prompt_alternates_when_code_was_edited_twice_before_running(backend: Ba
     assert all(a != b for a, b in pairwise(roles)), roles
     code = [m for m in row["messages"] if m["role"] == "assistant"]
     assert [m["weight"] for m in code] == [0, 1]
-    assert "import pandas as pd" in code[0]["content"]
-    assert "df['Price'].mean()" in code[0]["content"]
+    assert "import pandas as pd" not in str(row["messages"])
+    assert code[0]["content"] == "```python\ndf['Price'].mean()\n```"
     assert code[1]["content"].count("df['price'].mean()") == 1
     assert row["completion"] == [{"role": "assistant", "content": code[1]["content"]}]
 
@@ -141,3 +142,42 @@ def test_an_error_name_printed_before_more_output_is_no_error(backend: Backend) 
             action("h", 1, 8, "set_exec_output", metric, None, "ai"),
         ],
     ) == [(5, 7)]
+
+
+def test_the_fix_trains_as_in_sft(backend: Backend) -> None:
+    # With null_correct_trains = false an unmarked fix is not trained in sft: nor here.
+    backend.create("strict")
+    backend.insert("sessions", [session(1, "Sum it.")])
+    backend.insert(
+        "actions",
+        [
+            action("a", 1, 1, "set_code", 'df["region"]', False, "ai"),
+            action("b", 1, 2, "set_exec_output", "KeyError: 'region'", None, "ai"),
+            action("c", 1, 3, "set_code", 'df["Region"]', None, "ai"),
+            action("d", 1, 4, "set_exec_output", "East 3", None, "ai"),
+        ],
+    )
+    validated = validate_source(read_source(backend.url))
+    assert self_corrections(validated).height == 1
+    strict = ReplayOptions(null_correct_trains=False)
+    assert self_corrections(validated, strict).height == 0
+
+
+def test_the_output_of_a_run_is_its_last(backend: Backend) -> None:
+    # Each set_exec_output replaces the output: "running..." then a traceback is an error;
+    # an error then a clean re-run of the same code is not.
+    assert _pairs(
+        backend,
+        [
+            action("a", 1, 1, "set_code", "A", False, "ai"),
+            action("b", 1, 2, "set_exec_output", "running...", None, "ai"),
+            action("c", 1, 3, "set_exec_output", ERROR, None, "ai"),
+            action("d", 1, 4, "set_code", "B", True, "ai"),
+            action("e", 1, 5, "set_exec_output", "ok", None, "ai"),
+            action("f", 1, 6, "set_code", "C", False, "ai"),
+            action("g", 1, 7, "set_exec_output", ERROR, None, "ai"),
+            action("h", 1, 8, "set_exec_output", "ok", None, "ai"),
+            action("i", 1, 9, "set_code", "D", True, "ai"),
+            action("j", 1, 10, "set_exec_output", "ok", None, "ai"),
+        ],
+    ) == [(1, 4)]

@@ -6,10 +6,12 @@ import itertools
 
 import polars as pl
 import pytest
-from sessions_support import INSTRUCTION, Backend, expected_messages, load
+from sessions_support import INSTRUCTION, Backend, action, expected_messages, load, session
 
 from builder.hashing import question_id
+from builder.sessions.read import read_source
 from builder.sessions.replay import SFT_COLUMNS, ReplayOptions, replay
+from builder.sessions.validate import validate_source
 
 
 def test_replay_is_exact(backend: Backend) -> None:
@@ -82,3 +84,81 @@ def test_the_opening_output_is_bounded_like_every_other() -> None:
     assert "   a\n0  1" in short and "truncated" not in short  # unchanged
     assert "y" * 10 + "\n…[truncated 30 characters]…\n" + "y" * 10 in long
     assert "y" * 11 not in long
+
+
+def _sft(backend: Backend, sessions: list, actions: list, **options: object) -> pl.DataFrame:
+    backend.create("strict")
+    backend.insert("sessions", sessions)
+    backend.insert("actions", actions)
+    return replay(validate_source(read_source(backend.url)), ReplayOptions(**options)).sft
+
+
+def _turns(row: dict) -> list[tuple[str, str, int | None]]:
+    return [(m["role"], m["content"], m["weight"]) for m in row["messages"][1:]]
+
+
+def test_code_replaced_before_it_ran_is_not_replayed(backend: Backend) -> None:
+    # set_code replaces the code: an edit followed by another edit never ran. Shown, it made
+    # two assistant turns in a row (templates that require alternation raise) and, when both
+    # were marked correct, trained code that was thrown away.
+    sft = _sft(
+        backend,
+        [session(3, "t")],
+        [
+            action("a", 3, 1, "set_code", "a=1", False, "ai"),
+            action("b", 3, 2, "set_code", "a=2", True, "ai"),
+            action("c", 3, 3, "set_exec_output", "ok", None, "ai"),
+            action("d", 3, 4, "set_code", "b=1", True, "ai"),
+            action("e", 3, 5, "set_code", "b=2", True, "ai"),
+        ],
+    )
+    assert _turns(sft.row(0, named=True)) == [
+        ("user", "t", None),
+        ("assistant", "```python\na=2\n```", 1),
+        ("user", "[stdout]:\nok", None),
+        ("assistant", "```python\nb=2\n```", 1),
+    ]
+
+
+def test_unmarked_code_that_failed_and_blank_code_do_not_train(backend: Backend) -> None:
+    error = "Traceback (most recent call last):\nZeroDivisionError: division by zero"
+    sft = _sft(
+        backend,
+        [session(1, "t")],
+        [
+            action("a", 1, 1, "set_code", "1 / 0", None, "ai"),
+            action("b", 1, 2, "set_exec_output", error, None, "ai"),
+            action("c", 1, 3, "set_code", None, None, "human"),  # the editor cleared
+            action("d", 1, 4, "input", "again", None, "human"),
+            action("e", 1, 5, "set_code", "1 / 1", None, "ai"),
+            action("f", 1, 6, "set_exec_output", "1.0", None, "ai"),
+            action("g", 1, 7, "set_code", "1 / 0", True, "ai"),  # marked correct: trusted
+            action("h", 1, 8, "set_exec_output", error, None, "ai"),
+        ],
+    )
+    weights = [w for role, _, w in _turns(sft.row(0, named=True)) if role == "assistant"]
+    assert weights == [0, 0, 1, 1]
+
+
+def test_a_session_that_starts_without_an_instruction_takes_its_first_one(
+    backend: Backend,
+) -> None:
+    # Its task (question id, split) is the first instruction it was given, and the opening
+    # message is that instruction alone; a null initial instruction is no reject.
+    sft = _sft(
+        backend,
+        [session(1, ""), session(2, None), session(3, "")],
+        [
+            action("a", 1, 1, "set_instruction", "Count the rows.", None, "human"),
+            action("b", 1, 2, "set_code", "len(df)", True, "ai"),
+            action("c", 2, 1, "set_instruction", "Mean price.", None, "human"),
+            action("d", 2, 2, "set_code", "df.price.mean()", True, "ai"),
+            action("e", 3, 1, "set_instruction", "Mean price.", None, "human"),
+            action("f", 3, 2, "set_code", "df['price'].mean()", True, "ai"),
+        ],
+    )
+    rows = {r["session_id"]: r for r in sft.iter_rows(named=True)}
+    assert sorted(rows) == [1, 2, 3]
+    assert rows[1]["question_id"] == question_id("Count the rows.", None)
+    assert rows[2]["question_id"] == rows[3]["question_id"] == question_id("Mean price.", None)
+    assert _turns(rows[1])[0] == ("user", "New instruction:\nCount the rows.", None)

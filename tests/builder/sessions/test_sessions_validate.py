@@ -40,7 +40,7 @@ def loaded(backend: Backend) -> Backend:
         "sessions",
         [
             session(1, "Clean session with some bad actions."),
-            session(2, None),  # null_field
+            session(2, None),  # a null instruction is no reject (the seed sets no constraint)
             session(3, "first"),  # duplicate_session_id (conflict)
             session(3, "second"),
             session(4, "copied"),  # duplicate_session_id (exact copy: one kept)
@@ -66,7 +66,7 @@ def loaded(backend: Backend) -> Backend:
             action("noid", 1, None),  # missing_action_id
             action("notype", 1, 7, type_=None),  # null_field
             action(None, 1, 8),  # null_field
-            action("r2", 2, 1),  # rejected_session
+            action("r2", 2, 1),  # fine: session 2 is clean
             action("r3", 3, 1),  # rejected_session
         ],
     )
@@ -76,7 +76,6 @@ def loaded(backend: Backend) -> Backend:
 def test_every_reject_kind_with_its_keys(loaded: Backend) -> None:
     v = _validated(loaded)
     assert _by_key(v) == {
-        "sessions.session_id=2": ["null_field"],
         "sessions.session_id=3": ["duplicate_session_id", "duplicate_session_id"],
         "sessions.session_id=4": ["duplicate_session_id"],
         "sessions.session_id=null": ["null_field"],
@@ -90,11 +89,10 @@ def test_every_reject_kind_with_its_keys(loaded: Backend) -> None:
         "actions.action_uuid=noid": ["missing_action_id"],
         "actions.action_uuid=notype": ["null_field"],
         "actions.action_uuid=null": ["null_field"],
-        "actions.action_uuid=r2": ["rejected_session"],
         "actions.action_uuid=r3": ["rejected_session"],
     }
     paths = {r.key: r.path for r in v.rejects}
-    assert paths["sessions.session_id=2"] == "$.initial_instruction"
+    assert paths["sessions.session_id=null"] == "$.session_id"
     assert paths["actions.action_uuid=type"] == "$.action_type"
     assert paths["actions.action_uuid=src"] == "$.source"
     assert paths["actions.action_uuid=orphan"] == "$.session_id"
@@ -129,25 +127,25 @@ def test_reject_records_are_complete_and_redacted(loaded: Backend) -> None:
 def test_valid_sessions_still_build(loaded: Backend) -> None:
     v = _validated(loaded)
     sessions = {r["session_id"]: r for r in v.sessions.to_dicts()}
-    assert set(sessions) == {1, 4, 10}  # 4: one exact copy rejected, the other kept
+    assert set(sessions) == {1, 2, 4, 10}  # 4: one exact copy rejected, the other kept
     assert sessions[1]["incomplete"] and sessions[1]["n_rejected_actions"] == 9
     assert not sessions[4]["incomplete"] and sessions[4]["n_rejected_actions"] == 1
     assert not sessions[10]["incomplete"] and sessions[10]["n_rejected_actions"] == 0
-    assert sorted(v.actions["action_uuid"].to_list()) == ["a1", "copy", "g1", "g2"]
+    assert sorted(v.actions["action_uuid"].to_list()) == ["a1", "copy", "g1", "g2", "r2"]
     assert v.rows_read == {"sessions": 8, "actions": 17}
     result = run(loaded.url, batch_rows=3)
     assert result.sft["session_id"].to_list() == [10]  # 4 has no code to train on
-    assert result.summary["excluded_sessions"]["no_trainable_turns"] == 1
+    assert result.summary["excluded_sessions"]["no_trainable_turns"] == 2  # 2 and 4
     assert result.summary["excluded_sessions"]["rejected_actions"] == 1
-    assert result.summary["rejected"]["by_kind"]["rejected_session"] == 2
-    assert result.tables["sessions"].num_rows == 3
+    assert result.summary["rejected"]["by_kind"]["rejected_session"] == 1
+    assert result.tables["sessions"].num_rows == 4
     checks = dict(
         zip(
             *result.tables["sessions"].select(["session_id", "checks"]).to_pydict().values(),
             strict=True,
         )
     )
-    assert checks == {1: ["rejected_actions"], 4: [], 10: []}
+    assert checks == {1: ["rejected_actions"], 2: [], 4: [], 10: []}
     assert "hunter2" not in json.dumps(result.summary)
 
 
