@@ -54,13 +54,31 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} — see `{self.prog} --help`\n")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """As argparse's, but an unknown flag is named by the command it was given to
+        (``episodes build: unrecognized arguments: --nope``), not by the top level."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            _command_parser(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+def _command_parser(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> Any:
+    """The (sub)command's own parser that ``parsed`` went through, innermost."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+            if chosen is not None:
+                return _command_parser(chosen, parsed)
+    return parser
+
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="episodes", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of an error (or EPISODES_DEBUG=1)"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = sub.add_parser("build", help="build the dataset folder from episodes (and sessions)")
     b.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
@@ -107,7 +125,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", type=Path, help="write to this file instead of stdout")
 
     sessions = sub.add_parser("sessions", help="interactive-session databases")
-    sessions_sub = sessions.add_subparsers(dest="sessions_command", required=True)
+    sessions_sub = sessions.add_subparsers(
+        dest="sessions_command", required=True, metavar="COMMAND"
+    )
     init = sessions_sub.add_parser("init", help="create the sessions and actions tables")
     init.add_argument("url", help="sqlite:///path.db or postgresql://user@host/db")
 

@@ -63,7 +63,9 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
         try:
             matches = _matches(pattern)
         except storage.UnknownStorage as exc:
-            raise InputError(str(exc)) from exc
+            error = InputError(str(exc))
+            error.hint = exc.hint  # which stores there are, not "check the command line"
+            raise error from exc
         if not matches:
             if not storage.is_uri(pattern) and Path(pattern).is_dir():
                 raise InputError(f"{pattern} is a folder: name its files, e.g. {pattern}/*.jsonl")
@@ -221,7 +223,9 @@ class InputFile:
         except storage.StorageError:
             raise  # the store is out of reach: the environment's to fix, not the input's
         except storage.UnknownStorage as exc:
-            raise InputError(str(exc)) from exc
+            error = InputError(str(exc))
+            error.hint = exc.hint  # which stores there are, not "check the command line"
+            raise error from exc
         except OSError as exc:
             raise cannot_open(path, exc) from exc
         digest = _DigestingReader(handle)

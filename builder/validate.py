@@ -284,6 +284,12 @@ class Validator(Generic[ModelT]):
         value, rejected = parse_line(line)
         if rejected is not None:
             return rejected
+        if isinstance(value, list):  # the usual slip: a JSON array where lines are records
+            said = (
+                "a line holds one record (a JSON object), got an array: write one record per "
+                "line, or name the file .json to read it as a list of records"
+            )
+            return Reject(line.path, line.number, SCHEMA, (FieldError("$", said),), line.raw)
         layout, spelled = SEEDS.name, value
         if self.model is Episode and isinstance(value, dict):
             try:

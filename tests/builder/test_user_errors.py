@@ -24,6 +24,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.j
 
 def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     (tmp / "empty.jsonl").write_bytes(b"")
+    (tmp / "array.jsonl").write_text('[{"episode_id": "e"}]\n')
     (tmp / "binary.jsonl").write_bytes(bytes(range(256)) * 4)
     (tmp / "notgz.jsonl.gz").write_bytes(b"not gzip at all\n")
     (tmp / "trunc.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n' * 100)[:30])
@@ -80,7 +81,18 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "no manifest.json",
         ),
         ("bad hash precision", ["build", "--hash-precision", "two", *out], 1, "--hash-precision"),
-        ("unknown flag", ["build", "--bogus", *out], 1, "--bogus"),
+        (
+            "unknown flag",
+            ["build", "--bogus", *out],
+            1,
+            "episodes build: unrecognized arguments: --bogus",
+        ),
+        (
+            "no subcommand",
+            ["sessions"],
+            1,
+            "episodes sessions: the following arguments are required: COMMAND",
+        ),
         ("unknown command", ["bulid"], 1, "bulid"),
         ("schema into a missing folder", ["schema", "--out", "nodir/x.json"], 5, "nodir"),
         ("unwritable output", ["build", "--episodes", sample, "--out", "/proc/x/ds"], 5, "/proc/x"),
@@ -91,6 +103,8 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "holds the input",
         ),
         ("validate missing file", ["validate", "missing.jsonl"], 1, "missing.jsonl"),
+        ("unknown store", ["build", "--episodes", "ftp://h/e.jsonl", *out], 1, "use s3://"),
+        ("an array as a line", ["validate", "array.jsonl"], 2, "write one record per line"),
         ("lock held", ["build", "--episodes", sample, *out], 4, "another build"),
         (
             "unwritable rejects file",
@@ -205,7 +219,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 48
+N_CASES = 51
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
