@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from builder.report.errors import AgainstError, BuildFolderError
 from builder.report.folder import load_manifest, read_manifest
 from builder.splits import SPLITS
 
@@ -26,9 +27,12 @@ class Change:
 
 def load_other(path: Path) -> tuple[str, dict[str, Any]]:
     """The other build's manifest: ``path`` is a build folder or a manifest file."""
-    if path.is_file():
-        return str(path), read_manifest(path)
-    return str(path), load_manifest(path)
+    try:
+        if path.is_file():
+            return str(path), read_manifest(path)
+        return str(path), load_manifest(path)
+    except BuildFolderError as exc:  # the other build is named by --against, not rebuilt
+        raise AgainstError(f"--against {exc}") from exc
 
 
 def _counts(section: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Change]:

@@ -11,6 +11,12 @@ class BuildFolderError(UsageError):
     hint = "run `episodes build` again into that folder, or name another one"
 
 
+class AgainstError(UsageError):
+    """``--against`` names neither a build folder nor a build's manifest."""
+
+    hint = "name another build's folder, or its manifest.json"
+
+
 class TokenizerError(UsageError):
     """``--tokenizer`` names no tokenizer this report can load."""
 

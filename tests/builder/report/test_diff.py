@@ -6,9 +6,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from builder.build import BuildReport, build
 from builder.config import BuildConfig
 from builder.report import diff
+from builder.report.errors import AgainstError
 from builder.report.page import Options, write_report
 
 from .conftest import SAMPLE_EPISODES
@@ -73,3 +76,12 @@ def test_compare_lists_every_count_of_both_builds() -> None:
     assert changes[("rejects", "schema")] == (1, 0)
     assert changes[("rejects", "invalid_json")] == (0, 2)
     assert diff.file_changes(base, new) == {"added": 1, "removed": 0, "changed": 1, "unchanged": 1}
+
+
+def test_against_something_that_is_no_build_names_the_flag(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"a": 1}\n{"b": 2}\n')
+    for other in (rows, tmp_path / "nothing"):
+        with pytest.raises(AgainstError, match=r"^--against ") as caught:
+            diff.load_other(other)
+        assert "episodes build" not in caught.value.hint  # the other build is not rebuilt

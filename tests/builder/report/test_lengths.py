@@ -79,6 +79,10 @@ def test_share_over_a_limit() -> None:
 def test_a_missing_tokenizer_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(TokenizerError, match=r"--tokenizer .*no such file"):
         lengths.load_tokenizer(tmp_path / "nothing")
+    other = tmp_path / "rows.jsonl"  # a file: no folder transformers could read either
+    other.write_text("{}\n")
+    with pytest.raises(TokenizerError, match=r"rows.jsonl: a file, but not a tokenizer.json"):
+        lengths.load_tokenizer(other)
 
 
 def test_the_report_counts_tokens_with_a_tokenizer(
