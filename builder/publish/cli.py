@@ -157,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
     except (GateRefused, VersionRefused, TokenError) as exc:
         return fail(EXIT_REFUSED, f"refused: {exc} — nothing was uploaded")
     except HubUnavailable as exc:
-        return fail(EXIT_FAILED, f"{exc} — nothing was uploaded")
+        return fail(
+            EXIT_FAILED,
+            f"{exc} — nothing was uploaded; check the network and HF_ENDPOINT, then run the "
+            "same command again",
+        )
     except PublishFailed as exc:
         return fail(EXIT_FAILED, str(exc))
     return EXIT_OK

@@ -111,3 +111,25 @@ def test_the_token_never_appears_in_output_logs_or_files(
                 assert hf_token.encode() not in path.read_bytes(), path
     # Uploads and downloads to the object storage never carry the token either.
     assert not [r for r in hub.requests if r.listener == "storage" and r.authorization]
+
+
+def test_a_hub_that_cannot_be_read_says_what_to_do(
+    hub: HubServer,
+    build_a: BuildReport,
+    repo_id: str,
+    hf_token: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from builder.publish.hub import Hub
+
+    def refused(self: Hub) -> None:
+        raise ConnectionError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(Hub, "state", refused)
+    start = len(hub.requests)
+    code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
+    assert code == exit_codes.UNAVAILABLE, err
+    (line,) = err.strip().splitlines()
+    assert "Connection refused" in line and "nothing was uploaded" in line
+    assert line.endswith("check the network and HF_ENDPOINT, then run the same command again")
+    assert writes(hub, start) == []
