@@ -6,7 +6,8 @@ Three kinds of URL, one code path after ``connect``:
   opens an SQLite file;
 * ``sqlite:///path.sql`` is a SQL dump (readable, diffable text: the form the sample ships
   in); it is executed into a temporary SQLite file that lives as long as the connection;
-* ``postgresql://...`` (or ``postgres://``) is handed to libpq unchanged.
+* ``postgresql://...`` (or ``postgres://``) is handed to libpq unchanged (a libpq
+  ``key=value`` string is refused: the URL is what names the database everywhere else).
 
 Connections are ADBC DB-API connections, so results arrive as Arrow record batches. Every
 message, reject and table names the database by its redacted URL: a password must never end
@@ -16,6 +17,7 @@ up in a rejects file or a dataset card.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -34,10 +36,32 @@ SQL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "sql"
 _SQLITE_PREFIX = "sqlite:///"
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _SECRET_PARAMS = {"password", "sslpassword"}
+# A libpq key=value pair whose value is secret: the value bare or single-quoted (with \\ and
+# \' escapes), as libpq reads it
+_SECRET_PAIR = re.compile(r"\b((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE)
+_CONNINFO = re.compile(r"^\s*[A-Za-z_]+\s*=")
+# Why a connection was refused, in libpq's words, when the URL (not the server) is at fault
+_AUTH_FAILED = ("authentication failed", "no password supplied")
+_NOT_FOUND = ("does not exist",)  # the URL's role or database
+_PASSWORD_HINT = (
+    "check the password: in the URL (postgresql://user:password@host/db), in PGPASSWORD or "
+    "in ~/.pgpass, and that the URL's user is the right one"
+)
+# Lines only pg_dump (or psql) writes: SQLite stops at the first of them
+_PG_DUMP_MARKS = ("-- PostgreSQL database dump", "\\connect ", "\\restrict ", "FROM stdin;")
 
 
 class DatabaseError(UsageError, ValueError):
     """A sessions database that cannot be used, named by its redacted URL."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+    def about(self, source: str) -> DatabaseError:
+        """The same error, its message prefixed with the (redacted) database it is about."""
+        return type(self)(f"{source}: {self}", self.hint)
 
 
 class DriverMissing(EnvironmentProblem, DatabaseError):
@@ -80,6 +104,12 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
         return DatabaseURL(url, "sqlite", path)
     if urlsplit(url).scheme in _POSTGRES_SCHEMES:
         return DatabaseURL(url, "postgresql")
+    if _CONNINFO.match(url):
+        raise DatabaseError(
+            f"{redact(url)}: a libpq key=value connection string, which is not supported",
+            "give a URL instead: postgresql://user@host:port/dbname, with the password in "
+            "PGPASSWORD or ~/.pgpass (or postgresql://user:password@host:port/dbname)",
+        )
     raise DatabaseError(
         f"{redact(url)}: unsupported sessions database URL "
         "(expected sqlite:///path.db, sqlite:///dump.sql or postgresql://...)"
@@ -87,7 +117,10 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
 
 
 def redact(url: str) -> str:
-    """The URL with any password (in the user info or the query string) replaced by ``***``."""
+    """The URL with any password (in the user info or the query string) replaced by ``***``;
+    a libpq key=value string with its ``password=`` value replaced."""
+    if "://" not in url:
+        return _SECRET_PAIR.sub(r"\1\2***", url)
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -103,6 +136,26 @@ def redact(url: str) -> str:
     if (netloc, query) == (parts.netloc, parts.query):
         return url  # nothing secret: unchanged (urlunsplit would rewrite sqlite:///x)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` (a driver's message) without the URL's password, should the driver echo it."""
+    for secret in _secrets(url):
+        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
+    return _SECRET_PAIR.sub(r"\1\2***", text)
+
+
+def _secrets(url: str) -> list[str]:
+    if "://" not in url:
+        found = [m.group(3).strip("'") for m in _SECRET_PAIR.finditer(url)]
+    else:
+        try:
+            parts = urlsplit(url)
+            found = [parts.password or ""]
+            found += [v for k, v in parse_qsl(parts.query) if k.lower() in _SECRET_PARAMS]
+        except ValueError:
+            found = []
+    return [s for s in found if s and s != "***"]
 
 
 def ddl(dialect: Dialect) -> str:
@@ -127,6 +180,13 @@ def load_dump(dump: Path, target: Path) -> None:
         con.executescript(script)
         con.commit()
     except sqlite3.Error as exc:
+        if any(mark in script for mark in _PG_DUMP_MARKS):
+            raise DatabaseError(
+                f"{dump}: not a SQLite dump: it looks like pg_dump output, which SQLite cannot "
+                f"load ({exc})",
+                f"load it into PostgreSQL (psql -d DBNAME -f {dump}) and pass "
+                "--sessions postgresql://user@host/DBNAME",
+            ) from exc
         raise DatabaseError(f"{dump}: SQL dump does not load into SQLite: {exc}") from exc
     finally:
         con.close()
@@ -142,7 +202,7 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         try:
             conn = postgresql.connect(db.url)
         except Exception as exc:  # ADBC raises driver-specific errors
-            raise DatabaseUnreachable(f"{db.redacted}: cannot connect: {_first_line(exc)}") from exc
+            raise _refused(db, exc) from exc
         with conn:
             yield conn
         return
@@ -160,6 +220,23 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         load_dump(db.path, loaded)
         with sqlite.connect(str(loaded)) as conn:
             yield conn
+
+
+def _refused(db: DatabaseURL, exc: BaseException) -> DatabaseError:
+    """The error for a failed connection: the user's (exit 1) when the server refused the
+    URL's credentials or names, the environment's (exit 5) otherwise."""
+    detail = driver_error(exc, db.url)
+    reason = re.split(r"FATAL:|failed: ", detail)[-1].strip()  # libpq's own words, unprefixed
+    lowered = reason.lower()
+    if any(mark in lowered for mark in _AUTH_FAILED):
+        return DatabaseError(
+            f"{db.redacted}: the server refused the login: {reason}", _PASSWORD_HINT
+        )
+    if "FATAL:" in detail and any(mark in lowered for mark in _NOT_FOUND):
+        return DatabaseError(
+            f"{db.redacted}: cannot connect: {reason}", "fix the user or database name in the URL"
+        )
+    return DatabaseUnreachable(f"{db.redacted}: cannot connect: {detail}")
 
 
 def check_database(url: str) -> None:
@@ -200,7 +277,11 @@ def init_database(url: str | DatabaseURL) -> None:
             raise DatabaseError(f"{db.redacted}: cannot create the tables: {exc}") from exc
         return
     with connect(db) as conn:
-        execute(conn, statements(ddl("postgresql")))
+        try:
+            execute(conn, statements(ddl("postgresql")))
+        except Exception as exc:  # the driver's errors (no privilege, no schema) name no database
+            detail = driver_error(exc, db.url)
+            raise DatabaseError(f"{db.redacted}: cannot create the tables: {detail}") from exc
 
 
 def execute(conn: Any, sql: list[str]) -> None:
@@ -228,5 +309,10 @@ def ingest(url: str | DatabaseURL, table: str, data: pa.Table) -> None:
         conn.commit()
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+def driver_error(exc: BaseException, url: str) -> str:
+    """A driver's error in one line, without the URL's password: the server's own ``ERROR:``
+    line when there is one (the driver's first line may be a statement of many lines)."""
+    text = str(exc).strip()
+    server = re.search(r"\bERROR:\s*(.+)", text)
+    line = server.group(1) if server else (text.splitlines() or [type(exc).__name__])[0]
+    return scrub(line.strip(), url)

@@ -1,0 +1,153 @@
+"""A user's mistakes with a sessions database: one line that says what happened and what to do,
+the right exit code, never a password."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sessions_support import PASSWORD, Backend
+
+from builder import exit_codes
+from builder.cli import main
+from builder.errors import one_line
+from builder.sessions.db import DatabaseError, check_database, init_database, parse_url, redact
+from builder.sessions.read import read_source
+
+POSTGRESQL = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+SQLITE = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+IN_APP = "options=-csearch_path%3Dapp"  # the query parameter the messages advise
+
+
+def _as_user(backend: Backend, user: str, password: str | None = None) -> str:
+    login = user if password is None else f"{user}:{password}"
+    return backend.url.replace(f"postgres:{PASSWORD}@", f"{login}@", 1)
+
+
+def _error(url: str) -> DatabaseError:
+    with pytest.raises(DatabaseError) as info:
+        read_source(url)
+    return info.value
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    return code, err
+
+
+@pytest.fixture
+def role(backend: Backend) -> Iterator[str]:
+    """A login role of the backend's cluster, with nothing granted (dropped afterwards)."""
+    name = f"r_{uuid.uuid4().hex[:12]}"
+    backend.execute(f"CREATE ROLE {name} LOGIN PASSWORD 'rightpw'")
+    yield name
+    backend.execute(f"DROP OWNED BY {name}", f"DROP ROLE {name}")
+
+
+@pytest.fixture
+def password_role(backend: Backend, role: str) -> Iterator[str]:
+    """``role``, which must sign in with its password (the rest of the cluster trusts)."""
+    with psycopg.connect(backend.dsn, autocommit=True) as conn:
+        hba = Path(str(conn.execute("SHOW hba_file").fetchone()[0]))  # type: ignore[index]
+        kept = hba.read_text(encoding="utf-8")
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n{kept}", encoding="utf-8")
+        conn.execute("SELECT pg_reload_conf()")
+    yield role
+    hba.write_text(kept, encoding="utf-8")
+    with psycopg.connect(backend.dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_reload_conf()")
+
+
+# A password is never shown
+
+
+@pytest.mark.parametrize(
+    ("conninfo", "shown"),
+    [
+        ("host=127.0.0.1 password=secretpw dbname=prod", "host=127.0.0.1 password=*** dbname=prod"),
+        ("password = 'secret pw' dbname=prod", "password = *** dbname=prod"),
+        ("dbname=prod sslpassword=secretpw", "dbname=prod sslpassword=***"),
+    ],
+)
+def test_a_key_value_string_is_redacted(conninfo: str, shown: str) -> None:
+    assert redact(conninfo) == shown
+    with pytest.raises(DatabaseError) as info:
+        parse_url(conninfo)
+    line = one_line("build", info.value)
+    assert "secret" not in line and "postgresql://" in line
+
+
+def test_a_key_value_string_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    conninfo = "host=127.0.0.1 password=secretpw dbname=prod"
+    for argv in (
+        ["build", "--sessions", conninfo, "--out", str(tmp_path / "out")],
+        ["sessions", "init", conninfo],
+    ):
+        code, err = _cli(capsys, *argv)
+        assert code == exit_codes.USAGE
+        assert "secretpw" not in err and "password=***" in err
+        assert "key=value" in err and "postgresql://user@host:port/dbname" in err
+
+
+# Logins and privileges are the user's to fix
+
+
+@POSTGRESQL
+def test_a_wrong_or_missing_password_exits_1_and_names_the_password(
+    backend: Backend, password_role: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for url in (_as_user(backend, password_role, "wrongpw"), _as_user(backend, password_role)):
+        code, err = _cli(capsys, "sessions", "init", url)
+        assert code == exit_codes.USAGE, err
+        assert "password" in err and "PGPASSWORD" in err and "~/.pgpass" in err
+        assert "wrongpw" not in err
+    check_database(_as_user(backend, password_role, "rightpw"))
+
+
+@POSTGRESQL
+def test_a_server_that_is_down_is_still_the_environment(
+    backend: Backend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    down = "postgresql://postgres:hunter2@127.0.0.1:1/db"
+    code, err = _cli(capsys, "sessions", "init", down)
+    assert code == exit_codes.UNAVAILABLE and "hunter2" not in err
+
+
+@POSTGRESQL
+def test_creating_tables_without_the_privilege_is_one_line(backend: Backend, role: str) -> None:
+    backend.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}")
+    with pytest.raises(DatabaseError, match=r"cannot create the tables: .*permission denied"):
+        init_database(_as_user(backend, role))
+
+
+# A SQL dump that is not SQLite's
+
+
+PG_DUMP = """--
+-- PostgreSQL database dump
+--
+
+\\restrict 5mXgZ1
+SET statement_timeout = 0;
+SELECT pg_catalog.set_config('search_path', '', false);
+
+COPY public.sessions (session_id, initial_instruction) FROM stdin;
+1\tPlot it.
+\\.
+"""
+
+
+def test_a_pg_dump_given_as_sqlite_says_to_load_it_into_postgresql(tmp_path: Path) -> None:
+    dump = tmp_path / "prod.sql"
+    dump.write_text(PG_DUMP, encoding="utf-8")
+    line = one_line("build", _error(f"sqlite:///{dump}"))
+    assert "not a SQLite dump" in line and "pg_dump" in line
+    assert "load it into PostgreSQL" in line and "postgresql://" in line
