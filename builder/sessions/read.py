@@ -20,6 +20,10 @@ driver facts shape the SQL:
   followed by text fails. A typed sentinel row is put first (``UNION ALL``) and dropped.
 * On PostgreSQL the guards cost a regex per value, so they are only used for columns whose
   catalog type is not already an integer (``int2/4/8``) or ``bool``.
+
+Columns are matched by name as the database does: case-insensitively in SQLite, exactly in
+PostgreSQL (where a quoted name keeps its case). A column the contract marks optional
+(``actions.correct``) may be absent: it is read as all-null.
 """
 
 from __future__ import annotations
@@ -31,7 +35,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from builder.sessions.db import DatabaseError, DatabaseURL, Dialect, connect, parse_url
+from builder.sessions.db import (
+    DatabaseError,
+    DatabaseURL,
+    Dialect,
+    connect,
+    driver_error,
+    parse_url,
+)
 from schemas.sessions import ROW_SCHEMAS
 
 DEFAULT_BATCH_ROWS = 65_536
@@ -46,6 +57,8 @@ _BOOLEAN_WORDS = "('true', 'false', 't', 'f', '1', '0')"
 _TRUE = "('true', 't', '1')"
 _PG_BYTES_PER_ROW = 256  # sizes the driver's byte budget from batch_rows
 _PG_MIN_BATCH_BYTES, _PG_MAX_BATCH_BYTES = 64 << 10, 64 << 20
+# Columns the seed's spec marks optional: a table without them is read as if all null
+OPTIONAL_COLUMNS = {"sessions": frozenset[str](), "actions": frozenset({"correct"})}
 
 
 def guarded(type_: pa.DataType) -> bool:
@@ -124,14 +137,27 @@ def column_types(cursor: Any, dialect: Dialect, table: str) -> dict[str, str]:
     return {str(name): str(type_) for name, type_ in cursor.fetchall()}
 
 
-def _column_sql(dialect: Dialect, field: pa.Field, catalog_type: str) -> tuple[str, str | None]:
-    """``(value AS name, invalid text AS _invalid_name)`` for one column (None: not guarded).
+def _absent_sql(field: pa.Field) -> tuple[str, str | None]:
+    """An optional column the table lacks: nulls, typed as the column would be."""
+    name, invalid = _quote(field.name), _quote(INVALID_PREFIX + field.name)
+    if not guarded(field.type):
+        return f"CAST(NULL AS TEXT) AS {name}", None
+    target = "BOOLEAN" if pa.types.is_boolean(field.type) else "BIGINT"
+    return f"CAST(NULL AS {target}) AS {name}", f"CAST(NULL AS TEXT) AS {invalid}"
+
+
+def _column_sql(
+    dialect: Dialect, field: pa.Field, catalog_type: str, column: str | None = None
+) -> tuple[str, str | None]:
+    """``(value AS name, invalid text AS _invalid_name)`` for one column (None: not guarded);
+    ``column`` is the table's own spelling of the name, when it differs.
 
     A value of the declared type is read as is; text is read only in its exact spelling
     (``_PG_INTEGER_TEXT``, ``_BOOLEAN_WORDS``), the same rule in both databases."""
-    c, invalid = _quote(field.name), _quote(INVALID_PREFIX + field.name)
+    c, invalid = _quote(column or field.name), _quote(INVALID_PREFIX + field.name)
+    name = _quote(field.name)
     if not guarded(field.type):
-        return f"CAST({c} AS TEXT) AS {c}", None
+        return f"CAST({c} AS TEXT) AS {name}", None
     is_bool = pa.types.is_boolean(field.type)
     text = f"CAST({c} AS TEXT)"
     if dialect == "sqlite":
@@ -148,15 +174,38 @@ def _column_sql(dialect: Dialect, field: pa.Field, catalog_type: str) -> tuple[s
         native = catalog_type == "bool" if is_bool else catalog_type in _PG_INTEGERS
         target = "BOOLEAN" if is_bool else "BIGINT"
         if native:
-            return f"CAST({c} AS {target}) AS {c}", f"CAST(NULL AS TEXT) AS {invalid}"
+            return f"CAST({c} AS {target}) AS {name}", f"CAST(NULL AS TEXT) AS {invalid}"
         if is_bool:
             ok = f"lower({text}) IN {_BOOLEAN_WORDS}"
             value = f"CAST(lower({text}) AS BOOLEAN)"
         else:
             ok, value = f"{text} ~ '{_PG_INTEGER_TEXT}'", f"CAST({text} AS BIGINT)"
     return (
-        f"CASE WHEN {ok} THEN {value} END AS {c}",
+        f"CASE WHEN {ok} THEN {value} END AS {name}",
         f"CASE WHEN {c} IS NOT NULL AND NOT ({ok}) THEN {text} END AS {invalid}",
+    )
+
+
+def own_names(dialect: Dialect, types: dict[str, str]) -> dict[str, str]:
+    """Declared column name -> the table's own spelling of it (SQLite ignores case)."""
+    if dialect == "sqlite":
+        return {name.lower(): name for name in types}
+    return {name: name for name in types}
+
+
+def _lacks_columns(
+    dialect: Dialect, table: str, missing: list[str], types: dict[str, str]
+) -> DatabaseError:
+    message = f"table {table} lacks column(s) {', '.join(missing)}"
+    by_case = {name.lower(): name for name in types}
+    cased = [by_case[m] for m in missing if m in by_case]
+    if cased:  # PostgreSQL: a quoted name keeps its case, and matches only that case
+        shown = ", ".join(_quote(name) for name in cased)
+        message += f"; its column(s) {shown} differ from them only in case"
+    return DatabaseError(
+        message,
+        f"the tables must have the columns of schemas/sql/{dialect}.sql: add or rename "
+        f"(ALTER TABLE {table} RENAME COLUMN ...) the missing ones",
     )
 
 
@@ -165,10 +214,18 @@ def select_sql(dialect: Dialect, table: str, types: dict[str, str]) -> str:
     declared = ROW_SCHEMAS[table]
     if not types:
         raise DatabaseError(f"no table {table}: create both with `episodes sessions init URL`")
-    missing = [f.name for f in declared if f.name not in types]
+    names = own_names(dialect, types)
+    cased = {name.lower() for name in types}  # an optional column in another case is no absence
+    optional = OPTIONAL_COLUMNS[table] - cased
+    missing = [f.name for f in declared if f.name not in names and f.name not in optional]
     if missing:
-        raise DatabaseError(f"table {table} lacks column(s) {', '.join(missing)}")
-    pairs = [_column_sql(dialect, f, types[f.name]) for f in declared]
+        raise _lacks_columns(dialect, table, missing, types)
+    pairs = [
+        _column_sql(dialect, f, types[names[f.name]], names[f.name])
+        if f.name in names
+        else _absent_sql(f)
+        for f in declared
+    ]
     exprs = [value for value, _ in pairs] + [invalid for _, invalid in pairs if invalid]
     body = f"{', '.join(exprs)} FROM {_quote(table)}"
     if dialect == "postgresql":
@@ -220,16 +277,18 @@ def unread_columns(conn: Any, db: DatabaseURL, table: str) -> list[str]:
     manifest names them, so none goes unnoticed."""
     declared = set(ROW_SCHEMAS[table].names)
     with conn.cursor() as cur:
-        return [c for c in column_types(cur, db.dialect, table) if c not in declared]
+        types = column_types(cur, db.dialect, table)
+    key = str.lower if db.dialect == "sqlite" else str
+    return [c for c in types if key(c) not in declared]
 
 
 def _collect(conn: Any, db: DatabaseURL, table: str, batch_rows: int) -> pa.Table:
     try:
         batches = list(iter_batches(conn, db.dialect, table, batch_rows))
     except DatabaseError as exc:
-        raise DatabaseError(f"{db.redacted}: {exc}") from exc
+        raise exc.about(db.redacted) from exc
     except Exception as exc:  # driver errors (ADBC, Arrow) name neither database nor table
-        detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        detail = driver_error(exc, db.url)
         raise DatabaseError(f"{db.redacted}: cannot read table {table}: {detail}") from exc
     # The batches become the table's chunks: no copy.
     return pa.Table.from_batches(batches, schema=batch_schema(table))

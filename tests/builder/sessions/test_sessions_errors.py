@@ -9,13 +9,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from sessions_support import PASSWORD, Backend
+from sessions_support import PASSWORD, Backend, action, session
 
 from builder import exit_codes
 from builder.cli import main
 from builder.errors import one_line
 from builder.sessions.db import DatabaseError, check_database, init_database, parse_url, redact
 from builder.sessions.read import read_source
+from builder.sessions.validate import validate_source
+from schemas.sessions import ACTION_ROW, SESSION_ROW
 
 POSTGRESQL = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 SQLITE = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
@@ -128,7 +130,51 @@ def test_creating_tables_without_the_privilege_is_one_line(backend: Backend, rol
         init_database(_as_user(backend, role))
 
 
-# A SQL dump that is not SQLite's
+# Tables that differ from the contract
+
+
+@SQLITE
+def test_sqlite_column_names_match_in_any_case(backend: Backend) -> None:
+    backend.execute(
+        f"CREATE TABLE sessions ({', '.join(n.title() for n in SESSION_ROW.names)})",
+        f"CREATE TABLE actions ({', '.join(n.upper() for n in ACTION_ROW.names)})",
+    )
+    backend.insert("sessions", [session(1)])
+    backend.insert("actions", [action("a", 1, 1, correct=True)])
+    source = read_source(backend.url)
+    assert source.sessions["session_id"].to_pylist() == [1]
+    assert source.actions["correct"].to_pylist() == [True]
+    assert source.unread_columns == {"sessions": [], "actions": []}
+
+
+@POSTGRESQL
+def test_postgresql_says_a_quoted_name_differs_only_in_case(backend: Backend) -> None:
+    backend.create("strict")
+    backend.execute('ALTER TABLE sessions RENAME COLUMN session_id TO "Session_Id"')
+    line = one_line("build", _error(backend.url))
+    assert 'table sessions lacks column(s) session_id; its column(s) "Session_Id" differ' in line
+    assert "only in case" in line
+
+
+def test_actions_without_the_optional_correct_column(backend: Backend) -> None:
+    backend.create("loose")
+    backend.execute("ALTER TABLE actions DROP COLUMN correct")
+    backend.insert("sessions", [session(1)])
+    backend.insert("actions", [action("a", 1, 1)[:5] + action("a", 1, 1)[6:]])
+    source = read_source(backend.url)
+    assert source.actions.schema.field("correct").type == ACTION_ROW.field("correct").type
+    assert source.actions["correct"].to_pylist() == [None]
+    validated = validate_source(source)
+    assert validated.rejects == [] and validated.actions["correct"].to_list() == [None]
+
+
+def test_a_missing_column_names_the_table_and_the_contract(backend: Backend) -> None:
+    backend.create("loose")
+    backend.execute("ALTER TABLE actions DROP COLUMN source")
+    line = one_line("build", _error(backend.url))
+    assert "table actions lacks column(s) source" in line
+    assert f"schemas/sql/{backend.dialect}.sql" in line
+    assert "dataset.toml" not in line and PASSWORD not in line
 
 
 PG_DUMP = """--
