@@ -29,9 +29,11 @@ PostgreSQL (where a quoted name keeps its case). A column the contract marks opt
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 
@@ -59,6 +61,7 @@ _PG_BYTES_PER_ROW = 256  # sizes the driver's byte budget from batch_rows
 _PG_MIN_BATCH_BYTES, _PG_MAX_BATCH_BYTES = 64 << 10, 64 << 20
 # Columns the seed's spec marks optional: a table without them is read as if all null
 OPTIONAL_COLUMNS = {"sessions": frozenset[str](), "actions": frozenset({"correct"})}
+_PLAIN_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_$]*")
 
 
 def guarded(type_: pa.DataType) -> bool:
@@ -251,7 +254,10 @@ def iter_batches(
     schema = batch_schema(table)
     read = read_schema(table)
     with conn.cursor() as cur:
-        sql = select_sql(dialect, table, column_types(cur, dialect, table))
+        types = column_types(cur, dialect, table)
+        if not types:
+            raise no_table(cur, dialect, table)
+        sql = select_sql(dialect, table, types)
         cur.adbc_statement.set_options(**_batch_options(dialect, batch_rows))
         cur.execute(sql)
         reader = cur.fetch_record_batch()
@@ -270,6 +276,55 @@ def iter_batches(
             batch = _utf8_checked(batch, schema)
             for offset in range(0, batch.num_rows, batch_rows):
                 yield batch.slice(offset, batch_rows)
+
+
+def no_table(cursor: Any, dialect: Dialect, table: str) -> DatabaseError:
+    """``table`` is not found: say where it was looked for and, on PostgreSQL, where it is.
+    Tables in a schema off the search path are a common case that ``sessions init`` would
+    only hide, by creating new, empty tables next to the search path's first schema."""
+    if dialect == "sqlite":
+        return DatabaseError(
+            f"no table {table}: create both with `episodes sessions init URL`",
+            "or fix the URL, if it names the wrong database file",
+        )
+    cursor.execute("SELECT array_to_string(current_schemas(false), ', '), current_user::text")
+    path, user = cursor.fetchall()[0]
+    cursor.execute(
+        "SELECT n.nspname::text, has_schema_privilege(n.oid, 'USAGE') FROM pg_catalog.pg_class c "
+        "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+        f"WHERE c.relname = '{table}' AND c.relkind IN ('r', 'p', 'v', 'm', 'f') ORDER BY 1"
+    )
+    found = cursor.fetchall()
+    usable = [schema for schema, usage in found if usage]
+    barred = [schema for schema, usage in found if not usage]
+    message = f"no table {table} in the connection's search path ({path or 'no schema'})"
+    first = path.split(",")[0] or "the search path's first schema"
+    init = f"`episodes sessions init URL` creates new, empty tables in {first}"
+    if usable:
+        option = _search_path_option(usable[0])
+        return DatabaseError(
+            f"{message}; found in schema {', '.join(usable)}",
+            f"to read it, add {option} to the URL's query string (.../dbname?{option}); "
+            f"{init} instead",
+        )
+    if barred:
+        return DatabaseError(
+            f"{message}; schema {', '.join(barred)} has one, but user {user} lacks USAGE on it",
+            f"ask for GRANT USAGE ON SCHEMA {barred[0]} TO {user} (and SELECT on the tables), "
+            f"then add {_search_path_option(barred[0])} to the URL's query string",
+        )
+    return DatabaseError(
+        f"{message}, nor in any other schema of the database",
+        f"{init} (or fix the URL, if it names the wrong database)",
+    )
+
+
+def _search_path_option(schema: str) -> str:
+    """The URL query parameter that makes ``schema`` the search path (libpq ``options``,
+    where a space would end the value unless escaped)."""
+    if not _PLAIN_IDENTIFIER.fullmatch(schema):
+        schema = _quote(schema).replace("\\", "\\\\").replace(" ", "\\ ")
+    return "options=" + quote(f"-csearch_path={schema}", safe="-")
 
 
 def unread_columns(conn: Any, db: DatabaseURL, table: str) -> list[str]:

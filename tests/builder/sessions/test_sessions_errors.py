@@ -65,6 +65,33 @@ def password_role(backend: Backend, role: str) -> Iterator[str]:
         conn.execute("SELECT pg_reload_conf()")
 
 
+# Tables off the search path
+
+
+@POSTGRESQL
+def test_tables_in_another_schema_are_named_with_how_to_reach_them(backend: Backend) -> None:
+    backend.execute("CREATE SCHEMA app")
+    in_app = f"{backend.url}?{IN_APP}"
+    init_database(in_app)  # the advised URL reaches the schema through ADBC's libpq
+    backend.execute("INSERT INTO app.sessions VALUES (1, 'Plot it.', NULL, NULL, TRUE)")
+    error = _error(backend.url)
+    line = one_line("build", error)
+    assert "no table sessions in the connection's search path (public)" in line
+    assert "found in schema app" in line
+    assert line.index(IN_APP) < line.index("`episodes sessions init URL` creates new, empty")
+    assert error.exit_code == exit_codes.USAGE and PASSWORD not in line
+    assert read_source(in_app).sessions["session_id"].to_pylist() == [1]
+
+
+@POSTGRESQL
+def test_a_schema_without_usage_is_named(backend: Backend, role: str) -> None:
+    backend.execute("CREATE SCHEMA app")
+    init_database(f"{backend.url}?{IN_APP}")
+    line = one_line("build", _error(f"{_as_user(backend, role)}?{IN_APP}"))
+    assert f"schema app has one, but user {role} lacks USAGE on it" in line
+    assert f"GRANT USAGE ON SCHEMA app TO {role}" in line
+
+
 # A password is never shown
 
 
