@@ -358,6 +358,27 @@ def read_table(
         return _collect(conn, db, table, batch_rows)
 
 
+def one_snapshot(conn: Any, db: DatabaseURL) -> None:
+    """Make the connection's transaction read both tables from one snapshot, so that a session
+    committed between the two reads cannot leave its actions looking like orphans.
+
+    The DB-API connection is not in autocommit mode: the driver keeps one transaction open
+    across statements. In SQLite that is enough (a read transaction sees one state of the
+    file from its first read on). PostgreSQL's default, READ COMMITTED, takes a new snapshot
+    per statement: REPEATABLE READ takes one for the whole transaction."""
+    if db.dialect != "postgresql":
+        return
+    try:
+        conn.rollback()  # SET TRANSACTION must be the first statement of its transaction
+        with conn.cursor() as cur:
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    except Exception as exc:  # driver errors name no database
+        detail = driver_error(exc, db.url)
+        raise DatabaseError(
+            f"{db.redacted}: cannot start a read-only transaction: {detail}"
+        ) from exc
+
+
 @dataclass(frozen=True)
 class SessionsSource:
     """Both tables of one database as read (``_invalid_*`` columns included)."""
@@ -369,9 +390,11 @@ class SessionsSource:
 
 
 def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) -> SessionsSource:
-    """Read ``sessions`` and ``actions`` over one connection (one load of a SQL dump)."""
+    """Read ``sessions`` and ``actions`` over one connection (one load of a SQL dump), in one
+    transaction: both as of one moment."""
     db = parse_url(url) if isinstance(url, str) else url
     with connect(db) as conn:
+        one_snapshot(conn, db)
         sessions = _collect(conn, db, "sessions", batch_rows)
         actions = _collect(conn, db, "actions", batch_rows)
         unread = {t: unread_columns(conn, db, t) for t in ("sessions", "actions")}

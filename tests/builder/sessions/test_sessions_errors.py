@@ -1,8 +1,11 @@
 """A user's mistakes with a sessions database: one line that says what happened and what to do,
-the right exit code, never a password."""
+the right exit code, never a password; and both tables read as of one moment."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +17,7 @@ from sessions_support import PASSWORD, Backend, action, session
 from builder import exit_codes
 from builder.cli import main
 from builder.errors import one_line
+from builder.sessions import read as read_module
 from builder.sessions.db import DatabaseError, check_database, init_database, parse_url, redact
 from builder.sessions.read import read_source
 from builder.sessions.validate import validate_source
@@ -224,3 +228,49 @@ def test_a_pg_dump_given_as_sqlite_says_to_load_it_into_postgresql(tmp_path: Pat
     line = one_line("build", _error(f"sqlite:///{dump}"))
     assert "not a SQLite dump" in line and "pg_dump" in line
     assert "load it into PostgreSQL" in line and "postgresql://" in line
+
+
+# One snapshot for both tables
+
+
+def _commit_elsewhere(backend: Backend) -> None:
+    """Session 2 and its action, committed by another process (SQLite) or connection."""
+    if backend.dialect == "postgresql":
+        backend.insert("sessions", [session(2)])
+        backend.insert("actions", [action("a2", 2, 1)])
+        return
+    script = (
+        "import sqlite3, sys; con = sqlite3.connect(sys.argv[1], timeout=5)\n"
+        "with con: con.execute(\"INSERT INTO sessions VALUES (2, 'x', NULL, NULL, 1)\"); "
+        "con.execute(\"INSERT INTO actions VALUES ('a2', 2, 1, 'input', 'x', NULL, 'human')\")"
+    )
+    subprocess.run([sys.executable, "-c", script, backend.dsn], check=True, timeout=60)
+
+
+def test_both_tables_are_read_as_of_one_moment(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend.create("strict")
+    if backend.dialect == "sqlite":  # a reader and a writer at once, as an application runs
+        con = sqlite3.connect(backend.dsn)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.close()
+    backend.insert("sessions", [session(1)])
+    backend.insert("actions", [action("a1", 1, 1)])
+    collect = read_module._collect
+
+    def committed_in_between(*args: object) -> object:
+        table = collect(*args)  # type: ignore[arg-type]
+        if args[2] == "sessions":
+            _commit_elsewhere(backend)
+        return table
+
+    monkeypatch.setattr(read_module, "_collect", committed_in_between)
+    validated = validate_source(read_source(backend.url))
+    assert [r.kind for r in validated.rejects] == []
+    assert validated.actions["action_uuid"].to_list() == ["a1"]
+    monkeypatch.undo()
+    assert validate_source(read_source(backend.url)).actions["action_uuid"].sort().to_list() == [
+        "a1",
+        "a2",
+    ]
