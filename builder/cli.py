@@ -206,6 +206,11 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     inputs = (config.episodes, config.synthetic_questions, config.llm_questions, config.sessions)
     if not any(inputs):
         raise ConfigError("nothing to build: give --episodes ([inputs] episodes in dataset.toml)")
+    if args.ray_address is not None and config.engine != "ray":  # it would be ignored
+        raise ConfigError(
+            f"--ray-address {args.ray_address}: the engine is {config.engine!r}; "
+            'add --engine ray (or engine = "ray" in dataset.toml)'
+        )
     if config.engine == "ray":  # checked before any work starts
         require("ray", "engine = 'ray'", "ray")
         check_ray_address(config.ray_address)

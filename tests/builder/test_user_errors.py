@@ -104,6 +104,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ),
         ("validate missing file", ["validate", "missing.jsonl"], 1, "missing.jsonl"),
         ("unknown store", ["build", "--episodes", "ftp://h/e.jsonl", *out], 1, "use s3://"),
+        (
+            "ray address alone",
+            ["build", "--episodes", sample, "--ray-address", "ray://h:10001", *out],
+            1,
+            "--engine ray",
+        ),
         ("an array as a line", ["validate", "array.jsonl"], 2, "write one record per line"),
         ("lock held", ["build", "--episodes", sample, *out], 4, "another build"),
         (
@@ -219,7 +225,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 51
+N_CASES = 52
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
