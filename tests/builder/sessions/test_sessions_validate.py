@@ -261,5 +261,6 @@ def test_a_database_without_the_tables_says_how_to_create_them(backend: Backend)
     from builder.sessions.db import DatabaseError
 
     backend.execute("CREATE TABLE unrelated (x INTEGER)")
-    with pytest.raises(DatabaseError, match=r"no table sessions: create both with `episodes "):
+    with pytest.raises(DatabaseError, match=r"no table sessions") as caught:
         read_source(backend.url)
+    assert "episodes sessions init URL" in f"{caught.value} — {caught.value.hint}"
