@@ -46,7 +46,8 @@ import polars as pl
 import pyarrow as pa
 
 from builder.hashing import canonical_json, normalize_question_text, question_id
-from builder.sessions.read import INVALID_PREFIX, NOT_UTF8_PREFIX, SessionsSource, guarded
+from builder.sessions.columns import INVALID_PREFIX, NOT_UTF8_PREFIX, guarded
+from builder.sessions.read import SessionsSource
 from builder.validate import FieldError, Reject
 from schemas.sessions import (
     ACTION_ROW,
