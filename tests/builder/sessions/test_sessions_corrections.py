@@ -10,7 +10,7 @@ from sessions_support import ERROR, Backend, action, expected_messages, load, se
 from builder.sessions.corrections import SELF_CORRECTION_COLUMNS, self_corrections
 from builder.sessions.read import read_source
 from builder.sessions.replay import ReplayOptions
-from builder.sessions.validate import validate_source
+from builder.sessions.validate import Validated, validate_source
 
 
 def test_self_correction_from_the_hand_written_session(backend: Backend) -> None:
@@ -50,11 +50,15 @@ def test_self_correction_from_the_hand_written_session(backend: Backend) -> None
     assert weights == [None, None, 0, None, 0, None, 1]
 
 
-def _pairs(backend: Backend, actions: list[tuple[object, ...]]) -> list[tuple[int, int]]:
+def _one_session(backend: Backend, actions: list[tuple[object, ...]]) -> Validated:
     backend.create("strict")
     backend.insert("sessions", [session(1, "Sum it.")])
     backend.insert("actions", actions)
-    rows = self_corrections(validate_source(read_source(backend.url)))
+    return validate_source(read_source(backend.url))
+
+
+def _pairs(backend: Backend, actions: list[tuple[object, ...]]) -> list[tuple[int, int]]:
+    rows = self_corrections(_one_session(backend, actions))
     return list(zip(rows["corrects_turn"].to_list(), rows["turn_index"].to_list(), strict=True))
 
 
@@ -98,10 +102,8 @@ def test_unrun_fix_counts_when_marked_correct(backend: Backend) -> None:
 def test_code_replaced_before_it_ran_is_not_in_the_prompt(backend: Backend) -> None:
     # An edit replaced by the next edit never ran: the prompt shows the code that did, so
     # assistant turns never follow each other (chat templates that require alternation).
-    backend.create("strict")
-    backend.insert("sessions", [session(1, "Sum it.")])
-    backend.insert(
-        "actions",
+    validated = _one_session(
+        backend,
         [
             action("a", 1, 1, "set_code", "import pandas as pd", None, "ai"),
             action("b", 1, 2, "set_code", "df['Price'].mean()", False, "ai"),
@@ -110,7 +112,7 @@ def test_code_replaced_before_it_ran_is_not_in_the_prompt(backend: Backend) -> N
             action("e", 1, 5, "set_exec_output", "3.5", None, "ai"),
         ],
     )
-    rows = self_corrections(validate_source(read_source(backend.url)))
+    rows = self_corrections(validated)
     assert rows.height == 1
     row = rows.row(0, named=True)
     roles = [m["role"] for m in row["prompt"]] + [m["role"] for m in row["completion"]]
@@ -146,10 +148,8 @@ def test_an_error_name_printed_before_more_output_is_no_error(backend: Backend) 
 
 def test_the_fix_trains_as_in_sft(backend: Backend) -> None:
     # With null_correct_trains = false an unmarked fix is not trained in sft: nor here.
-    backend.create("strict")
-    backend.insert("sessions", [session(1, "Sum it.")])
-    backend.insert(
-        "actions",
+    validated = _one_session(
+        backend,
         [
             action("a", 1, 1, "set_code", 'df["region"]', False, "ai"),
             action("b", 1, 2, "set_exec_output", "KeyError: 'region'", None, "ai"),
@@ -157,7 +157,6 @@ def test_the_fix_trains_as_in_sft(backend: Backend) -> None:
             action("d", 1, 4, "set_exec_output", "East 3", None, "ai"),
         ],
     )
-    validated = validate_source(read_source(backend.url))
     assert self_corrections(validated).height == 1
     strict = ReplayOptions(null_correct_trains=False)
     assert self_corrections(validated, strict).height == 0
