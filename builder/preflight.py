@@ -5,6 +5,7 @@ naming the setting to change (``builder.errors``)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from builder import storage
@@ -102,16 +103,16 @@ CACHE = "--cache-dir (or [build] cache_dir in dataset.toml)"
 def check_output(config: BuildConfig) -> None:
     """Before any work: the folders the build writes to can be made and written; the output
     folder (which the finished build replaces whole) holds none of the inputs, the rejects
-    file nor the cache; and the rejects file is none of the inputs."""
+    file nor the cache; and the rejects file is no folder and none of the inputs."""
     from builder.sources import expand_inputs
 
     check_folder(config.out.parent, OUT)
-    check_folder(config.rejects.parent, REJECTS)
     if config.upload_to:  # a scheme no store serves, or a store out of reach: said now
         storage.resolve(config.upload_to)
+    inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
+    local = expand_inputs([p for p in inputs if not is_uri(p)])
+    check_rejects_path(config.rejects, local, REJECTS)
     out, rejects = config.out.resolve(), config.rejects.resolve()
-    if rejects.is_dir():
-        raise FolderProblem(f"{config.rejects} is a folder, not a file for the rejects", REJECTS)
     if rejects.is_relative_to(out):
         raise FolderProblem(
             f"the rejects file {config.rejects} is inside the output folder {config.out}, "
@@ -119,29 +120,43 @@ def check_output(config: BuildConfig) -> None:
             REJECTS,
         )
     if config.cache_dir is not None:
-        check_folder(config.cache_dir, CACHE)
-        check_cache_contents(config.cache_dir)
-        cache = config.cache_dir.resolve()
-        if cache.is_relative_to(out) or out.is_relative_to(cache):
-            raise FolderProblem(
-                f"the cache {config.cache_dir} and the output folder {config.out} overlap: "
-                "a build replaces its output folder whole",
-                CACHE,
-            )
-        if rejects.is_relative_to(cache):
-            raise FolderProblem(
-                f"the rejects file {config.rejects} is the cache {config.cache_dir} or inside "
-                "it, which the build manages",
-                REJECTS,
-            )
-    inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
-    for path in expand_inputs([p for p in inputs if not is_uri(p)]):
-        check_not_an_input(path, config.rejects, REJECTS)
+        check_cache(config.cache_dir, config)
+    for path in local:
         if Path(path).resolve().is_relative_to(out):
             raise FolderProblem(
                 f"the output folder {config.out} holds the input {path}: a build replaces it",
                 OUT,
             )
+
+
+def check_cache(cache_dir: Path, config: BuildConfig) -> None:
+    """The cache can be written and overlaps neither the output folder nor the rejects
+    file."""
+    check_folder(cache_dir, CACHE)
+    check_cache_contents(cache_dir)
+    cache, out = cache_dir.resolve(), config.out.resolve()
+    if cache.is_relative_to(out) or out.is_relative_to(cache):
+        raise FolderProblem(
+            f"the cache {cache_dir} and the output folder {config.out} overlap: "
+            "a build replaces its output folder whole",
+            CACHE,
+        )
+    if config.rejects.resolve().is_relative_to(cache):
+        raise FolderProblem(
+            f"the rejects file {config.rejects} is the cache {cache_dir} or inside "
+            "it, which the build manages",
+            REJECTS,
+        )
+
+
+def check_rejects_path(rejects: Path, inputs: Iterable[str], setting: str) -> None:
+    """A rejects file can be written at ``rejects``: its folder can be made and written, and
+    it is neither a folder nor one of the ``inputs`` (build and validate alike)."""
+    check_folder(rejects.parent, setting)
+    if rejects.is_dir():
+        raise FolderProblem(f"{rejects} is a folder, not a file for the rejects", setting)
+    for path in inputs:
+        check_not_an_input(path, rejects, setting)
 
 
 def check_cache_contents(folder: Path) -> None:
@@ -156,6 +171,9 @@ def check_cache_contents(folder: Path) -> None:
 
 def check_not_an_input(path: str, written: Path, setting: str) -> None:
     """``written`` (a file a command writes) is not the input ``path``: inputs are never
-    modified."""
+    modified. Nor is it a folder, which the file could not replace (``validate --rejects``
+    checks its file with this alone)."""
+    if written.is_dir():
+        raise FolderProblem(f"{written} is a folder, not a file to write", setting)
     if Path(path).resolve() == written.resolve():
         raise FolderProblem(f"{written} is the input {path}, which would be overwritten", setting)
