@@ -4,9 +4,12 @@ naming the setting to change (``builder.errors``)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from builder import storage
 from builder.config import BuildConfig, ConfigError
@@ -17,9 +20,9 @@ from builder.storage import is_uri
 class FolderProblem(EnvironmentProblem):
     """A folder the build writes to cannot be made or written; ``hint`` names the setting."""
 
-    def __init__(self, message: str, setting: str) -> None:
+    def __init__(self, message: str, setting: str, hint: str = "") -> None:
         super().__init__(message)
-        self.hint = f"choose another {setting}"
+        self.hint = hint or f"choose another {setting}"
 
 
 def check_folder(folder: Path, setting: str) -> None:
@@ -103,10 +106,12 @@ CACHE = "--cache-dir (or [build] cache_dir in dataset.toml)"
 def check_output(config: BuildConfig) -> None:
     """Before any work: the folders the build writes to can be made and written; the output
     folder (which the finished build replaces whole) holds none of the inputs, the rejects
-    file nor the cache; and the rejects file is no folder and none of the inputs."""
+    file, the cache, the working directory nor anything a build did not write; and the
+    rejects file is no folder and none of the inputs."""
     from builder.sources import expand_inputs
 
     check_folder(config.out.parent, OUT)
+    check_not_working_directory(config.out)
     if config.upload_to:  # a scheme no store serves, or a store out of reach: said now
         storage.resolve(config.upload_to)
     inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
@@ -127,6 +132,7 @@ def check_output(config: BuildConfig) -> None:
                 f"the output folder {config.out} holds the input {path}: a build replaces it",
                 OUT,
             )
+    check_replaceable(config.out)
 
 
 def check_cache(cache_dir: Path, config: BuildConfig) -> None:
@@ -157,6 +163,71 @@ def check_rejects_path(rejects: Path, inputs: Iterable[str], setting: str) -> No
         raise FolderProblem(f"{rejects} is a folder, not a file for the rejects", setting)
     for path in inputs:
         check_not_an_input(path, rejects, setting)
+
+
+# What a build writes beside the data files its manifest lists: the card and the manifest
+# (``builder.export.manifest``, not imported: the export stage would cost the command half a
+# second before its ingest workers start).
+MANIFEST = "manifest.json"
+BUILD_FILES = frozenset({"README.md", MANIFEST})
+
+
+def build_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest of the build in ``folder``, or None when no build of this builder is
+    there (a ``manifest.json`` of something else included)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and "builder_version" in manifest else None
+
+
+def foreign_files(folder: Path) -> Iterator[str]:
+    """The files (and links) under ``folder`` that no build wrote: every one, unless a build's
+    manifest is there; then those it does not list. An older builder's manifest lists none:
+    its folder is taken as a build's whole. Lazily: ``--out ~`` is refused at its first file,
+    not after a walk of the whole home folder."""
+    manifest = build_manifest(folder)
+    listed = manifest.get("files") if manifest is not None else {}
+    if not isinstance(listed, dict):
+        return
+    ours = {*listed, *BUILD_FILES} if manifest is not None else set()
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        links = [d for d in dirs if os.path.islink(os.path.join(root, d))]
+        for name in sorted([*files, *links]):
+            rel = Path(root, name).relative_to(folder).as_posix()
+            if rel not in ours:
+                yield rel
+
+
+def check_not_working_directory(out: Path) -> None:
+    """The output folder neither is nor holds the working directory: the swap that replaces
+    it would move this process's directory away, and every relative path with it."""
+    if Path.cwd().resolve().is_relative_to(out.resolve()):
+        raise FolderProblem(
+            f"the output folder {out} is the current folder or holds it, which a build "
+            "replaces whole",
+            OUT,
+        )
+
+
+def check_replaceable(out: Path) -> None:
+    """A build replaces its output folder whole, deleting what is in it: only a folder a
+    build made, or an empty one, may be replaced."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise FolderProblem(f"the output folder {out} is a file", OUT)
+    foreign = list(itertools.islice(foreign_files(out), 4))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", …" if foreign[3:] else "")
+        raise FolderProblem(
+            f"the output folder {out} holds files the builder did not write ({shown}), which "
+            "a build would delete",
+            OUT,
+            hint=f"choose another {OUT}, or remove that folder",
+        )
 
 
 def check_cache_contents(folder: Path) -> None:
