@@ -33,6 +33,7 @@ from builder.export.card import CardImages
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput, export_sessions
 from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
+from builder.preflight import build_manifest, refused_rejects
 from builder.redact import RedactionOptions, TableRedactor
 from builder.rejects import RejectsWriter
 from builder.report import card_images
@@ -118,14 +119,20 @@ def _progress_bar(config: BuildConfig, enabled: bool) -> tqdm:
 
 
 def check_reject_ratio(
-    config: BuildConfig, result: IngestResult, rejects: RejectsWriter, extra_records: int = 0
+    config: BuildConfig,
+    result: IngestResult,
+    rejects: RejectsWriter,
+    extra_records: int = 0,
+    kept_at: Path | None = None,
 ) -> None:
+    """Refuse the build when too many records were rejected; ``kept_at``: where the refused
+    build's rejects go (``rejects_if_refused``), the rejects file unless given."""
     records, rejected = result.records + extra_records, rejects.total
     ratio = rejected / records if records else 0.0
     if ratio > config.max_reject_ratio:
         raise BuildFailed(
             f"{rejected} of {records} records rejected ({ratio:.2%}), more than the allowed "
-            f"{config.max_reject_ratio:.2%} (max_reject_ratio); see {config.rejects}",
+            f"{config.max_reject_ratio:.2%} (max_reject_ratio); see {kept_at or config.rejects}",
             strict_checks=rejects.by_kind.get(CHECK_FAILED, 0) > 0,
         )
 
@@ -192,12 +199,23 @@ def read_sessions(config: BuildConfig, rejects: RejectsWriter) -> Any:
     return result
 
 
+def rejects_if_refused(config: BuildConfig) -> Path:
+    """Where a build the data refuses keeps its rejects: the rejects file, unless the output
+    folder holds a build, whose rejects file that is (``episodes report`` reads the two
+    together): then beside it (``preflight.refused_rejects``), so the build left in place
+    stays whole."""
+    if build_manifest(config.out) is None:
+        return config.rejects
+    return refused_rejects(config.rejects)
+
+
 def _build(config: BuildConfig, progress: bool) -> BuildReport:
     started = time.perf_counter()
     config = expanded(config)
     out = config.out
     work = out.parent / f".{out.name}.work"
     recover_interrupted_swap(out)
+    refused_at = rejects_if_refused(config)
     shutil.rmtree(work, ignore_errors=True)
     rejects = RejectsWriter(config.rejects)
     cache = open_cache(config) if config.cache_dir else None
@@ -205,6 +223,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     if cache is None:  # none configured, or another build holds it: this one runs uncached
         config = replace(config, cache_dir=None)
     finished = False  # the build completed, or the data refused it: its rejects are kept
+    kept_at = config.rejects
     charts: list[ChartDrawer] = []  # started when the card's charts are to be drawn
     try:
         with _progress_bar(config, progress) as bar:
@@ -213,7 +232,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
             )
         sessions = read_sessions(config, rejects)
         session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
-        check_reject_ratio(config, result, rejects, session_rows)
+        check_reject_ratio(config, result, rejects, session_rows, refused_at)
         staged = work / "dataset"
         # A rebuild that reuses every segment reuses the card's YAML and images as well:
         # nothing to import or draw. One that exports a segment draws and writes them again.
@@ -247,13 +266,13 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         _swap(staged, out)
         finished = True
     except DataRefused:
-        finished = True
+        finished, kept_at = True, refused_at
         raise
     finally:
         try:  # each is undone even when one before it fails: no work files are left
             for drawer in charts:
                 drawer.close()
-            rejects.close(keep=finished)
+            rejects.close(keep=finished, to=kept_at)
         finally:
             if cache is not None:
                 cache.close()

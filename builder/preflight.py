@@ -107,7 +107,8 @@ def check_output(config: BuildConfig) -> None:
     """Before any work: the folders the build writes to can be made and written; the output
     folder (which the finished build replaces whole) holds none of the inputs, the rejects
     file, the cache, the working directory nor anything a build did not write; and the
-    rejects file is no folder and none of the inputs."""
+    rejects file (or where a refused build puts its rejects) is no folder and none of the
+    inputs."""
     from builder.sources import expand_inputs
 
     check_folder(config.out.parent, OUT)
@@ -117,6 +118,7 @@ def check_output(config: BuildConfig) -> None:
     inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
     local = expand_inputs([p for p in inputs if not is_uri(p)])
     check_rejects_path(config.rejects, local, REJECTS)
+    check_rejects_path(refused_rejects(config.rejects), local, REJECTS)
     out, rejects = config.out.resolve(), config.rejects.resolve()
     if rejects.is_relative_to(out):
         raise FolderProblem(
@@ -180,6 +182,12 @@ def build_manifest(folder: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return manifest if isinstance(manifest, dict) and "builder_version" in manifest else None
+
+
+def refused_rejects(rejects: Path) -> Path:
+    """Where a refused build puts its rejects when the output folder holds a build: beside
+    that build's rejects file, which stays the one ``episodes report`` reads with it."""
+    return rejects.with_name(f"{rejects.stem}.refused{rejects.suffix}")
 
 
 def foreign_files(folder: Path) -> Iterator[str]:

@@ -4,7 +4,8 @@ One JSON object per line (``Reject.to_json``), written to a temporary file and m
 place when closed, so a crashed build never leaves half a rejects file behind. A build that
 stops before it is done (an unreachable database, an interrupt, a bug) discards its partial
 file and any folder it made for it: the rejects file in place stays the one of the build in
-place. A build the data refused keeps its rejects: they say why.
+place. A build the data refused keeps its rejects, which say why: where the build tells
+``close`` (beside the rejects file of a build it leaves in place, ``builder.build``).
 """
 
 from __future__ import annotations
@@ -98,15 +99,15 @@ class RejectsWriter:
             if self._handle is not None:
                 self._handle.write(line)
 
-    def close(self, keep: bool = True) -> None:
-        """Move the file into place, or (``keep=False``) remove it and the folders made
-        for it."""
+    def close(self, keep: bool = True, to: Path | None = None) -> None:
+        """Move the file into place (at ``to``, a path in the same folder, when given), or
+        (``keep=False``) remove it and the folders made for it."""
         if self._handle is None or self._tmp is None or self.path is None:
             return
         self._handle.close()
         self._handle = None
         if keep:
-            self._tmp.replace(self.path)
+            self._tmp.replace(to or self.path)
             return
         self._tmp.unlink(missing_ok=True)
         for folder in self._made:

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from builder.build import BuildFailed, build
+from builder.config import BuildConfig
 from builder.preflight import FolderProblem, check_rejects_path, check_replaceable
+from builder.report.folder import default_rejects, read_rejects
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data/episodes/episodes.jsonl"
@@ -168,3 +171,29 @@ def test_a_rejects_file_is_no_folder_and_no_input(tmp_path: Path) -> None:
         check_rejects_path(tmp_path / "in.jsonl", [str(tmp_path / "in.jsonl")], "--rejects")
     check_rejects_path(tmp_path / "new" / "r.jsonl", [str(tmp_path / "in.jsonl")], "--rejects")
     assert not (tmp_path / "new").exists()
+
+
+def test_a_refused_build_leaves_the_previous_build_reportable(tmp_path: Path) -> None:
+    """The rejects file stays the one of the build in place (``report`` reads the two
+    together); the refused build's rejects, which say why, go beside it and are named."""
+    out, rejects = tmp_path / "x" / "ds", tmp_path / "x" / "rejects.jsonl"
+    config = BuildConfig(episodes=(str(BAD),), out=out, rejects=rejects, max_reject_ratio=1.0)
+    build(config)
+    before = rejects.read_bytes()
+    manifest = json.loads((out / "manifest.json").read_text())
+    refused = tmp_path / "x" / "rejects.refused.jsonl"
+    with pytest.raises(BuildFailed, match=f"see {refused}"):
+        build(BuildConfig(episodes=(str(BAD),), out=out, rejects=rejects))
+    assert rejects.read_bytes() == before
+    assert default_rejects(out) == rejects
+    found = read_rejects(rejects, manifest["rejects"]["by_kind"])  # what `report` checks
+    assert sum(found.by_kind.values()) == manifest["rejects"]["total"] > 0
+    assert refused.read_bytes() == before  # the same input: the same rejects
+
+
+def test_a_first_build_refused_keeps_its_rejects_in_the_rejects_file(tmp_path: Path) -> None:
+    rejects = tmp_path / "rejects.jsonl"
+    with pytest.raises(BuildFailed, match=f"see {rejects}$"):
+        build(BuildConfig(episodes=(str(BAD),), out=tmp_path / "ds", rejects=rejects))
+    assert rejects.read_text() and not (tmp_path / "ds").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rejects.jsonl"]
