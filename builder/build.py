@@ -130,10 +130,14 @@ def check_reject_ratio(
     records, rejected = result.records + extra_records, rejects.total
     ratio = rejected / records if records else 0.0
     if ratio > config.max_reject_ratio:
+        checks = rejects.by_kind.get(CHECK_FAILED, 0)
+        # exit 3 says that --strict made rejects of flagged records; the message says it too
+        by_strict = f", {checks} of them by --strict (integrity checks failed)" if checks else ""
         raise BuildFailed(
-            f"{rejected} of {records} records rejected ({ratio:.2%}), more than the allowed "
-            f"{config.max_reject_ratio:.2%} (max_reject_ratio); see {kept_at or config.rejects}",
-            strict_checks=rejects.by_kind.get(CHECK_FAILED, 0) > 0,
+            f"{rejected} of {records} records rejected ({ratio:.2%}){by_strict}, more than the "
+            f"allowed {config.max_reject_ratio:.2%} (max_reject_ratio); see "
+            f"{kept_at or config.rejects}",
+            strict_checks=checks > 0,
         )
 
 

@@ -115,7 +115,10 @@ def test_too_many_rejects_refuses_and_keeps_previous_build(tmp_path: Path) -> No
     with pytest.raises(BuildFailed, match="2 of 22 records rejected"):
         build(config)
     assert folder_digest(first.out) == before
-    rejects = [json.loads(line) for line in (tmp_path / "rejects.jsonl").read_text().splitlines()]
+    # The build left in place keeps its rejects file; the refused one's are beside it.
+    assert (tmp_path / "rejects.jsonl").read_text() == ""
+    refused = (tmp_path / "rejects.refused.jsonl").read_text().splitlines()
+    rejects = [json.loads(line) for line in refused]
     assert [(r["line"], r["kind"]) for r in rejects] == [(21, "invalid_json"), (22, "schema")]
     leftovers = [p.name for p in tmp_path.glob(".ds.*")]
     assert not leftovers, "work folders and the lock file are cleaned up"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import gzip
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +26,9 @@ SAMPLE = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.j
 def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     (tmp / "empty.jsonl").write_bytes(b"")
     (tmp / "array.jsonl").write_text('[{"episode_id": "e"}]\n')
+    flagged = json.loads(SAMPLE.read_text(encoding="utf-8").splitlines()[0])
+    flagged["question"]["id"] = "f" * 16  # question_id_mismatch: a reject under --strict
+    (tmp / "flagged.jsonl").write_text(json.dumps(flagged) + "\n")
     (tmp / "binary.jsonl").write_bytes(bytes(range(256)) * 4)
     (tmp / "notgz.jsonl.gz").write_bytes(b"not gzip at all\n")
     (tmp / "trunc.jsonl.gz").write_bytes(gzip.compress(b'{"a": 1}\n' * 100)[:30])
@@ -111,6 +115,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "--engine ray",
         ),
         ("an array as a line", ["validate", "array.jsonl"], 2, "write one record per line"),
+        (
+            "refused by --strict",
+            ["build", "--strict", "--episodes", "flagged.jsonl", *out],
+            3,
+            "1 of them by --strict (integrity checks failed)",
+        ),
         ("lock held", ["build", "--episodes", sample, *out], 4, "another build"),
         (
             "unwritable rejects file",
@@ -225,7 +235,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 52
+N_CASES = 53
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
@@ -286,7 +296,8 @@ def test_bad_invocation_is_one_line(
     assert len(lines) == 1, (name, proc.stderr)
     assert needle in lines[0], (name, lines[0])
     # A refused build keeps its rejects (they say why); nothing else is new, nothing changed.
-    kept = {"rejects.jsonl"} if code == 2 and argv[0] == "build" else set()
+    # (beside the rejects file of the build left in place, which stays that build's)
+    kept = {"rejects.refused.jsonl"} if code in (2, 3) and argv[0] == "build" else set()
     assert set(after) - set(before) <= kept, (name, sorted(set(after) - set(before)))
     assert {k: v for k, v in after.items() if k in before} == before, name
 
