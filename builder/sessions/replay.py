@@ -245,9 +245,10 @@ def adjacent_merged(
     """Adjacent messages of one conversation (``by``) with the same role and weight as one
     message, their contents joined by a blank line: an ``input`` after the opening message, or
     after an output, is not a second user turn in a row, which the chat templates that require
-    user and assistant to alternate (Llama 2, Mistral, Gemma) refuse. Two code edits in a row
-    that train differently stay two messages; only messages of ``roles`` merge. Every other
-    column keeps the first message's value (its ``position`` among them)."""
+    user and assistant to alternate (Llama 2, Mistral, Gemma) refuse. (Code edits never
+    follow each other: ``conversation_rows`` keeps the edit that ran.) Only messages of
+    ``roles`` merge; an empty one adds nothing. Every other column keeps the first message's
+    value (its ``position`` among them)."""
     same = [pl.col(k) == pl.col(k).shift() for k in by]
     continues = pl.all_horizontal(
         *same,
