@@ -133,19 +133,32 @@ def submitted_forms(value: Any) -> dict[str, tuple[str, ...]]:
     return {scheme: _submitted_texts(value, scheme) for scheme in (EXACT, ROUNDED)}
 
 
-def answer_hashes(value: Any, precision: int | None = None) -> frozenset[str]:
-    """Every ``final_answer_hash`` the capture side may have recorded for the live answer
-    ``value`` (or a ``Submitted``) under the scheme of ``precision``: the hash of each form
-    ``submit`` sends, as read back by the host. Empty when ``submit`` raises."""
+def submitted_values(value: Any, precision: int | None = None) -> list[Any]:
+    """The live answer ``value`` (or a ``Submitted``) as the capture side's host reads it
+    back, once per form ``submit`` sends under the scheme of ``precision``; empty when
+    ``submit`` raises."""
     scheme = EXACT if precision is None else ROUNDED
     if isinstance(value, Submitted):
         texts = value.forms.get(scheme, ())
     else:
         texts = _submitted_texts(value, scheme)
-    hashes = set()
+    read = []
     for text in texts:
         try:
-            hashes.add(value_hash(json.loads(text), precision))
+            read.append(json.loads(text))
+        except (ValueError, RecursionError):
+            continue
+    return read
+
+
+def answer_hashes(value: Any, precision: int | None = None) -> frozenset[str]:
+    """Every ``final_answer_hash`` the capture side may have recorded for the live answer
+    ``value`` (or a ``Submitted``) under the scheme of ``precision``: the hash of each form
+    ``submit`` sends, as read back by the host. Empty when ``submit`` raises."""
+    hashes = set()
+    for read in submitted_values(value, precision):
+        try:
+            hashes.add(value_hash(read, precision))
         except (TypeError, ValueError, RecursionError):
             continue
     return frozenset(hashes)

@@ -2,8 +2,8 @@
 
 The ``prm_stepwise`` labels (``builder.derive.prm_stepwise``) call ``process_reward`` from
 here, and training code calls it through the adapters below, so a label and a reward can
-never disagree. This module imports only the standard library and ``builder.hashing``:
-training code can import it without polars, pyarrow or datasets.
+never disagree. This module imports only the standard library, ``builder.hashing`` and
+``builder.answers``: training code can import it without polars, pyarrow or datasets.
 
 Hash scheme
     Every function takes ``precision``: ``None`` is the seeds' exact scheme, an int the
@@ -18,7 +18,10 @@ Outcome
     ``builder.hashing.Submitted`` from another process, hashed as the capture side hashes a
     submitted answer: written by its ``submit()`` as JSON and hashed as read back
     (``answer_hashes``), so a Series with integer labels hashes with string keys. A value the
-    capture side could not submit scores 0.0.
+    capture side could not submit scores 0.0. Given a ``tolerance`` and the expected answer,
+    an answer that matches it by value within the tolerance (``builder.answers``: the capture
+    code's comparison, ±0.1 there) scores 1.0 too; the ``rl`` rows carry the build's
+    ``answer_tolerance`` (null: hashes only), which ``make_outcome_reward`` reads.
 
 Process (the credit rule)
     Gold hooks ``g_0..g_{n-1}`` (the gold trace's, in its order) each have a name, a value
@@ -73,11 +76,13 @@ GRPO-style adapters
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from builder.hashing import answer_hashes, hook_hashes
+from builder.answers import answers_match
+from builder.hashing import answer_hashes, hook_hashes, submitted_values
 
 __all__ = [
     "ProcessReward",
@@ -89,6 +94,8 @@ __all__ = [
 ]
 
 RewardFunction = Callable[..., list[float]]
+NO_ANSWER: Any = object()  # ``outcome_reward``'s ``expected`` when none is given
+ROW = "row"  # ``make_outcome_reward``'s tolerance: the ``rl`` row's ``answer_tolerance``
 Run = Callable[..., Mapping[str, Any]]  # run(completion) or run(completion, csv_source=...)
 
 
@@ -161,15 +168,24 @@ def hook_depends_on(hook: Any) -> tuple[str, ...]:
 
 
 def outcome_reward(
-    answer: Any, expected_hash: str | Iterable[str] | None, precision: int | None = None
+    answer: Any,
+    expected_hash: str | Iterable[str] | None,
+    precision: int | None = None,
+    expected: Any = NO_ANSWER,
+    tolerance: float | None = None,
 ) -> float:
     """1.0 when the hash the capture side records for ``answer`` (``answer_hashes``) is
     ``expected_hash`` (or one of several accepted hashes: a question with several valid
-    answers), else 0.0."""
-    if expected_hash is None:
+    answers), or, given a ``tolerance`` and the ``expected`` answer (decoded JSON), when the
+    answer as submitted matches it by value within the tolerance (``builder.answers``, the
+    capture code's comparison); else 0.0."""
+    accepted = {expected_hash} if isinstance(expected_hash, str) else set(expected_hash or ())
+    if accepted and answer_hashes(answer, precision) & accepted:
+        return 1.0
+    if tolerance is None or expected is NO_ANSWER:
         return 0.0
-    accepted = {expected_hash} if isinstance(expected_hash, str) else set(expected_hash)
-    return 1.0 if accepted and answer_hashes(answer, precision) & accepted else 0.0
+    read = submitted_values(answer, precision)
+    return 1.0 if any(answers_match(value, expected, tolerance) for value in read) else 0.0
 
 
 def process_reward(
@@ -221,36 +237,54 @@ def _schemes(kwargs: Mapping[str, Any], n: int, adapter: str) -> Sequence[int | 
     return _column(kwargs, "hash_precision", n, adapter)
 
 
-def make_outcome_reward(run: Run, name: str = "outcome_reward") -> RewardFunction:
+def make_outcome_reward(
+    run: Run, name: str = "outcome_reward", tolerance: float | str | None = ROW
+) -> RewardFunction:
     """A ``(prompts, completions, **kwargs) -> list[float]`` reward: ``outcome_reward`` of
     ``run(completion)["answer"]`` against the row's ``accepted_answer_hashes`` (builds
-    before that column: its ``expected_final_answer_hash``). A ``run`` that takes
-    ``csv_source`` gets the row's data file."""
+    before that column: its ``expected_final_answer_hash``) and, by value, its
+    ``expected_final_answer`` within ``tolerance``: the row's ``answer_tolerance`` (``ROW``,
+    the default: null, or a build before that column, compares hashes only), a number, or
+    None for hashes only. A ``run`` that takes ``csv_source`` gets the row's data file."""
     call = _with_source(run)
 
     def reward(prompts: Any = None, completions: Sequence[Any] = (), **kwargs: Any) -> list[float]:
+        n = len(completions)
         column = (
             "accepted_answer_hashes"
             if "accepted_answer_hashes" in kwargs
             else "expected_final_answer_hash"
         )
-        expected = _column(kwargs, column, len(completions), name)
-        schemes = _schemes(kwargs, len(completions), name)
-        sources = kwargs.get("csv_source") or [None] * len(completions)
+        expected = _column(kwargs, column, n, name)
+        schemes = _schemes(kwargs, n, name)
+        sources = kwargs.get("csv_source") or [None] * n
+        tolerances = _tolerances(kwargs, n, name, tolerance)
+        answers = kwargs.get("expected_final_answer") or [None] * n
         out = []
-        for completion, expected_hash, precision, source in zip(
-            completions, expected, schemes, sources, strict=True
+        for completion, expected_hash, precision, source, within, answer in zip(
+            completions, expected, schemes, sources, tolerances, answers, strict=True
         ):
             result = call(completion, source)
-            out.append(
-                outcome_reward(result["answer"], expected_hash, precision)
-                if "answer" in result
-                else 0.0
-            )
+            if "answer" not in result:
+                out.append(0.0)
+                continue
+            by_value = within is not None and answer is not None
+            value = json.loads(answer) if by_value else NO_ANSWER
+            out.append(outcome_reward(result["answer"], expected_hash, precision, value, within))
         return out
 
     reward.__name__ = reward.__qualname__ = name
     return reward
+
+
+def _tolerances(
+    kwargs: Mapping[str, Any], n: int, adapter: str, tolerance: float | str | None
+) -> Sequence[float | None]:
+    if tolerance != ROW:
+        return [tolerance] * n  # type: ignore[list-item]
+    if "answer_tolerance" not in kwargs:  # a build before the column: by hash only
+        return [None] * n
+    return _column(kwargs, "answer_tolerance", n, adapter)
 
 
 def make_process_reward(run: Run, name: str = "process_reward") -> RewardFunction:

@@ -113,6 +113,12 @@ RL = table_schema(
         "Hash scheme of the hashes: null exact, else floats rounded to this many places",
     ),
     column(
+        "answer_tolerance",
+        pa.float64(),
+        "The build's answer tolerance: an answer matching expected_final_answer by value "
+        "within it also scores (the capture code's comparison); null: by hash only",
+    ),
+    column(
         "csv_source",
         pa.string(),
         "The data file the question is about, as captured (null when the line named none): "

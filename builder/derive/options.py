@@ -22,12 +22,15 @@ class DeriveOptions:
     ``default_system_prompt``: used where an episode has no conversation_for_sft prompt.
     ``max_output_chars``: each stdout/stderr rendered into a message keeps at most this many
     characters, head and tail, around a ``…[truncated N characters]…`` marker (the tables
-    keep the full text). ``hash_precision``: the hash scheme (``builder.hashing``)."""
+    keep the full text). ``hash_precision``: the hash scheme (``builder.hashing``).
+    ``answer_tolerance``: the build's ``[checks] answer_tolerance``, carried by ``rl`` rows
+    for rewards that also compare answers by value (``builder.answers``)."""
 
     dpo_max_pairs_per_episode: int = 4
     default_system_prompt: str = DEFAULT_SYSTEM_PROMPT
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     hash_precision: int | None = None  # the build's hash scheme, carried by ``rl`` rows
+    answer_tolerance: float | None = None
 
     def __post_init__(self) -> None:
         if self.dpo_max_pairs_per_episode < 0:

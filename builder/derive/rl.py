@@ -5,8 +5,10 @@
 answer where the episode has no ``rl_verification_data``), ``accepted_answer_hashes`` (the
 expected hash and every other hash the question's ground truth accepts), ``gold_hooks`` (the
 gold trace's hooks in order, empty when it has none), ``hash_precision`` (the build's
-hash scheme: null exact, else the rounding) and ``csv_source`` (the data file the question is
-about, as captured: what the completion's code runs against).
+hash scheme: null exact, else the rounding), ``answer_tolerance`` (the build's: a reward
+may also accept an answer that matches the expected one by value within it, as the capture
+code's does; null: by hash only) and ``csv_source`` (the data file the question is about, as
+captured: what the completion's code runs against).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
             accepted_answer_hashes="accepted_hashes",
             gold_hooks=or_empty("gold_hooks", GOLD_HOOK),
             hash_precision=pl.lit(options.hash_precision, dtype=pl.Int32),
+            answer_tolerance=pl.lit(options.answer_tolerance, dtype=pl.Float64),
             csv_source="csv_source",
             question_id="question_id",
             episode_id="episode_id",

@@ -151,6 +151,7 @@ class SegmentExporter:
             dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
             max_output_chars=config.max_output_chars,
             hash_precision=config.hash_precision,
+            answer_tolerance=config.answer_tolerance,
         )
         self.layouts = _layouts()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="export-write")

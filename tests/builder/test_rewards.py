@@ -10,6 +10,7 @@ from typing import Any
 import datasets
 import numpy as np
 import orjson
+import pandas as pd
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -55,6 +56,36 @@ def test_outcome_reward_accepts_any_of_several_valid_answers() -> None:
         1.0,
         1.0,
     ]
+
+
+def test_with_a_tolerance_an_answer_near_the_expected_one_scores() -> None:
+    # The capture code's RL rubric compares answers within ±0.1: 2.72 against a gold 2.7.
+    expected = value_hash(2.7)
+    assert outcome_reward(2.72, expected) == 0.0  # by hash only, as the seeds define it
+    assert outcome_reward(2.72, expected, None, 2.7, 0.1) == 1.0
+    assert outcome_reward(2.9, expected, None, 2.7, 0.1) == 0.0
+    assert outcome_reward(2.72, expected, None, tolerance=0.1) == 0.0  # no expected answer
+    # compared as submitted (string keys), member by member
+    series = pd.Series([1.04, 1.98], index=[2, 10])
+    assert outcome_reward(series, None, 2, {"2": 1.0, "10": 2.0}, 0.1) == 1.0
+    assert outcome_reward(series, None, 2, {"2": 1.0, "11": 2.0}, 0.1) == 0.0
+
+
+def test_the_outcome_adapter_takes_the_rows_tolerance() -> None:
+    rows = {
+        "accepted_answer_hashes": [[value_hash(2.7)]] * 3,
+        "expected_final_answer": ["2.7"] * 3,
+        "answer_tolerance": [0.1, None, 0.1],
+    }
+    completions = [2.72, 2.72, 2.9]
+    run = lambda c: {"answer": c}  # noqa: E731
+    assert make_outcome_reward(run)(completions=completions, **rows) == [1.0, 0.0, 0.0]
+    hashes_only = make_outcome_reward(run, tolerance=None)
+    assert hashes_only(completions=completions, **rows) == [0.0, 0.0, 0.0]
+    wider = make_outcome_reward(run, tolerance=0.5)
+    assert wider(completions=completions, **rows) == [1.0, 1.0, 1.0]
+    del rows["answer_tolerance"]  # a build before the column: hashes only
+    assert make_outcome_reward(run)(completions=completions, **rows) == [0.0, 0.0, 0.0]
 
 
 # ---------------------------------------------------------------- process_reward: examples
@@ -289,6 +320,7 @@ def test_adapters_on_rl_rows_loaded_with_load_dataset(built) -> None:
         ],
         **columns,
     }
+    assert {row["answer_tolerance"] for row in rows} == {None}  # built without one
     outcome = make_outcome_reward(run)(**kwargs)
     process = make_process_reward(run)(**kwargs)
     assert len(outcome) == len(process) == len(batch)

@@ -420,6 +420,8 @@ def test_an_answer_tolerance_verifies_as_the_capture_code_does(tmp_path: Path) -
     assert all(e["verified_recomputed"] for e in episodes.values())
     trained = {r["episode_id"] for r in table(loose, "rl")}
     assert trained == {records[0]["episode_id"], records[2]["episode_id"]}
+    # rewards get the same tolerance (``make_outcome_reward`` reads the column)
+    assert {r["answer_tolerance"] for r in table(loose, "rl")} == {0.1}
     manifest = json.loads((loose / "manifest.json").read_text())
     assert manifest["options"]["answer_tolerance"] == 0.1 and tolerance_hint(manifest) is None
     too_tight = build_with(tmp_path, "tight", records[:1], answer_tolerance=0.01)

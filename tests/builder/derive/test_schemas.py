@@ -17,7 +17,7 @@ COLUMNS = {
                   "n_ai_actions", "n_dataset_actions"],
     "rl": ["prompt", "question", "expected_final_answer_hash", "expected_final_answer",
            "accepted_answer_hashes",
-           "gold_hooks", "hash_precision", "csv_source", "question_id", "episode_id", "difficulty", "source"],
+           "gold_hooks", "hash_precision", "answer_tolerance", "csv_source", "question_id", "episode_id", "difficulty", "source"],
     "prm": ["step", "value", "value_hash", "label", "hook_index", "turn_index", *LINEAGE],
     "prm_stepwise": ["prompt", "completions", "labels", *LINEAGE],
     "orm": ["prompt", "completion", "label", "execution_success", "trace_role", *LINEAGE],
