@@ -136,7 +136,10 @@ SESSIONS = table_schema(
         "final_exec_output", pa.string(), "Execution output after replaying every action", role=TEXT
     ),
     column(
-        "source_url", pa.string(), "Database the row was read from (password redacted)", role=SOURCE
+        "source_url",
+        pa.string(),
+        "Database the row was read from (no user or password: host, port and database)",
+        role=SOURCE,
     ),
     column(
         "checks", STRINGS, "rejected_actions: some actions were rejected, no replay", role=LABEL

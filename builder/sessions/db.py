@@ -91,6 +91,10 @@ class DatabaseURL:
     def redacted(self) -> str:
         return redact(self.url)
 
+    @property
+    def published(self) -> str:
+        return published(self.url)
+
 
 def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
     """Classify ``url``; a relative SQLite path is resolved against ``base`` when given."""
@@ -136,6 +140,25 @@ def redact(url: str) -> str:
     if (netloc, query) == (parts.netloc, parts.query):
         return url  # nothing secret: unchanged (urlunsplit would rewrite sqlite:///x)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def published(url: str) -> str:
+    """How the dataset names the database (the rows' ``source_url``, the manifest, rejects):
+    a PostgreSQL URL without its user and password, nor a ``user`` or secret parameter — an
+    account is no provenance, and a dataset may be public; host, port and database stay. Any
+    other URL as ``redact`` gives it."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)
+    if parts.scheme not in _POSTGRES_SCHEMES:
+        return redact(url)
+    hidden = _SECRET_PARAMS | {"user"}
+    pairs = [
+        (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in hidden
+    ]
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, host, parts.path, urlencode(pairs), parts.fragment))
 
 
 def scrub(text: str, url: str) -> str:

@@ -201,7 +201,7 @@ def one_snapshot(conn: Any, db: DatabaseURL) -> None:
 class SessionsSource:
     """Both tables of one database as read (``_invalid_*`` columns included)."""
 
-    source: str  # the redacted URL
+    source: str  # the URL as the dataset names it (``db.published``: no account, no password)
     sessions: pa.Table
     actions: pa.Table
     unread_columns: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # table -> names
@@ -216,4 +216,4 @@ def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) ->
         sessions = _collect(conn, db, "sessions", batch_rows)
         actions = _collect(conn, db, "actions", batch_rows)
         unread = {t: unread_columns(conn, db, t) for t in ("sessions", "actions")}
-    return SessionsSource(db.redacted, sessions, actions, unread)
+    return SessionsSource(db.published, sessions, actions, unread)
