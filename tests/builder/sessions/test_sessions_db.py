@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 from sessions_support import Backend, action, session
 
-from builder.sessions.db import DatabaseError, connect, init_database, parse_url, redact
+from builder.sessions.db import (
+    DatabaseError,
+    connect,
+    init_database,
+    parse_url,
+    published,
+    redact,
+)
 from builder.sessions.read import read_table
 
 
@@ -43,6 +50,25 @@ def test_unsupported_url_message_is_redacted() -> None:
 )
 def test_redact(url: str, shown: str) -> None:
     assert redact(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://ana:pw@db.lab:5432/app", "postgresql://db.lab:5432/app"),
+        (
+            "postgres://ana@db.lab/app?sslmode=require&password=x&user=ana",
+            "postgres://db.lab/app?sslmode=require",
+        ),
+        (
+            "postgresql://db.lab/app?options=-csearch_path%3Dapp",
+            "postgresql://db.lab/app?options=-csearch_path%3Dapp",
+        ),
+        ("sqlite:///data/s.db", "sqlite:///data/s.db"),
+    ],
+)
+def test_a_dataset_names_the_database_without_its_account(url: str, shown: str) -> None:
+    assert published(url) == shown
 
 
 def test_missing_sqlite_file(tmp_path: Path) -> None:
