@@ -23,7 +23,10 @@ Reject kinds, in the order a row is examined:
 Decisions:
 
 * Duplicates. An exact copy of an earlier row (every column equal: a double insert) is
-  rejected and the first copy kept, since nothing is ambiguous. Rows that share a key but
+  rejected and the first copy kept, since nothing is ambiguous. So is an action inserted
+  again under a new ``action_uuid`` (a retried insert whose key the database generated): the
+  same session, ``action_id``, type, text, ``correct`` and source; the one with the least
+  ``action_uuid`` is kept (whatever order the database returns rows in). Rows that share a key but
   differ are *all* rejected: no copy is more authoritative than another, and the result
   does not depend on the order the database returns rows in.
 * A session with a rejected action (other than an exact copy) stays in the ``sessions`` and
@@ -91,6 +94,9 @@ _ERRORS = "_errors"
 _FIRST = "_first"  # first of its exact copies (a row with no copy is its own first)
 _VARIANTS = "_variants"  # distinct rows (exact copies counted once) sharing the row's key
 _SAME_ID = "_same_id"  # distinct actions sharing the row's (session_id, action_id)
+_RETRY = "_retry"  # the same action as one with a lesser action_uuid (a retried insert)
+_KEPT = "_kept"  # that action's action_uuid
+_CONTENT = ("action_type", "action", "correct", "source")
 
 
 @dataclass(frozen=True)
@@ -261,6 +267,21 @@ def _session_checks() -> list[Check]:
     ]
 
 
+def _with_retries(actions: pl.DataFrame) -> pl.DataFrame:
+    """``_retry``/``_kept`` (the same action under a lesser ``action_uuid``) and ``_same_id``
+    (distinct actions, by content, sharing the row's session and ``action_id``)."""
+    sid, aid = pl.col("session_id"), pl.col("action_id")
+    keyed = pl.col(_FIRST) & sid.is_not_null() & aid.is_not_null()
+    same_action = ["session_id", "action_id", *_CONTENT]
+    kept = pl.col("action_uuid").min().over(same_action)
+    content = pl.struct(*_CONTENT)
+    return actions.with_columns(
+        (keyed & (pl.col("action_uuid") != kept)).fill_null(False).alias(_RETRY),
+        kept.alias(_KEPT),
+        content.filter(keyed).n_unique().over(sid, aid).cast(pl.Int64).alias(_SAME_ID),
+    )
+
+
 def _action_checks(ok: pl.Series, rejected: pl.Series) -> list[Check]:
     """``ok``/``rejected``: ids of sessions with a clean row / with rejected rows only."""
     sid, aid, n_ids = pl.col("session_id"), pl.col("action_id"), pl.col(_SAME_ID)
@@ -288,6 +309,18 @@ def _action_checks(ok: pl.Series, rejected: pl.Series) -> list[Check]:
             pl.format("session {} was rejected (see its own reject)", sid),
         ),
         *_copy_checks("action_uuid", DUPLICATE_ACTION_UUID),
+        Check(
+            pl.col(_RETRY),
+            DUPLICATE_ACTION_ID,
+            "$.action_uuid",
+            pl.format(
+                "the same action as {} of session {} at action_id {}, under another "
+                "action_uuid (an insert retried): the least action_uuid is kept",
+                pl.col(_KEPT),
+                sid,
+                aid,
+            ),
+        ),
         Check(
             pl.col(_FIRST) & (n_ids > 1),
             DUPLICATE_ACTION_ID,
@@ -348,10 +381,7 @@ def validate(
     as_text = pl.col(INVALID_PREFIX + "session_id").str.strip_chars().cast(pl.Int64, strict=False)
     rejected_ids = s_bad.select(pl.coalesce("session_id", as_text)).to_series()
     rejected_ids = rejected_ids.filter(~rejected_ids.is_in(ok_ids.implode()))
-    a_all = _prepare(actions, ACTION_ROW, "action_uuid")
-    sid, aid = pl.col("session_id"), pl.col("action_id")
-    same_id = (pl.col(_FIRST) & sid.is_not_null() & aid.is_not_null()).sum().over(sid, aid)
-    a_all = a_all.with_columns(same_id.cast(pl.Int64).alias(_SAME_ID))
+    a_all = _with_retries(_prepare(actions, ACTION_ROW, "action_uuid"))
     a_ok, a_bad = _split(a_all, _action_checks(ok_ids, rejected_ids.drop_nulls().unique()))
 
     per_session = (
@@ -359,7 +389,8 @@ def validate(
         .group_by("session_id")
         .agg(
             n_rejected_actions=pl.len().cast(pl.Int32),
-            incomplete=pl.col(_FIRST).any(),  # an exact copy alone leaves the session whole
+            # an exact copy or a retried insert alone leaves the session whole
+            incomplete=(pl.col(_FIRST) & ~pl.col(_RETRY)).any(),
         )
     )
     s_ok = s_ok.select(SESSION_ROW.names)

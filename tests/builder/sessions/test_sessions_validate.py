@@ -61,8 +61,9 @@ def loaded(backend: Backend) -> Backend:
             action("copy", 4, 1),
             action("type", 1, 4, type_="run"),  # invalid_action_type
             action("src", 1, 5, source="robot"),  # invalid_source
-            action("id1", 1, 6),  # duplicate_action_id
-            action("id2", 1, 6),
+            action("id1", 1, 6),  # duplicate_action_id (two different actions)
+            action("id2", 1, 6, text="bye"),
+            action("g1-again", 10, 1, "set_code", "df.head()", True, "ai"),  # an insert retried
             action("noid", 1, None),  # missing_action_id
             action("notype", 1, 7, type_=None),  # null_field
             action(None, 1, 8),  # null_field
@@ -86,6 +87,7 @@ def test_every_reject_kind_with_its_keys(loaded: Backend) -> None:
         "actions.action_uuid=src": ["invalid_source"],
         "actions.action_uuid=id1": ["duplicate_action_id"],
         "actions.action_uuid=id2": ["duplicate_action_id"],
+        "actions.action_uuid=g1-again": ["duplicate_action_id"],
         "actions.action_uuid=noid": ["missing_action_id"],
         "actions.action_uuid=notype": ["null_field"],
         "actions.action_uuid=null": ["null_field"],
@@ -130,9 +132,12 @@ def test_valid_sessions_still_build(loaded: Backend) -> None:
     assert set(sessions) == {1, 2, 4, 10}  # 4: one exact copy rejected, the other kept
     assert sessions[1]["incomplete"] and sessions[1]["n_rejected_actions"] == 9
     assert not sessions[4]["incomplete"] and sessions[4]["n_rejected_actions"] == 1
-    assert not sessions[10]["incomplete"] and sessions[10]["n_rejected_actions"] == 0
+    # a retried insert (same action, another uuid) leaves the session whole, as a copy does
+    assert not sessions[10]["incomplete"] and sessions[10]["n_rejected_actions"] == 1
+    retry = next(r for r in v.rejects if r.key == "actions.action_uuid=g1-again")
+    assert "the same action as g1 of session 10 at action_id 1" in retry.message
     assert sorted(v.actions["action_uuid"].to_list()) == ["a1", "copy", "g1", "g2", "r2"]
-    assert v.rows_read == {"sessions": 8, "actions": 17}
+    assert v.rows_read == {"sessions": 8, "actions": 18}
     result = run(loaded.url, batch_rows=3)
     assert result.sft["session_id"].to_list() == [10]  # 4 has no code to train on
     assert result.summary["excluded_sessions"]["no_trainable_turns"] == 2  # 2 and 4
