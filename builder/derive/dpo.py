@@ -1,10 +1,13 @@
 """``dpo``: preference pairs from the traces of each training-eligible episode.
 
-A trace is *failed* when its execution failed or its answer hash differs from the expected
-one (no answer counts as different). Chosen: the gold trace (``gold_vs_failed_consistency``)
-or a successful consistency trace (``consistency_vs_failed_consistency``), never a failed
-one; rejected: a failed consistency trace. Pairs are ranked gold pairs first, then by chosen
-and rejected trace index, and the first ``dpo_max_pairs_per_episode`` of each episode kept.
+A trace *succeeded* when its execution succeeded and its answer hash is the expected one; it
+*failed* when its answer is not the expected one (no answer counts as different), whatever
+its execution. Chosen: the gold trace (``gold_vs_failed_consistency``) or a successful
+consistency trace (``consistency_vs_failed_consistency``); rejected: a failed consistency
+trace. A trace that reached the expected answer is never rejected (its ``orm`` label is
+true), even when its run failed after submitting: such a trace is in no pair. Pairs are
+ranked gold pairs first, then by chosen and rejected trace index, and the first
+``dpo_max_pairs_per_episode`` of each episode kept.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     traces = episode_traces(tables, episode_context(tables, options))
     good = pl.col("execution_success").fill_null(False) & pl.col("correct")
     chosen = traces.filter(good)
-    rejected = traces.filter(pl.col("consistency") & ~good).select(
+    wrong = ~pl.col("correct").fill_null(False)
+    rejected = traces.filter(pl.col("consistency") & wrong).select(
         "episode_id", rejected_trace_id="trace_id", rejected_index="trace_index"
     )
     rank = ["consistency", "trace_index", "rejected_index"]

@@ -171,16 +171,12 @@ def trace_messages(
     return ids.join(lists, on="trace_id", how="left").with_columns(or_empty("messages", MESSAGE))
 
 
-def corrected_failures(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
-    """``trace_id``, ``turn_index`` of failed turns that a later turn of the same trace
-    corrects: from the corrected turn up to (not including) the fix, failed attempts only."""
-    fixes = tables["corrections"].select(
-        "trace_id", fix=pl.col("turn_index"), start=pl.col("corrects_turn")
-    )
-    turns = tables["turns"].filter(pl.col("success").not_()).select("trace_id", "turn_index")
-    between = (pl.col("turn_index") >= pl.col("start")) & (pl.col("turn_index") < pl.col("fix"))
-    pairs = turns.join(fixes, on="trace_id").filter(between)
-    return pairs.select("trace_id", "turn_index").unique()
+def failed_turns(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
+    """``trace_id``, ``turn_index`` of the turns whose execution failed. In a trace that
+    trains (verified: its gold trace succeeded and submitted) a later turn recovered from
+    each, whether or not the capture wrote a correction for it: they are context, never a
+    target (flat cells carry no execution, so none of them is failed)."""
+    return tables["turns"].filter(pl.col("success").not_()).select("trace_id", "turn_index")
 
 
 def parts_text(parts: pl.Expr) -> pl.Expr:

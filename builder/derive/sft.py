@@ -3,8 +3,8 @@
 The system prompt comes first. Then the episode's ``conversation_for_sft`` messages as
 captured:
 
-* weight 1 on every assistant message but a failed attempt that a later turn fixes (its code
-  block is that turn's code: weight 0, ``failed_attempts``);
+* weight 1 on every assistant message but a failed attempt (its code block is the code of a
+  gold turn whose execution failed: weight 0, ``failed_attempts``);
 * list-of-parts content reduced to its text parts joined by newlines;
 * a ``tool`` message, and a ``user`` message after the first (the capture's execution
   feedback, ``Output:\n{stdout}``), ``bounded`` to ``max_output_chars`` as a rendered
@@ -12,14 +12,14 @@ captured:
 * OpenAI ``tool_calls``, ``tool_call_id`` and ``name`` kept, null where a message has none
   (``arguments`` stay the JSON text OpenAI sends).
 
-An episode without conversation messages is rendered from its gold trace instead (the
+An episode without a captured assistant message is rendered from its gold trace instead (the
 question, then each turn as ``builder.derive.messages`` renders it); there, an assistant turn
-that failed and that a later turn corrects (``corrections``: from the corrected turn up to the
-fix) gets weight 0, context only, and every other assistant turn weight 1. Other roles have a
+whose execution failed gets weight 0, context only (a later turn recovered from it: the
+trace succeeded; ``failed_turns``), and every other assistant turn weight 1. Other roles have a
 null weight. ``trace_id`` names the gold trace when the messages were rendered from it.
 
-A conversation with no weight-1 message (no assistant message captured, a gold trace without
-turns) is no row: it would be an example without a label.
+A conversation with no weight-1 message (a gold trace without turns, or whose every turn
+failed) is no row: it would be an example without a label.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from builder.derive.messages import (
     NO_WEIGHT,
     TOOL_CALLS,
     bounded,
-    corrected_failures,
+    failed_turns,
     gather,
     parts_text,
     turn_messages,
@@ -51,12 +51,12 @@ _FENCED = r"```[^\n]*\n(?s:.*?)\n```"
 
 def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) -> pl.LazyFrame:
     """``episode_id``, ``message_index``, ``failed_attempt`` (true) of the captured assistant
-    messages whose code block is a gold turn that failed and that a later turn fixes
-    (``corrected_failures``): the capture's conversation holds those attempts as they were
-    made, and they train at weight 0, as in a conversation rendered from the turns."""
+    messages whose code block is a gold turn that failed (``failed_turns``): the capture's
+    conversation holds those attempts as they were made, and they train at weight 0, as in a
+    conversation rendered from the turns."""
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
     failed = (
-        corrected_failures(tables)
+        failed_turns(tables)
         .join(
             tables["turns"].select("trace_id", "turn_index", "code"), on=["trace_id", "turn_index"]
         )
@@ -85,11 +85,18 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
     context = episode_context(tables, options)
-    captured = tables["messages"].join(context, on="episode_id", how="semi")
+    # A captured conversation without an assistant message has nothing to train: the gold
+    # trace is rendered instead, as for an episode that captured none.
+    answered = tables["messages"].filter(pl.col("role") == "assistant").select("episode_id")
+    captured = (
+        tables["messages"]
+        .join(context, on="episode_id", how="semi")
+        .join(answered.unique(), on="episode_id", how="semi")
+    )
     rendered = context.join(captured, on="episode_id", how="anti")
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
     gold = gold.join(rendered, on="episode_id", how="semi")
-    zero = corrected_failures(tables).with_columns(zero=pl.lit(True))
+    zero = failed_turns(tables).with_columns(zero=pl.lit(True))
     turns = (
         turn_messages(tables, options.max_output_chars, gold)
         .join(gold, on="trace_id", how="inner")

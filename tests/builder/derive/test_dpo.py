@@ -56,3 +56,20 @@ def test_chosen_and_rejected_are_rendered_traces(derived, make) -> None:
 def test_negative_cap_is_rejected() -> None:
     with pytest.raises(ValueError, match="dpo_max_pairs_per_episode"):
         DeriveOptions(dpo_max_pairs_per_episode=-1)
+
+
+def test_a_trace_that_reached_the_expected_answer_is_never_rejected(make) -> None:
+    # c1 submitted the expected answer, then its run failed: its orm label is true, so it is
+    # no rejected completion (nor a chosen one: its run failed). c2 ran, with a wrong answer.
+    gold = make.trace(7, cells=["submit(7)"])
+    runs = [
+        make.trace(7, cells=["submit(7)"]),
+        make.trace(7, success=False, cells=["submit(7)", "1 / 0"]),
+        make.trace(8, cells=["submit(8)"]),
+    ]
+    episode = make.episode("ep-r", "Seven?", gold, runs, expected=7)
+    frame = dpo.derive(make.build_tables([episode]), DeriveOptions()).collect()
+    assert pairs(frame) == [
+        ("ep-r:gold", "ep-r:c2", "gold_vs_failed_consistency"),
+        ("ep-r:c0", "ep-r:c2", "consistency_vs_failed_consistency"),
+    ]

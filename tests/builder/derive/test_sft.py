@@ -46,9 +46,9 @@ def test_captured_conversation_follows_its_system_prompt(derived) -> None:
     assert found["trace_id"] is None
 
 
-def test_every_failed_attempt_up_to_the_fix_is_context_but_uncorrected_failures_train(
-    make,
-) -> None:
+def test_every_failed_attempt_is_context_with_a_correction_or_without(make) -> None:
+    # A trace that trains succeeded: a later turn recovered from each failed one, whether or
+    # not the capture wrote a correction for it; code that raised is never a target.
     t = make.turn
     gold = make.trace(
         2,
@@ -71,7 +71,7 @@ def test_every_failed_attempt_up_to_the_fix_is_context_but_uncorrected_failures_
         ("b = x", 0),
         ("b = y", 0),
         ("b = a + 1", 1),
-        ("oops()", 1),
+        ("oops()", 0),
         ("submit(b)", 1),
     ]
     assert found["messages"][0] == msg("system", "Sys.")
@@ -97,8 +97,8 @@ def test_code_that_writes_a_fence_gets_a_longer_one() -> None:
 
 def test_a_captured_failed_attempt_that_a_later_turn_fixes_is_context(make) -> None:
     """The capture's conversation holds each attempt as it was made: the assistant message
-    whose code is a failed turn a later turn corrects trains at weight 0, as it does in a
-    conversation rendered from the turns; a failure nothing corrects still trains."""
+    whose code is a failed turn trains at weight 0, as it does in a conversation rendered
+    from the turns, with a correction or without."""
     t = make.turn
     gold = make.trace(
         2,
@@ -122,18 +122,21 @@ def test_a_captured_failed_attempt_that_a_later_turn_fixes_is_context(make) -> N
     )
     (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
     weights = [m["weight"] for m in found["messages"] if m["role"] == "assistant"]
-    assert weights == [1, 0, 1, 1, 1]
+    assert weights == [1, 0, 1, 0, 1]
     assert found["trace_id"] is None  # the captured conversation, not a rendering
 
 
 def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
-    """A captured conversation without an assistant message, or a gold trace that gave no
-    turns, has no weight-1 message: a trainer would get an example without a label, so it is
-    no ``sft`` row (as a session without a trained action is none)."""
+    """A captured conversation without an assistant message has nothing to train: the gold
+    trace is rendered instead, as for an episode that captured none. A gold trace whose every
+    turn failed (or that gave none) has no weight-1 message: a trainer would get an example
+    without a label, so it is no ``sft`` row (as a session without a trained action is
+    none)."""
     gold = make.trace(2, turns=[make.turn(0, "submit(2)", submitted=2)])
     consistency = [make.trace(2, cells=["submit(2)"])]
     conversation = {"system_prompt": "Sys.", "messages": [{"role": "user", "content": "Two?"}]}
     silent = make.episode("ep-s", "Two?", gold, consistency, conversation=conversation)
     talking = make.episode("ep-t", "Two?", gold, consistency)
     found = sft.derive(make.build_tables([silent, talking]), DeriveOptions()).collect()
-    assert found["episode_id"].to_list() == ["ep-t"]
+    assert found["episode_id"].to_list() == ["ep-s", "ep-t"]
+    assert found["trace_id"].to_list() == ["ep-s:gold", "ep-t:gold"]  # both rendered
