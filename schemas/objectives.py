@@ -151,7 +151,12 @@ PRM_STEPWISE = table_schema(
     "turn is attributed to the first cell whose code contains its code line",
     column("prompt", pa.string(), "The question text"),
     column("completions", STRINGS, "One rendered step (reasoning + fenced code) per turn"),
-    column("labels", pa.list_(pa.bool_()), "One label per step, as the description states"),
+    column(
+        "labels",
+        pa.list_(pa.bool_()),
+        "One per step: true when the step ran successfully (where known) and every hook it "
+        "produced is credited by process_reward",
+    ),
     *lineage(),
 )
 
