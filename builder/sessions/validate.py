@@ -63,6 +63,7 @@ from schemas.sessions import (
     Session,
     required_fields,
 )
+from schemas.tables import KEY, columns_with_role
 
 INVALID_TYPE = "invalid_type"
 INVALID_UTF8 = "invalid_utf8"
@@ -96,7 +97,8 @@ _VARIANTS = "_variants"  # distinct rows (exact copies counted once) sharing the
 _SAME_ID = "_same_id"  # distinct actions sharing the row's (session_id, action_id)
 _RETRY = "_retry"  # the same action as one with a lesser action_uuid (a retried insert)
 _KEPT = "_kept"  # that action's action_uuid
-_CONTENT = ("action_type", "action", "correct", "source")
+# What an action is, beside its keys: a retried insert repeats all of it
+_CONTENT = tuple(n for n in ACTION_ROW.names if n not in columns_with_role(ACTION_ROW, KEY))
 
 
 @dataclass(frozen=True)
