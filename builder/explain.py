@@ -143,7 +143,8 @@ def _triangulation(record: Episode, raw: bytes, precision: int | None) -> list[F
         )
         out.append(FieldError(f"{base}.n_consistency_succeeded", said))
     if not out:
-        ranked = Counter(checks.consensus(runs).counts).most_common()
+        votes = checks.consensus(runs)
+        ranked = Counter(votes.counts).most_common()
         shown = ", ".join(f"{h} ×{n}" for h, n in ranked[:SHOWN_HASHES]) or "none"
         if len(ranked) > SHOWN_HASHES:
             shown += f" and {len(ranked) - SHOWN_HASHES} more"
@@ -151,7 +152,7 @@ def _triangulation(record: Episode, raw: bytes, precision: int | None) -> list[F
         said = (
             f"{kind}: majority_answer_hash {meta.majority_answer_hash}, majority_count "
             f"{meta.majority_count}, gold_matches_majority {gold_matches}; the consistency "
-            f"traces' answer hashes: {shown}; {_by_hash(ranked, record)}"
+            f"traces' answer hashes: {shown}; {_by_hash(votes, ranked, record)}"
         )
         out.append(FieldError(base, said))
     return out
@@ -160,18 +161,21 @@ def _triangulation(record: Episode, raw: bytes, precision: int | None) -> list[F
 SHOWN_HASHES = 5
 
 
-def _by_hash(ranked: list[tuple[str, int]], record: Episode) -> str:
-    """What the metadata would be with the majority counted by answer hash."""
-    if not ranked:
+def _by_hash(votes: checks.Consensus, ranked: list[tuple[str, int]], record: Episode) -> str:
+    """What the metadata would be with the majority counted by answer hash (the checks'
+    ``Consensus``; its tied hashes in the order the traces gave them)."""
+    if not votes.majority_hashes:
         return "no consistency trace has an answer hash: majority_count 0"
-    top = ranked[0][1]
-    majority = [h for h, n in ranked if n == top]
+    majority = [h for h, _ in ranked if h in votes.majority_hashes]
     gold = record.teacher_gold_trace.final_answer_hash
     return (
         f"by answer hash, majority_answer_hash {' or '.join(majority)} (a tie), "
         if len(majority) > 1
         else f"by answer hash, majority_answer_hash {majority[0]}, "
-    ) + f"majority_count {top}, gold_matches_majority {str(gold in majority).lower()}"
+    ) + (
+        f"majority_count {votes.majority_count}, gold_matches_majority "
+        f"{str(gold in majority).lower()}"
+    )
 
 
 def _listings(trace: ExecutionTrace, path: str) -> list[tuple[str, Hook]]:
