@@ -116,7 +116,7 @@ def _build_parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--strict",
         action="store_true",
-        help="an episode whose integrity checks fail is rejected too, as in build --strict",
+        help="a record whose integrity checks fail is rejected too, as in build --strict",
     )
     v.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
     _add_check_options(v)
@@ -261,7 +261,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"episodes build: built {config.out}, but {exc}; run it again", file=sys.stderr)
         return exit_codes.UNAVAILABLE
     except BuildFailed as exc:
-        intact = f"the previous build in {config.out} was left intact"
+        held = (config.out / "manifest.json").is_file()
+        intact = (
+            f"the previous build in {config.out} was left intact"
+            if held
+            else f"nothing was written to {config.out}"
+        )
         print(f"episodes build: refused: {exc} — {intact}", file=sys.stderr)
         return EXIT_STRICT_CHECKS if exc.strict_checks else EXIT_REJECTED
     print_summary(report)

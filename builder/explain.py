@@ -16,7 +16,7 @@ from builder.hashing import canonical_json, question_id, value_hash
 from builder.normalize.hooks import hook_name
 from builder.sources import SourceLine
 from builder.validate import FieldError, Valid, Validator, duplicate_keys
-from schemas.episode import Episode, ExecutionTrace, Hook
+from schemas.episode import Episode, ExecutionTrace, Hook, Question
 from schemas.layouts import layout_path
 
 Explainer = Callable[[Episode, bytes, int | None], list[FieldError]]
@@ -89,6 +89,13 @@ def _hash_sites(record: Episode, precision: int | None) -> list[FieldError]:
     if q.ground_truth_hash is not None and "ground_truth" in q.model_fields_set:
         path, kind = "$.question.ground_truth_hash", checks.GROUND_TRUTH_MISMATCH
         sites.append((path, q.ground_truth_hash, q.ground_truth, "ground_truth", kind))
+    return _hash_errors(sites, precision)
+
+
+def _hash_errors(
+    sites: list[tuple[str, str | None, object, str, str]], precision: int | None
+) -> list[FieldError]:
+    """(path, captured hash, value, field, kind) → an error for each hash that fails."""
     out = []
     for path, captured, value, field, kind in sites:
         if captured is None:
@@ -98,6 +105,23 @@ def _hash_sites(record: Episode, precision: int | None) -> list[FieldError]:
             message = f"{failed}: {captured} is not the hash of {field} (this build's: {should})"
             out.append(FieldError(path, message))
     return out
+
+
+def explain_question(
+    question: Question, failed: Sequence[str], precision: int | None
+) -> tuple[FieldError, ...]:
+    """``explain`` for a question bank's record: its ground truth's hash, its id."""
+    found: list[FieldError] = []
+    if question.ground_truth_hash is not None and "ground_truth" in question.model_fields_set:
+        site = ("$.ground_truth_hash", question.ground_truth_hash, question.ground_truth)
+        found += _hash_errors([(*site, "ground_truth", checks.GROUND_TRUTH_MISMATCH)], precision)
+    if checks.QUESTION_ID_MISMATCH in failed:
+        address = question_id(question.question_text, question.hint)
+        message = f"{question.id!r} is not the content address of its text and hint ({address})"
+        found.append(FieldError("$.id", f"{checks.QUESTION_ID_MISMATCH}: {message}"))
+    placed = {e.message.split(":", 1)[0] for e in found}
+    found += [by_meaning(kind) for kind in dict.fromkeys(failed) if kind not in placed]
+    return tuple(found)
 
 
 def _gold_vs_truth(record: Episode) -> list[FieldError]:

@@ -36,7 +36,7 @@ from builder.engine import (
     main_survives_reimport,
 )
 from builder.engine.codec import BatchResult
-from builder.explain import by_meaning, explain, explain_line
+from builder.explain import by_meaning, explain, explain_line, explain_question
 from builder.normalize import Normalizer
 from builder.normalize.episode import EpisodeInfo, emit_episode
 from builder.normalize.questions import question_row
@@ -184,9 +184,13 @@ class Ingest:
         source, counts = self._start(path, "questions")
         validator = Validator(Question, "id")
         lines = bank_lines(source.lines(self.on_bytes))
+        strict, precision = self.config.strict, self.config.hash_precision
         for valid in valid_records(lines, validator, counts, self.rejects):
             line = valid.line
-            self.normalizer.question(valid.record, kind, line.path, line.number)
+            failed = self.normalizer.question(valid.record, kind, line.path, line.number, strict)
+            if strict and failed:
+                counts.valid, counts.rejected = counts.valid - 1, counts.rejected + 1
+                self.rejects.add(_question_check_failed(valid, failed, precision))
         self.result.inputs.append(source.stats)
 
     def _read_files(self, paths: Sequence[str]) -> None:
@@ -379,12 +383,13 @@ def validate_files(
     strict: BuildConfig | None = None,
 ) -> dict[str, FileCounts]:
     """Validation only (``episodes validate``): no tables, same rejects. With ``strict`` (the
-    build's settings), an episode whose integrity checks fail is a ``check_failed`` reject,
-    worded as ``build --strict`` words it (checks of the lines given; no question banks)."""
+    build's settings), an episode or a bank's question whose integrity checks fail is a
+    ``check_failed`` reject, worded as ``build --strict`` words it (checks of the lines
+    given: an episode is not checked against a bank's ground truth)."""
     key = "episode_id" if model is Episode else "id"
     validator = Validator(model, key)
     normalizer = None
-    if strict is not None and model is Episode:
+    if strict is not None:
         normalizer = Normalizer(
             strict.hook_value_limit, strict.hash_precision, strict.answer_tolerance
         )
@@ -396,7 +401,8 @@ def validate_files(
         for valid in valid_records(lines, validator, counts, rejects):
             if normalizer is None:
                 continue
-            reject = _checked(valid, normalizer)
+            check = _checked if model is Episode else _question_checked
+            reject = check(valid, normalizer)
             if reject is not None:
                 counts.valid, counts.rejected = counts.valid - 1, counts.rejected + 1
                 rejects.add(reject)
@@ -424,6 +430,20 @@ def _checked(valid: Valid[Episode], normalizer: Normalizer) -> Reject | None:
         normalizer.forget_question(info.question_id, info.question_gt_hash)
     errors = explain(record, line.raw, failed, precision, valid.layout)
     return Reject(line.path, line.number, CHECK_FAILED, errors, line.raw)
+
+
+def _question_checked(valid: Valid[Question], normalizer: Normalizer) -> Reject | None:
+    """The ``check_failed`` reject of a bank's question whose checks fail, else None."""
+    line = valid.line
+    failed = normalizer.question(valid.record, "", line.path, line.number, strict=True)
+    return _question_check_failed(valid, failed, normalizer.hash_precision) if failed else None
+
+
+def _question_check_failed(
+    valid: Valid[Question], failed: list[str], precision: int | None
+) -> Reject:
+    errors = explain_question(valid.record, failed, precision)
+    return Reject(valid.line.path, valid.line.number, CHECK_FAILED, errors, valid.line.raw)
 
 
 def valid_records(

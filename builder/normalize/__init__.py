@@ -54,13 +54,20 @@ class Normalizer:
     seen_questions: dict[str, None] = field(default_factory=dict)
     _rows: Rows = field(default_factory=empty_rows)
 
-    def question(self, question: Question, source: str, file: str, line: int) -> None:
-        """Add a question row unless its id is already present (first source wins)."""
+    def question(
+        self, question: Question, source: str, file: str, line: int, strict: bool = False
+    ) -> list[str]:
+        """Add a question row unless its id is already present (first source wins); returns
+        its failed integrity checks. With ``strict``, a question that fails one is not added
+        (the caller rejects it)."""
         if question.id in self.seen_questions:
-            return
+            return []
         row = question_row(question, source, file, line, self.hash_precision)
+        if strict and row.checks:
+            return row.checks
         self.learn_question(question.id, question.ground_truth_hash, row.checks)
         self._rows["questions"].append(row)
+        return row.checks
 
     def learn_question(self, qid: str, gt_hash: str | None, failed: list[str]) -> bool:
         """Record a question id; False when it was seen before (its row is then dropped)."""

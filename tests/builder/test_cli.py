@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
+from builder.hashing import value_hash
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data/episodes/episodes.jsonl"
 BAD = ROOT / "data/bad/bad_lines.jsonl"
@@ -144,3 +148,47 @@ def test_validate_strict_rejects_what_a_strict_build_would(tmp_path: Path) -> No
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     assert json.loads((tmp_path / "b.jsonl").read_text()) == reject
+
+
+def test_strict_rejects_a_bank_question_whose_ground_truth_hash_is_wrong(tmp_path: Path) -> None:
+    """A bank's question whose ``ground_truth_hash`` is not its ground truth's is flagged
+    (``ground_truth_mismatch``) by a build; under ``--strict`` it is a ``check_failed``
+    reject naming the field, in ``validate`` and ``build`` alike, and not a question row."""
+    good = {"question_text": "What is 2+2?", "hint": "add", "ground_truth": 4}
+    bad = {"question_text": "What is 3+3?", "hint": "add", "ground_truth": 6}
+    good["ground_truth_hash"] = value_hash(4)
+    bad["ground_truth_hash"] = "0" * 16
+    (tmp_path / "q.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    plain = episodes("validate", "--questions", "q.jsonl", cwd=tmp_path)
+    assert plain.returncode == 0 and "2 valid, 0 rejected" in plain.stdout
+    strict = episodes(
+        "validate", "--questions", "--strict", "q.jsonl", "--rejects", "r.jsonl", cwd=tmp_path
+    )
+    assert strict.returncode == 2 and "1 valid, 1 rejected" in strict.stdout
+    (reject,) = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert (reject["kind"], reject["line"], reject["path"]) == (
+        "check_failed",
+        2,
+        "$.ground_truth_hash",
+    )
+    assert f"ground_truth_mismatch: {'0' * 16} is not the hash of ground_truth" in reject["message"]
+    built = episodes(
+        "build", "--strict", "--synthetic-questions", "q.jsonl", "--out", "ds",
+        "--rejects", "b.jsonl", "--max-reject-ratio", "1", "--no-progress", cwd=tmp_path,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    assert json.loads((tmp_path / "b.jsonl").read_text()) == reject
+    (questions,) = (tmp_path / "ds" / "questions").glob("*.parquet")
+    texts = pq.read_table(questions).column("question_text").to_pylist()
+    assert texts == ["What is 2+2?"]
+
+
+def test_a_refused_first_build_does_not_speak_of_a_previous_one(tmp_path: Path) -> None:
+    """A refusal into a folder that holds no build says nothing was written there; "the
+    previous build … was left intact" is said only when there is one."""
+    (tmp_path / "bad.jsonl").write_bytes(BAD.read_bytes())
+    args = ("build", "--episodes", "bad.jsonl", "--out", "ds", "--rejects", "r.jsonl")
+    refused = episodes(*args, "--no-progress", cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().endswith("— nothing was written to ds"), refused.stderr
+    assert not (tmp_path / "ds").exists()
