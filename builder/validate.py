@@ -207,8 +207,10 @@ def _json_nodes(value: Any) -> Iterator[tuple[Any, str]]:
 
 
 def _python_dialect(raw: bytes) -> Any | None:
-    """The value of a line that is JSON but for ``NaN``/``Infinity`` tokens, else None."""
-    if b"NaN" not in raw and b"Infinity" not in raw:
+    """The value of a line that is JSON as Python's ``json`` reads it but orjson refuses:
+    ``NaN``/``Infinity`` tokens, or an integer too large for a double (``math.factorial(200)``
+    is an answer ``json.dumps`` writes); else None."""
+    if b"NaN" not in raw and b"Infinity" not in raw and not has_long_digit_run(raw):
         return None
     try:
         value = json.loads(raw)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import random
 import re
 from types import SimpleNamespace
@@ -352,6 +353,22 @@ def test_integers_beyond_64_bits_stay_exact(make: SimpleNamespace) -> None:
     assert gold.final_answer_hash == value_hash(answer)
     value, rejected = parse_line(SourceLine("a.jsonl", 1, b'{"n": -9223372036854775809}'))
     assert rejected is None and value == {"n": -9223372036854775809}
+
+
+@pytest.mark.parametrize(
+    "answer", [math.factorial(200), 10**309, -(10**400)], ids=["200!", "1e309", "-1e400"]
+)
+def test_integers_beyond_a_double_are_read_as_python_writes_them(
+    make: SimpleNamespace, answer: int
+) -> None:
+    """orjson refuses an integer a double cannot hold ("number is infinity"); Python's
+    ``json.dumps`` writes it (an answer of ``math.factorial(200)``), so the line is valid and
+    the integer exact."""
+    record = make.episode(gold=make.turns_trace(answer), consistency=[make.flat_trace(answer)])
+    outcome = validate(make.line(record))
+    assert isinstance(outcome, Valid), outcome
+    gold = outcome.record.teacher_gold_trace
+    assert gold.final_answer == answer and gold.final_answer_hash == value_hash(answer)
 
 
 def test_long_digit_runs_inside_strings_parse_normally() -> None:
