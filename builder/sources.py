@@ -67,8 +67,8 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
             error.hint = exc.hint  # which stores there are, not "check the command line"
             raise error from exc
         if not matches:
-            if not storage.is_uri(pattern) and Path(pattern).is_dir():
-                raise InputError(f"{pattern} is a folder: name its files, e.g. {pattern}/*.jsonl")
+            if not storage.is_uri(pattern):
+                _refuse_not_a_file(pattern)
             raise InputError(f"{pattern}: no input file matches")
         for match in matches:
             key = match if storage.is_uri(match) else os.path.realpath(match)
@@ -76,6 +76,22 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
                 seen.add(key)
                 paths.append(match)
     return sorted(paths)
+
+
+def _refuse_not_a_file(name: str) -> None:
+    """What a local name that matches no file is instead, when it is something."""
+    path = Path(name)
+    if path.is_dir():
+        raise InputError(f"{name} is a folder: name its files, e.g. {name}/*.jsonl")
+    if path.exists():  # a pipe (``<(zcat x.gz)``), a socket or a device
+        error = InputError(
+            f"{name} is not a regular file (a pipe?): write it to a file first, or name a "
+            ".gz or .zst file itself (read as it is decompressed)"
+        )
+        error.hint = ""
+        raise error
+    if path.is_symlink():
+        raise InputError(f"{name} is a broken symbolic link (to {os.readlink(name)})")
 
 
 def _matches(pattern: str) -> list[str]:
@@ -197,10 +213,28 @@ def _open_decompressed(path: str, digest: _DigestingReader) -> BinaryIO:
         reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
         return io.BufferedReader(reader)  # type: ignore[arg-type]
     if path.endswith((".jsonl", ".json", ".ndjson")):
+        _refuse_disguised(path, buffered.peek(4)[:4])
         return buffered
     raise InputError(
         f"{path}: unknown input format (expected .jsonl, .json or .ndjson, optionally .gz or .zst)"
     )
+
+
+# What the first bytes of a file named as plain text say it is instead, and what to do.
+_DISGUISED = (
+    (b"\x1f\x8b", "gzip-compressed", "name it {path}.gz"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "name it {path}.zst"),
+    (b"\xff\xfe", "UTF-16 text (what PowerShell's > writes)", "save it as UTF-8"),
+    (b"\xfe\xff", "UTF-16 text", "save it as UTF-8"),
+)
+
+
+def _refuse_disguised(path: str, head: bytes) -> None:
+    for magic, what, fix in _DISGUISED:
+        if head.startswith(magic):
+            error = InputError(f"{path}: the file is {what}: {fix.format(path=path)}")
+            error.hint = ""  # the message says what to do
+            raise error
 
 
 class InputFile:
@@ -212,7 +246,8 @@ class InputFile:
         self.stats = InputStats(path)
 
     def lines(self, on_bytes: Callable[[int], None] | None = None) -> Iterator[SourceLine]:
-        """Yield every line. Terminators (LF, CRLF) and a leading UTF-8 BOM are stripped.
+        """Yield every line. Terminators (LF, CRLF) and a UTF-8 BOM that starts a line are
+        stripped (a ``cat`` of files saved with one has one on each file's first line).
 
         A line longer than ``max_line_bytes`` is yielded as a short prefix with
         ``too_long=True`` and its rest skipped in chunks, so memory stays bounded.
@@ -239,7 +274,7 @@ class InputFile:
                 if too_long:
                     _skip_rest_of_line(stream, limit)
                     line = line[:256]
-                elif number == 1 and line.startswith(BOM):
+                elif line.startswith(BOM):  # a file's, or each file's of a ``cat``
                     line = line[len(BOM) :]
                 yield SourceLine(path, number, line.rstrip(b"\r\n"), too_long)
                 if on_bytes is not None and digest.bytes != reported:

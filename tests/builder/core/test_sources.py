@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -139,9 +140,38 @@ def test_crlf_and_leading_bom_are_stripped(tmp_path: Path, suffix: str) -> None:
     ]
 
 
-def test_a_bom_after_the_first_line_is_data_not_a_marker(tmp_path: Path) -> None:
+def test_a_bom_that_starts_a_later_line_is_stripped_too(tmp_path: Path) -> None:
+    """``cat a.jsonl b.jsonl`` of two files saved with a BOM: one starts the second file's
+    first line. It is a marker there too (JSON cannot start with one), not a bad record."""
     path = write(tmp_path / "a.jsonl", b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')
-    assert read(path)[1] == (2, b'\xef\xbb\xbf{"b": 2}', False)
+    assert read(path)[1] == (2, b'{"b": 2}', False)
+
+
+@pytest.mark.parametrize(
+    ("head", "says"),
+    [
+        (gzip.compress(CONTENT), "is gzip-compressed: name it {path}.gz"),
+        (zstandard.ZstdCompressor().compress(CONTENT), "is zstd-compressed: name it {path}.zst"),
+        (CONTENT.decode().encode("utf-16"), "is UTF-16 text"),
+    ],
+    ids=["gzip", "zstd", "utf-16"],
+)
+def test_a_file_that_is_not_plain_text_under_a_plain_name_is_refused(
+    tmp_path: Path, head: bytes, says: str
+) -> None:
+    path = write(tmp_path / "episodes.jsonl", head)
+    with pytest.raises(InputError, match=re.escape(says.format(path=path))) as raised:
+        read(path)
+    assert raised.value.hint == ""  # the message says what to do
+
+
+def test_a_pipe_or_a_broken_link_is_named_for_what_it_is(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    with pytest.raises(InputError, match="is not a regular file \\(a pipe\\?\\)"):
+        expand_inputs([str(tmp_path / "pipe.jsonl")])
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    with pytest.raises(InputError, match="is a broken symbolic link"):
+        expand_inputs([str(tmp_path / "link.jsonl")])
 
 
 def test_line_at_the_limit_is_kept_one_byte_over_is_too_long(tmp_path: Path) -> None:
@@ -236,7 +266,8 @@ def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
 
 def test_random_binary_plain_file_is_read_as_lines_not_an_error(tmp_path: Path) -> None:
     # Bytes that are not UTF-8 are the validate stage's business, line by line.
-    data = os.urandom(4096).replace(b"\n", b"") + b"\n{}\n"
+    # (not starting with a compressed file's or UTF-16's first bytes: those are refused)
+    data = b"x" + os.urandom(4096).replace(b"\n", b"") + b"\n{}\n"
     path = write(tmp_path / "noise.jsonl", data)
     lines = read(path)
     assert [n for n, _, _ in lines] == [1, 2]
