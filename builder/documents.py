@@ -56,7 +56,13 @@ def records(
             yield from head  # not a document read whole: lines, which validation names
             yield from it
             return
-    yield from _split(head, list_key)
+    split = _split(head, list_key)
+    if split is None and opens_array:  # a list cut short (a copy that stopped): its items
+        blank = next(i for i, line in enumerate(head) if line.raw.strip())
+        yield from head[:blank]
+        yield from _array_items(iter(head[blank:]), size)
+        return
+    yield from head if split is None else split
 
 
 # a JSON string, never across a line end; the loop unrolled, ≈ 6× faster in ``re``
@@ -122,8 +128,8 @@ def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine
         if depth <= 1:
             yield _item(line.path, start, item, depth, size > limit)
             item = []
-    if item:  # the document ended inside an item
-        yield SourceLine(line.path, start, b"\n".join(item)[:256], size > limit)
+    if item:  # the document ended inside an item: what there is of it, a reject
+        yield _item(line.path, start, item, depth, size > limit)
 
 
 def _item(path: str, start: int, item: list[bytes], depth: int, too_long: bool) -> SourceLine:
@@ -154,14 +160,14 @@ def _named_jsonl(path: str) -> bool:
     return path.removesuffix(".gz").removesuffix(".zst").endswith((".jsonl", ".ndjson"))
 
 
-def _split(lines: list[SourceLine], list_key: str | None) -> list[SourceLine]:
-    """One ``SourceLine`` per record of the document ``lines`` hold, or ``lines`` as they
-    are when they are not one JSON document."""
+def _split(lines: list[SourceLine], list_key: str | None) -> list[SourceLine] | None:
+    """One ``SourceLine`` per record of the document ``lines`` hold, ``lines`` as they are
+    when they are one JSON value but no document of records, None when no JSON value."""
     try:
         text = b"\n".join(line.raw for line in lines).decode("utf-8")
         document = _DECODER.decode(text)
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return lines  # not one document: broken lines that validation names
+        return None  # not one document: broken lines that validation names
     if isinstance(document, list):
         spans = _items(text, _skip(text, 0))
     elif isinstance(document, dict) and list_key and isinstance(document.get(list_key), list):

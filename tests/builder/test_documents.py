@@ -83,10 +83,30 @@ def test_what_is_not_one_document_within_the_limit_is_read_line_by_line(tmp_path
     assert len(read(big, limit=len(one) // 2)) == len(one.splitlines())
     pretty = json.dumps(sample_episodes(2), indent=2)
     broken = tmp_path / "broken.json"
-    broken.write_text(pretty[: len(pretty) // 2])  # truncated: every line stays a line
+    broken.write_text("{\n" + pretty[: len(pretty) // 2])  # no JSON: every line stays a line
     assert [line.number for line in read(broken)] == list(
-        range(1, pretty.count("\n", 0, len(pretty) // 2) + 2)
+        range(1, pretty.count("\n", 0, len(pretty) // 2) + 3)
     )
+
+
+def test_a_list_cut_short_keeps_its_whole_items_and_rejects_the_cut_one(tmp_path: Path) -> None:
+    """A document list that stops inside an item (a copy that did not finish) is read item
+    by item, as a list too large to read whole is: the items before the cut are records,
+    the cut one is one invalid_json reject, not one reject per physical line."""
+    episodes = sample_episodes(4)
+    pretty = json.dumps(episodes, indent=2)
+    whole = tmp_path / "whole.json"
+    whole.write_text(pretty)
+    cut_in = starts(whole)[3] + 5  # five lines into the fourth item
+    broken = tmp_path / "broken.json"
+    broken.write_text("\n".join(pretty.splitlines()[:cut_in]))
+    got = read(broken)
+    assert [line.number for line in got] == starts(whole)
+    assert [json.loads(line.raw) for line in got[:3]] == episodes[:3]
+    writer = RejectsWriter(None)
+    counts = validate_files([str(broken)], Episode, writer, 1 << 26)
+    assert (counts[str(broken)].valid, counts[str(broken)].rejected) == (3, 1)
+    assert dict(writer.by_kind) == {"invalid_json": 1}
 
 
 def test_an_array_over_the_limit_streams_its_items(
