@@ -146,7 +146,11 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
         return None, Reject(line.path, line.number, kind, (FieldError("$", message),), line.raw)
 
     if line.too_long:
-        return reject(LINE_TOO_LONG, "line exceeds the maximum line size (max_line_bytes)")
+        message = (
+            "the line is longer than max_line_bytes (its first 256 bytes are kept here); if "
+            "it is one record, raise max_line_bytes in dataset.toml's [checks] and build again"
+        )
+        return reject(LINE_TOO_LONG, message)
     try:
         return _exact_integers(line.raw, orjson.loads(line.raw)), None
     except orjson.JSONDecodeError as exc:
