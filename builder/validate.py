@@ -158,7 +158,14 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
             line.raw.decode("utf-8")
         except UnicodeDecodeError as bad:
             byte = line.raw[bad.start]
-            return reject(INVALID_UTF8, f"invalid UTF-8 byte 0x{byte:02x} at byte {bad.start + 1}")
+            message = f"invalid UTF-8 byte 0x{byte:02x} at byte {bad.start + 1}"
+            return None, Reject(
+                line.path,
+                line.number,
+                INVALID_UTF8,
+                (FieldError(_undecodable_path(line.raw), message),),
+                line.raw,
+            )
         surrogates = _lone_surrogates(line.raw)
         if surrogates:
             errors = tuple(
@@ -196,6 +203,23 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
         if len(found) >= most:
             return found[:most]
     return found
+
+
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what ``surrogateescape`` makes of a bad byte
+
+
+def _undecodable_path(raw: bytes) -> str:
+    """The JSON path of the first string holding a byte that is not UTF-8 (a key's: its
+    object's), or ``$`` when the line is no JSON even so."""
+    try:
+        value = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+    except (ValueError, RecursionError):
+        return "$"
+    for node, path in _json_nodes(value):
+        texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
+        if any(_ESCAPED_BYTE.search(t) for t in texts):
+            return path
+    return "$"
 
 
 def _json_nodes(value: Any) -> Iterator[tuple[Any, str]]:
