@@ -76,6 +76,18 @@ def pickle_scheme_warning(manifest: Mapping[str, Any]) -> str | None:
     )
 
 
+def empty_warning(manifest: Mapping[str, Any]) -> str | None:
+    """A build whose inputs held no record at all: most likely the wrong file."""
+    if any(i["records"] for i in manifest["inputs"]) or (manifest.get("sessions") or {}).get(
+        "sessions"
+    ):
+        return None
+    return (
+        "the inputs hold no records, so the dataset has no rows: check the files named by "
+        "--episodes and the banks (or [inputs] in dataset.toml)"
+    )
+
+
 def tolerance_hint(manifest: Mapping[str, Any]) -> str | None:
     """Verified or triangulation checks that failed while answers were compared by hash
     only: the capture code compares them by value, within a float tolerance."""
@@ -117,7 +129,7 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
             "without it (the result is the same, only slower)",
             file=out,
         )
-    for warning in (hash_scheme_warning(m), pickle_scheme_warning(m)):
+    for warning in (hash_scheme_warning(m), pickle_scheme_warning(m), empty_warning(m)):
         if warning:
             print(f"\nwarning: {warning}", file=out)
     hint = tolerance_hint(m)

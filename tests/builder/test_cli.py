@@ -192,3 +192,17 @@ def test_a_refused_first_build_does_not_speak_of_a_previous_one(tmp_path: Path) 
     assert refused.returncode == 2
     assert refused.stderr.strip().endswith("— nothing was written to ds"), refused.stderr
     assert not (tmp_path / "ds").exists()
+
+
+def test_a_build_of_inputs_without_records_warns_that_the_dataset_is_empty(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "empty.jsonl").write_text("\n\n")
+    args = ("build", "--episodes", "empty.jsonl", "--out", "ds", "--rejects", "r.jsonl")
+    built = episodes(*args, "--no-progress", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert "warning: the inputs hold no records, so the dataset has no rows" in built.stdout
+    (tmp_path / "one.jsonl").write_text(SAMPLE.read_text().splitlines()[0] + "\n")
+    args = ("build", "--episodes", "one.jsonl", "--out", "ds2", "--rejects", "r2.jsonl")
+    one = episodes(*args, "--no-progress", cwd=tmp_path)
+    assert one.returncode == 0 and "hold no records" not in one.stdout
