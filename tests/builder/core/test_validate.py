@@ -197,7 +197,11 @@ def test_non_utf8_bytes(make: SimpleNamespace) -> None:
     raw = make.line(make.episode()).replace(b"sales.csv", b"sales\xff.csv", 1)
     outcome = validate(raw, number=9)
     assert isinstance(outcome, Reject)
-    assert (outcome.kind, outcome.path, outcome.line) == (INVALID_UTF8, "$.question.question_text", 9)
+    assert (outcome.kind, outcome.path, outcome.line) == (
+        INVALID_UTF8,
+        "$.question.question_text",
+        9,
+    )
     position = raw.index(b"\xff") + 1
     assert f"at byte {position}" in outcome.message
     assert "0xff" in outcome.message
