@@ -60,12 +60,12 @@ class Normalizer:
         """Add a question row unless its id is already present (first source wins); returns
         its failed integrity checks. With ``strict``, a question that fails one is not added
         (the caller rejects it)."""
-        if question.id in self.seen_questions:
-            return []
         row = question_row(question, source, file, line, self.hash_precision)
+        if row.question_id in self.seen_questions:
+            return []
         if strict and row.checks:
             return row.checks
-        self.learn_question(question.id, question.ground_truth_hash, row.checks)
+        self.learn_question(row.question_id, question.ground_truth_hash, row.checks)
         self._rows["questions"].append(row)
         return row.checks
 

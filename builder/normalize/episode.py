@@ -19,6 +19,7 @@ from builder.fastpath import FastRecord
 from builder.hashing import canonical_json, rehash_json_text
 from builder.normalize.hooks import hook_rows
 from builder.normalize.messages import message_rows
+from builder.normalize.questions import question_key
 from builder.normalize.rows import (
     EPISODE_TABLES,
     CorrectionRow,
@@ -151,10 +152,11 @@ def emit_episode(
         extras = {layout_path(layout, path): value for path, value in extras.items()}
     message_rows(out, ep)
     meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
+    key = question_key(ep.question)
     out["episodes"].append(
         EpisodeRow(
             episode_id=eid,
-            question_id=ep.question.id,
+            question_id=key,
             timestamp=utc(ep.timestamp),
             verified=ep.verified,
             verified_recomputed=verified,
@@ -179,7 +181,7 @@ def emit_episode(
     return EpisodeInfo(
         number,
         eid,
-        ep.question.id,
+        key,
         truth_hash,
         gold_hash,
         failed,

@@ -5,18 +5,29 @@ from __future__ import annotations
 from typing import Any
 
 from builder import checks
-from builder.hashing import normalize_question_text
+from builder.hashing import normalize_question_text, question_id
 from builder.normalize.rows import QuestionRow
 from builder.normalize.values import json_text, utc
 from schemas.episode import canonical_difficulty
 
 
+def question_key(question: Any) -> str:
+    """The id a question has in every table: its content address ``sha256(text|hint)[:16]``,
+    which is its ``id`` whenever that id is right. A captured id that is not (a producer's
+    slip) fails ``question_id_mismatch`` on its episode, but never claims the row, the
+    prompt or the split of the question it happens to name."""
+    return question_id(question.question_text, question.hint)
+
+
 def question_row(
     question: Any, source: str, file: str, line: int, precision: int | None = None
 ) -> tuple[Any, ...]:
-    """A ``questions`` row; its integrity checks (pure) are the last column."""
+    """A ``questions`` row; its integrity checks (pure) are the last column. The row is the
+    question's under its content address (``question_key``), so a wrong captured id is its
+    episode's failed check, not the row's."""
+    failed = [c for c in checks.check_question(question, precision) if c != _ID_MISMATCH]
     return QuestionRow(
-        question_id=question.id,
+        question_id=question_key(question),
         question_text=question.question_text,
         normalized_text=normalize_question_text(question.question_text),
         hint=question.hint,
@@ -36,5 +47,8 @@ def question_row(
         output_schema=json_text(question, "output_schema"),
         source_file=file,
         source_line=line,
-        checks=checks.check_question(question, precision),
+        checks=failed,
     )
+
+
+_ID_MISMATCH = checks.QUESTION_ID_MISMATCH

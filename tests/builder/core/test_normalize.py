@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from builder import checks, rewards
-from builder.hashing import canonical_json, normalize_value, value_hash
+from builder.hashing import canonical_json, normalize_value, question_id, value_hash
 from builder.normalize import Normalizer
 from schemas.episode import Question
 from schemas.tables import TABLES
@@ -437,14 +437,41 @@ def test_a_difficulty_in_any_spelling_is_accepted(
     assert row["difficulty"] == stored and row["checks"] == []
 
 
-def test_flagged_question_row_records_its_checks(make: SimpleNamespace) -> None:
+def test_a_wrong_question_id_is_the_episodes_check_and_the_row_keeps_its_address(
+    make: SimpleNamespace,
+) -> None:
+    """A captured id that is not the content address flags its episode (which does not
+    train); the question row and the episode are keyed by the content address, so the
+    wrong id never names the row of the question it happens to be."""
     q = make.question()
     q["id"] = "f" * 16
     tables, normalizer = run(make, make.episode(q=q))
     (row,) = rows(tables, "questions")
-    assert row["checks"] == [checks.QUESTION_ID_MISMATCH]
+    address = question_id(q["question_text"], q["hint"])
+    assert (row["question_id"], row["checks"]) == (address, [])
     assert normalizer.stats.question_checks == {checks.QUESTION_ID_MISMATCH: 1}
-    assert rows(tables, "episodes")[0]["checks"] == [checks.QUESTION_ID_MISMATCH]
+    (episode,) = rows(tables, "episodes")
+    assert (episode["question_id"], episode["checks"]) == (address, [checks.QUESTION_ID_MISMATCH])
+
+
+def test_an_episode_naming_another_questions_id_does_not_take_its_row(
+    make: SimpleNamespace,
+) -> None:
+    """Episode B carries question C's text under question A's id, and comes first: A's
+    episode keeps A's text (its prompt) and B joins C's question, whose text it has."""
+    a = make.question("How many rows have price > 100?", "Filter, then count.")
+    c = make.question("What is the mean price?", "Average the price column.")
+    b = {**c, "id": a["id"]}
+    first = make.episode("ep-b", q=b)
+    tables, _ = run(make, first, make.episode("ep-a", q=a), make.episode("ep-c", q=c))
+    texts = {r["question_id"]: r["question_text"] for r in rows(tables, "questions")}
+    assert texts == {a["id"]: a["question_text"], c["id"]: c["question_text"]}
+    keyed = {r["episode_id"]: (r["question_id"], r["checks"]) for r in rows(tables, "episodes")}
+    assert keyed == {
+        "ep-b": (c["id"], [checks.QUESTION_ID_MISMATCH]),
+        "ep-a": (a["id"], []),
+        "ep-c": (c["id"], []),
+    }
 
 
 def test_flagged_episode_is_kept_with_its_checks(make: SimpleNamespace) -> None:
