@@ -112,19 +112,18 @@ def changelog_markdown(release: Mapping[str, Any]) -> str:
         lines.append("Row counts are unchanged in every config and split.")
         return "\n\n".join(lines)
     table = [
-        "| config | split | rows before | rows after | added | removed |",
-        "|---|---|---|---|---|---|",
+        "| config | split | rows before | rows after | net change |",
+        "|---|---|---|---|---|",
     ]
     for name, splits in rows.items():
         for split, n in splits.items():
-            table.append(
-                f"| `{name}` | {split} | {n['before']} | {n['after']} | "
-                f"{n['added']} | {n['removed']} |"
-            )
+            net = n["after"] - n["before"]
+            table.append(f"| `{name}` | {split} | {n['before']} | {n['after']} | {net:+d} |")
     lines.append("\n".join(table))
     lines.append(
-        "Added and removed are the net change of each split's row count between the two "
-        "releases' manifests; other configs and splits are unchanged."
+        "The net change is that of each split's row count between the two releases' "
+        "manifests, not a count of rows added and removed (rows replaced one for one do not "
+        "show); the other configs and splits have as many rows as before."
     )
     return "\n\n".join(lines)
 

@@ -8,6 +8,7 @@ import pytest
 
 from builder.publish.changelog import (
     changelog,
+    changelog_markdown,
     default_config,
     release_card,
     release_info,
@@ -100,6 +101,19 @@ def test_changelog_counts_rows_added_and_removed_per_config_and_split() -> None:
     assert changelog(None, new)["first_release"] is True
 
 
+def test_the_release_notes_call_a_row_count_difference_a_net_change() -> None:
+    """The manifests hold row counts, not rows: 10 -> 12 may be 5 rows removed and 7 added,
+    so the card says "+2, net", never "2 added, 0 removed"."""
+    old, new = manifest(sft={"train": 10, "test": 2}), manifest(sft={"train": 12, "test": 1})
+    release = release_info(
+        "org/ds", Version.parse("1.1.0"), (Version.parse("1.0.0"), "v1.0.0"), old, new
+    )
+    notes = changelog_markdown(release)
+    assert "| config | split | rows before | rows after | net change |" in notes
+    assert "| `sft` | train | 10 | 12 | +2 |" in notes and "| `sft` | test | 2 | 1 | -1 |" in notes
+    assert "not a count of rows added and removed" in notes and "added |" not in notes
+
+
 def test_release_card_and_manifest() -> None:
     old, new = manifest(sft={"train": 1}), manifest(sft={"train": 3})
     release = release_info(
@@ -115,7 +129,7 @@ def test_release_card_and_manifest() -> None:
     assert text.endswith("## Rows\n\ntable\n")
     assert "version **1.1.0**" in text and "(`v1.0.0`)" in text
     assert 'load_dataset("org/ds", "sft", revision="v1.1.0")' in text
-    assert "| `sft` | train | 1 | 3 | 2 | 0 |" in text
+    assert "| `sft` | train | 1 | 3 | +2 |" in text
     data = json.loads(release_manifest(new, release))
     assert data["release"]["previous_tag"] == "v1.0.0"
     assert {k: v for k, v in data.items() if k != "release"} == new
