@@ -203,7 +203,15 @@ def _run(
         options.repo, version, previous, files, remote, options.private, previous_manifest
     )
     print(format_plan(plan, options.build_dir), file=out)
+    if previous and previous_manifest and previous_manifest.get("files") == manifest["files"]:
+        print(
+            f"note: the data files are those of {previous[1]}: this release changes only the "
+            "version and the card",
+            file=out,
+        )
     if options.dry_run:
+        notes = changelog_markdown(release).replace("\n", "\n  ")
+        print(f"release notes (the card's Release section):\n  {notes}", file=out)
         print("dry run: nothing was uploaded, created or tagged", file=out)
         return PublishResult(plan, None, None)
     if remote.exists and options.private and not remote.private:

@@ -137,9 +137,23 @@ def test_dry_run_of_a_next_release_shows_the_plan_and_changes_nothing(
     assert "version 2.0.0 (tag v2.0.0); previous version: 1.0.0 (v1.0.0)" in out
     assert "~ README.md" in out and "~ manifest.json" in out
     assert "already on main or the latest release" in out and "to upload" in out
+    assert "release notes (the card's Release section):" in out
+    assert "| config | split | rows before | rows after | net change |" in out
+    assert "the data files are those of" not in out
     assert writes(hub, start) == []
     assert snapshot(hub, repo_id) == before
     assert not [r for r in hub.requests[start:] if r.listener == "storage"]
+
+
+def test_a_release_of_the_same_data_says_so(
+    hub: HubServer, build_a: BuildReport, copy_build, repo_id: str, hf_token: str
+) -> None:
+    assert run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")[0] == 0
+    folder = copy_build(build_a)
+    code, out, err = run_publish(folder, "--repo", repo_id, "--version", "1.0.1", "--dry-run")
+    assert code == 0, err
+    assert "note: the data files are those of v1.0.0" in out
+    assert "Row counts are unchanged in every config and split." in out
 
 
 def test_dry_run_without_a_token_plans_with_anonymous_reads(
