@@ -175,7 +175,8 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
         python_dialect = _python_dialect(line.raw)
         if python_dialect is not None:
             return python_dialect, None
-        return reject(INVALID_JSON, f"invalid JSON: {exc}")
+        error = FieldError(_raw_control_path(line.raw), f"invalid JSON: {exc}")
+        return None, Reject(line.path, line.number, INVALID_JSON, (error,), line.raw)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -203,6 +204,25 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
         if len(found) >= most:
             return found[:most]
     return found
+
+
+_CONTROL = re.compile("[\x00-\x1f]")
+
+
+def _raw_control_path(raw: bytes) -> str:
+    """The JSON path of the first string holding a raw control character (a tab or a
+    vertical tab pasted into a string, which JSON requires escaped), else ``$``."""
+    if not _CONTROL.search(raw.decode("utf-8", errors="replace")):
+        return "$"
+    try:
+        value = json.loads(raw, strict=False)
+    except (ValueError, RecursionError):
+        return "$"
+    for node, path in _json_nodes(value):
+        texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
+        if any(_CONTROL.search(t) for t in texts):
+            return path
+    return "$"
 
 
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what ``surrogateescape`` makes of a bad byte

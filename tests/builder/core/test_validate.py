@@ -210,6 +210,16 @@ def test_non_utf8_bytes(make: SimpleNamespace) -> None:
     assert base64.b64decode(record["raw_base64"]) == raw
 
 
+def test_a_raw_control_character_names_the_string_holding_it(make: SimpleNamespace) -> None:
+    raw = make.line(make.episode()).replace(b"sales.csv", b"sales\x0b.csv", 1)
+    outcome = validate(raw)
+    assert isinstance(outcome, Reject) and outcome.kind == INVALID_JSON
+    assert outcome.path == "$.question.question_text"
+    assert "control character" in outcome.message
+    truncated = validate(raw[: len(raw) // 2])  # no JSON at all even so: the whole line
+    assert isinstance(truncated, Reject) and truncated.path == "$"
+
+
 def test_a_lone_surrogate_names_the_field_and_how_to_capture_it(make: SimpleNamespace) -> None:
     """Python's ``json.dumps`` writes text decoded with ``surrogateescape`` as an unpaired
     ``\\udc80`` escape: JSON a parser may read, but no Unicode text (Arrow holds UTF-8)."""
