@@ -322,6 +322,10 @@ TABLES: dict[str, pa.Schema] = {
 SPLIT_ASSIGNMENT = table_schema(
     "The split of every question id: a keyed hash of its normalized text (see the card)",
     column("question_id", pa.string(), "Question id (sessions: id of the initial instruction)"),
-    column("normalized_text", pa.string(), "The normalized text the split was derived from"),
+    column(
+        "normalized_text",
+        pa.string(),
+        "The normalized text the split was derived from (as published: redacted)",
+    ),
     column("split", pa.string(), "train, validation or test"),
 )

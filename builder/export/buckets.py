@@ -37,7 +37,14 @@ CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 BUCKETED = ("questions", "episodes", *CHILD_TABLES)
 LOOKUP = "lookup_questions"  # question rows of earlier segments (``partition``)
 LOOKUP_COLUMNS = ("question_id", "question_text", "normalized_text", "difficulty")
-LOOKUP_SCHEMA = pa.schema([TABLES["questions"].field(name) for name in LOOKUP_COLUMNS])
+# ... and the split the earlier segment gave each (their texts as published are redacted)
+LOOKUP_SCHEMA = pa.schema(
+    [*(TABLES["questions"].field(name) for name in LOOKUP_COLUMNS), pa.field("split", pa.string())]
+)
+# A bucket's questions' normalized text as captured: the key of their split. The published
+# ``normalized_text`` is recomputed from the redacted text; a split must not depend on what
+# redaction found (in this segment or another), or one question's rows would part.
+SPLIT_TEXTS = "split_texts"
 PREFIX_RANGE = 16**4  # buckets are ranges of the ids' first four hex digits
 SCRATCH_FILE_BYTES = 128 << 20  # rows gathered (in memory) before a scratch file is written
 
@@ -229,16 +236,19 @@ def load(bucket: Bucket, redact: Redact | None = None) -> dict[str, pl.LazyFrame
     order within a question; child rows follow their episode's question). The buckets'
     rows, one after the other, are then the whole tables in that order, whatever the bucket
     count. ``LOOKUP`` holds the earlier segments' questions the bucket's episodes refer to
-    (published rows: redacted already)."""
+    (published rows: redacted already, with their split); ``SPLIT_TEXTS`` the bucket's own
+    questions' normalized text before redaction."""
 
     def read(name: str) -> pl.DataFrame:
         frame = bucket.read(name)
         return frame if redact is None else redact(name, frame)
 
     episodes = read("episodes").sort("question_id", maintain_order=True)
-    questions = read("questions").sort("question_id", maintain_order=True)
+    captured = bucket.read("questions").sort("question_id", maintain_order=True)
+    questions = captured if redact is None else redact("questions", captured)
     keys = episodes.select("episode_id", "question_id")
     loaded = {"questions": questions.lazy(), "episodes": episodes.lazy()}
+    loaded[SPLIT_TEXTS] = captured.select("question_id", "normalized_text").lazy()
     loaded[LOOKUP] = bucket.read(LOOKUP).sort("question_id", maintain_order=True).lazy()
     for name in CHILD_TABLES:
         child = read(name)

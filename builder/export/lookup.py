@@ -1,11 +1,11 @@
 """The questions of earlier segments, for the episodes of a later one.
 
 An episode's question row lives in the segment where the question was first seen. A later
-segment's episodes still need its text and difficulty (their prompts) and its normalized
-text (their split), exactly as that segment published them (redacted). Those fields of every
-published question go into a small on-disk index (SQLite, keyed by id) as each segment is
-exported, so a lookup costs what the segment needs, not what came before it, and memory
-does not grow with the number of questions.
+segment's episodes still need its text and difficulty (their prompts), exactly as that
+segment published them (redacted), and its split (that of its published file). Those fields
+of every published question go into a small on-disk index (SQLite, keyed by id) as each
+segment is exported, so a lookup costs what the segment needs, not what came before it, and
+memory does not grow with the number of questions.
 """
 
 from __future__ import annotations
@@ -53,7 +53,12 @@ class QuestionIndex:
         files, self._waiting = self._waiting, []
         if not files:
             return
-        rows = pl.read_parquet(files, columns=list(COLUMNS)).iter_rows()
+        # A published file's name starts with its split: ``{split}-{segment}-….parquet``.
+        named = pl.scan_parquet(files, include_file_paths="_file").select(
+            *list(COLUMNS)[:-1],
+            split=pl.col("_file").str.extract(r"([^/\\]+?)-[^/\\]*$"),
+        )
+        rows = named.collect().iter_rows()
         with self._db:
             marks = ", ".join("?" for _ in COLUMNS)
             self._db.executemany(f"INSERT INTO questions VALUES ({marks})", rows)

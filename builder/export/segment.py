@@ -25,7 +25,7 @@ from builder.config import BuildConfig
 from builder.derive.eligibility import REASONS, exclusion_counts
 from builder.derive.options import PLAN_ENGINE
 from builder.engine import ThreadEngine, default_workers
-from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, Redact, load
+from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, Redact, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
@@ -191,12 +191,17 @@ class SegmentExporter:
         from builder.derive import OBJECTIVE_MODULES, RESHAPED
 
         loaded = load(part, redact)
+        assigned = assign_splits(loaded[SPLIT_TEXTS].collect(), SplitConfig.of(self.config))
         own = loaded["questions"].select("question_id", "normalized_text").collect()
-        looked_up = loaded[LOOKUP].select("question_id", "normalized_text").collect()
-        splits = assign_splits(pl.concat([own, looked_up]), SplitConfig.of(self.config))
-        published = splits.join(own, on="question_id", how="semi", maintain_order="left")
+        published = own.join(
+            assigned.select("question_id", "split"), on="question_id", how="left"
+        ).sort("question_id")
+        looked_up = loaded[LOOKUP].select("question_id", "normalized_text", "split").collect()
+        splits = pl.concat([published, looked_up]).unique("question_id", maintain_order=True)
         keys = SplitKeys.of(splits, loaded["episodes"])
-        every_question = pl.concat([loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP]])
+        every_question = pl.concat(
+            [loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP].select(LOOKUP_COLUMNS)]
+        )
         sources = {**loaded, "questions": every_question.sort("question_id")}
         frames = {
             name: m.derive(sources, self.options)
@@ -238,12 +243,20 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
     sessions' questions that no episode segment in ``out`` listed already."""
     from builder.derive import OBJECTIVE_MODULES
 
-    text = pl.col("normalized_instruction").alias("normalized_text")
-    ids = _frame(sessions.tables["sessions"]).select("question_id", text).sort("question_id")
-    splits = assign_splits(ids, SplitConfig.of(config))
+    ids = sessions.split_texts.select("question_id", normalized_text="split_text")
+    splits = assign_splits(ids.sort("question_id"), SplitConfig.of(config))
     keys = SplitKeys.of_questions(splits)
+    published = _frame(sessions.tables["sessions"]).select(
+        "question_id", normalized_text="normalized_instruction"
+    )
+    splits = (
+        published.unique("question_id", keep="first", maintain_order=True)
+        .join(splits.select("question_id", "split"), on="question_id", how="left")
+        .sort("question_id")
+    )
     # A session asked an episode's question: the episodes' segments listed it (in the same
-    # split: both hash the normalized text), and ``splits`` lists each question once.
+    # split: both hash the normalized text as captured), and ``splits`` lists each question
+    # once.
     earlier = sorted((out / "splits").glob("*.parquet"))
     if earlier:
         listed = pl.read_parquet(earlier, columns=["question_id"])

@@ -23,7 +23,7 @@ from builder.sessions.read import DEFAULT_BATCH_ROWS, read_source
 from builder.sessions.replay import DEFAULT_OPTIONS, ReplayOptions, replay
 from builder.sessions.stats import summary
 from builder.sessions.tables import session_tables
-from builder.sessions.validate import Validated, validate_source
+from builder.sessions.validate import Validated, normalized_instructions, validate_source
 from builder.validate import Reject
 from schemas.sessions import ACTION_ROW, SESSION_ROW
 from schemas.tables import REDACTED_ROLES, columns_with_role
@@ -37,6 +37,9 @@ class SessionsResult:
     rejects: list[Reject]
     summary: dict[str, Any]
     redactions: dict[str, int]  # replacements by kind in session text
+    # question_id, split_text: each session's normalized instruction as captured (the
+    # published one is of the redacted text), which decides its split as an episode's
+    split_texts: pl.DataFrame
 
 
 # Redacted as read, before replay: every replayed state is made of these texts.
@@ -48,6 +51,11 @@ def _redacted(validated: Validated, redaction: RedactionOptions) -> tuple[Valida
     """Secrets out of every text a session can put into a published config, before replay."""
     sessions, counts = redact_columns(validated.sessions, SESSION_TEXT, redaction)
     actions, more = redact_columns(validated.actions, ACTION_TEXT, redaction)
+    if sum(counts.values()) + sum(more.values()):  # published: of the redacted task
+        published = normalized_instructions(sessions, actions)
+        sessions = sessions.drop("normalized_instruction").join(
+            published, on="session_id", how="left", maintain_order="left"
+        )
     total = Counter(counts)
     total.update(more)
     return replace(validated, sessions=sessions, actions=actions), total
@@ -75,4 +83,5 @@ def run(
         rejects=validated.rejects,
         summary=summary(validated, replayed, corrections),
         redactions=dict(redacted),
+        split_texts=validated.sessions.select("question_id", "split_text"),
     )

@@ -107,7 +107,9 @@ class Validated:
 
     source: str  # the redacted database URL
     sessions: pl.DataFrame  # SESSION_ROW columns + question_id, normalized_instruction,
-    #                         n_rejected_actions, incomplete; sorted by session_id
+    #                         n_rejected_actions, incomplete, split_text (the normalized
+    #                         instruction as captured, which redaction leaves alone: the
+    #                         split's key); sorted by session_id
     actions: pl.DataFrame  # ACTION_ROW columns (action_id int32) + question_id;
     #                        sorted by session_id, action_id
     rejects: list[Reject]
@@ -245,6 +247,18 @@ def _task(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
         .join(first_set, on="session_id", how="left")
         .select("session_id", pl.coalesce(task, initial, pl.lit("")).alias("_task"))
     )
+
+
+def normalized_instructions(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
+    """session_id -> ``normalized_instruction`` of each session's task (after redaction, the
+    published form is computed again from the redacted texts)."""
+    tasks = _task(sessions, actions)
+    texts = tasks["_task"].unique().drop_nulls().sort()
+    normalized = pl.DataFrame(
+        {"_task": texts, "normalized_instruction": [normalize_question_text(t) for t in texts]},
+        schema={"_task": pl.String, "normalized_instruction": pl.String},
+    )
+    return tasks.join(normalized, on="_task", how="left").drop("_task")
 
 
 def _question_ids(instructions: pl.Series) -> pl.DataFrame:
@@ -405,6 +419,7 @@ def validate(
         .with_columns(
             pl.col("n_rejected_actions").fill_null(0),
             pl.col("incomplete").fill_null(False),
+            pl.col("normalized_instruction").alias("split_text"),
         )
         .sort("session_id")
     )

@@ -13,6 +13,7 @@ import json
 import random
 import re
 import shutil
+import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,11 +33,13 @@ from builder.redact import REDACTED_COLUMNS, TableRedactor, redact_strings
 from builder.redact.options import RedactionOptions
 from builder.redact.patterns import PATTERN_DOCS, looks_secret
 from builder.rejects import RejectsWriter
+from builder.splits import SplitConfig, split_of
 from builder.staging import segment_name
 from samples.episodes import generate_episode
 from samples.files import write_jsonl
 from schemas.tables import JSON, TABLES, TEXT, role_of
 
+ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "secrets" / "corpus.json"
 KINDS = tuple(RedactionOptions().kinds)
 
@@ -549,3 +552,57 @@ def test_full_build_folder_has_no_planted_secret(
     ingest_files(config, staging, RejectsWriter(tmp_path / "again.jsonl"))
     counts = redact_tables(staging / segment_name(1), RedactionOptions())
     assert manifest["redaction"]["by_kind"] == counts
+
+
+def test_a_questions_split_does_not_depend_on_what_redaction_found(tmp_path: Path) -> None:
+    """The split is that of the question's text as captured. A value assigned to a secret
+    name in a later file is redacted wherever it appears after that, so one question asked
+    with two hints had two published texts, and its rows parted across splits (and moved
+    between releases as files were added); a session asking it did too, and its published
+    ``normalized_instruction`` kept the secret."""
+    rng = random.Random(3)
+    value = "Zq8mXr2vLp4nTw6bYc1dKf3h"
+    token = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"  # a pattern's: redacted everywhere
+    text = f"Log in with {token}. Does the id {value} appear in the data? How many rows?"
+    base = generate_episode(rng, 0)
+
+    def asking(hint: str | None, episode_id: str) -> dict[str, Any]:
+        episode = json.loads(json.dumps(base))
+        episode["episode_id"] = episode_id
+        episode["question"].update(question_text=text, hint=hint, id=question_id(text, hint))
+        return episode
+
+    secret = generate_episode(rng, 1)
+    secret["conversation_for_sft"]["system_prompt"] = f'api_key = "{value}"'
+    write_jsonl(tmp_path / "a.jsonl", [asking("hint one", "ep-1")])
+    write_jsonl(tmp_path / "b.jsonl", [secret, asking("hint two", "ep-2")])
+    sessions = tmp_path / "s.db"
+    con = sqlite3.connect(sessions)
+    with con:
+        con.executescript((ROOT / "schemas" / "sql" / "sqlite.sql").read_text())
+        con.execute("INSERT INTO sessions VALUES (1, ?, NULL, NULL, 1)", (text,))
+        con.execute("INSERT INTO actions VALUES ('u1', 1, 1, 'set_code', 'print(1)', 1, 'ai')")
+    con.close()
+    config = replace(
+        BuildConfig(),
+        episodes=(str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")),
+        sessions=f"sqlite:///{sessions}",
+        out=tmp_path / "ds",
+        rejects=tmp_path / "rejects.jsonl",
+        segment_bytes=1,  # a segment per file: the secret is learned after the first
+        max_reject_ratio=1.0,
+    )
+    build(config)
+    splits = pl.read_parquet(tmp_path / "ds" / "splits" / "*.parquet")
+    expected = split_of(normalize_question_text(text), SplitConfig.of(config))
+    asked = [question_id(text, h) for h in ("hint one", "hint two", None)]
+    by_id = dict(zip(splits["question_id"], splits["split"], strict=True))
+    assert [by_id[q] for q in asked] == [expected] * 3
+    episodes = pl.read_parquet(tmp_path / "ds" / "episodes" / f"{expected}-*.parquet")
+    assert {"ep-1", "ep-2"} <= set(episodes["episode_id"])
+    published = pl.read_parquet(tmp_path / "ds" / "sessions" / "*.parquet")
+    (normalized,) = published["normalized_instruction"]
+    assert token.lower() not in normalized and "<redacted:hf_token>" in normalized
+    assert token.lower() not in " ".join(splits["normalized_text"])
+    (later,) = splits.filter(pl.col("question_id") == asked[1])["normalized_text"]
+    assert value.lower() not in later  # published as redacted once the value was known

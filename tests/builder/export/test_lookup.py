@@ -19,7 +19,6 @@ def publish(dataset: Path, segment: str, split: str, ids: list[str]) -> None:
             "normalized_text": [f"normalized {i}" for i in ids],
             "difficulty": ["EASY"] * len(ids),
             "hint": ["not indexed"] * len(ids),
-            "split": [split] * len(ids),
         }
     )
     frame.write_parquet(folder / f"{split}-{segment}-00000-of-00001.parquet")
@@ -36,7 +35,9 @@ def test_only_the_asked_and_published_questions_come_back_in_id_order(tmp_path: 
     found = index.get(pl.Series(["d4", "c3", "zz", "b2"]))
     assert found.columns == list(COLUMNS)
     assert found.get_column("question_id").to_list() == ["b2", "c3"]  # d4: not yet indexed
-    assert found.row(1) == ("c3", "text of c3", "normalized c3", "EASY")
+    # the split is the published file's (its name's first part), what later segments use
+    assert found.row(1) == ("c3", "text of c3", "normalized c3", "EASY", "train")
+    assert found.row(0)[-1] == "test"
     index.add_published(dataset, "00002")
     assert index.get(pl.Series(["d4"])).height == 1
 
