@@ -187,20 +187,32 @@ def build(config: BuildConfig, progress: bool = False) -> BuildReport:
 
 
 def read_sessions(config: BuildConfig, rejects: RejectsWriter) -> Any:
-    """Sessions from the configured database (tables in memory), rejects recorded."""
+    """Sessions from the configured database, validated (tables in memory), rejects
+    recorded; ``finish_sessions`` makes their rows once the episodes are exported."""
     if not config.sessions:
         return None
-    from builder.sessions.pipeline import run
+    from builder.sessions.pipeline import read
+
+    validated = read(config.sessions)
+    for reject in validated.rejects:
+        rejects.add(reject)
+    return validated
+
+
+def finish_sessions(config: BuildConfig, validated: Any, outputs: list[SegmentOutput]) -> Any:
+    """The sessions' tables and rows, redacted with the secret values the episode segments
+    assigned (the sessions segment comes after them, and a value assigned in one input is
+    redacted in every later one) as well as their own."""
+    from builder.sessions.pipeline import finish
     from builder.sessions.replay import ReplayOptions
 
-    result = run(
-        config.sessions,
-        options=ReplayOptions(config.null_correct_trains, max_output_chars=config.max_output_chars),
-        redaction=RedactionOptions.of(config) if config.redaction_enabled else None,
+    known = outputs[-1].secret_values if outputs else []
+    return finish(
+        validated,
+        ReplayOptions(config.null_correct_trains, max_output_chars=config.max_output_chars),
+        RedactionOptions.of(config) if config.redaction_enabled else None,
+        known,
     )
-    for reject in result.rejects:
-        rejects.add(reject)
-    return result
 
 
 def rejects_if_refused(config: BuildConfig) -> Path:
@@ -234,8 +246,8 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
             result, normalizer = ingest_files(
                 config, work / "tables", rejects, bar.update, cache=cache
             )
-        sessions = read_sessions(config, rejects)
-        session_rows = sum(sessions.summary["rows_read"].values()) if sessions else 0
+        validated = read_sessions(config, rejects)
+        session_rows = sum(validated.rows_read.values()) if validated else 0
         check_reject_ratio(config, result, rejects, session_rows, refused_at)
         staged = work / "dataset"
         # A rebuild that reuses every segment reuses the card's YAML and images as well:
@@ -250,6 +262,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
                     warming.append(warm_imports(CARD_IMPORTS))
 
         outputs = export_segments(work, staged, config, cache, card_to_come)
+        sessions = finish_sessions(config, validated, outputs) if validated else None
         if sessions:
             outputs.append(export_sessions(staged, sessions, config))
         for thread in warming:

@@ -29,6 +29,7 @@ from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, 
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
+from builder.redact.split_key import split_key_texts
 from builder.splits import SplitConfig, assign_splits
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
@@ -191,7 +192,11 @@ class SegmentExporter:
         from builder.derive import OBJECTIVE_MODULES, RESHAPED
 
         loaded = load(part, redact)
-        assigned = assign_splits(loaded[SPLIT_TEXTS].collect(), SplitConfig.of(self.config))
+        captured = loaded[SPLIT_TEXTS].collect()
+        key = split_key_texts(captured["question_text"], captured["normalized_text"])
+        assigned = assign_splits(
+            captured.select("question_id", normalized_text=key), SplitConfig.of(self.config)
+        )
         own = loaded["questions"].select("question_id", "normalized_text").collect()
         published = own.join(
             assigned.select("question_id", "split"), on="question_id", how="left"

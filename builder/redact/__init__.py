@@ -153,7 +153,7 @@ def _merge(series: pl.Series, mask: pl.Series, replaced: pl.Series) -> pl.Series
 
 
 def _redact_frame(name: str, frame: pl.DataFrame, redactor: _Redactor) -> pl.DataFrame:
-    names = REDACTED_COLUMNS[name]
+    names = [c for c in REDACTED_COLUMNS[name] if c in frame.columns]  # a lookup has a few
     # One select for every column's hit scan, so Polars runs the scans in parallel.
     masks = frame.select(_hit(c, frame.schema[c], redactor).alias(c) for c in names)
     columns = {}
@@ -253,15 +253,36 @@ def redact_strings(
     return out.to_list(), {kind: redactor.counts.get(kind, 0) for kind in options.kinds}
 
 
+def assigned_values(
+    frames: Iterable[tuple[pl.DataFrame, Iterable[str]]], options: RedactionOptions
+) -> tuple[str, ...]:
+    """The accepted secret_assignment values in the text columns of in-memory frames
+    (``(frame, columns)`` pairs), longest first."""
+    found = [
+        frame.get_column(c).str.extract_all(ASSIGNMENT)
+        for frame, columns in frames
+        for c in columns
+        if c in frame.columns
+    ]
+    if not found:
+        return ()
+    return _accepted(pl.concat(found).explode().drop_nulls().unique(), options)
+
+
 def redact_columns(
-    frame: pl.DataFrame, columns: Iterable[str], options: RedactionOptions
+    frame: pl.DataFrame,
+    columns: Iterable[str],
+    options: RedactionOptions,
+    values: Iterable[str] | None = None,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The same redaction on text columns of an in-memory frame (session rows, before they
-    are replayed into conversations); returns the frame and the counts by kind."""
+    are replayed into conversations); returns the frame and the counts by kind. ``values``:
+    the secret_assignment values to replace (default: those the frame's columns assign)."""
     columns = [c for c in columns if c in frame.columns]
     if not options.enabled or not columns or frame.is_empty():
         return frame, {}
-    found = pl.concat([frame.get_column(c).str.extract_all(ASSIGNMENT) for c in columns])
-    redactor = _Redactor(options, _accepted(found.explode().drop_nulls().unique(), options))
+    if values is None:
+        values = assigned_values([(frame, columns)], options)
+    redactor = _Redactor(options, tuple(sorted(set(values), key=lambda s: (-len(s), s))))
     redacted = frame.with_columns(redact_series(frame.get_column(c), redactor) for c in columns)
     return redacted, {kind: redactor.counts.get(kind, 0) for kind in options.kinds}

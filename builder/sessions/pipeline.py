@@ -9,6 +9,7 @@ file; nothing here writes files.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from builder.redact import RedactionOptions, redact_columns
+from builder.redact import RedactionOptions, assigned_values, redact_columns
 from builder.sessions.corrections import self_corrections
 from builder.sessions.db import parse_url
 from builder.sessions.read import DEFAULT_BATCH_ROWS, read_source
@@ -37,8 +38,8 @@ class SessionsResult:
     rejects: list[Reject]
     summary: dict[str, Any]
     redactions: dict[str, int]  # replacements by kind in session text
-    # question_id, split_text: each session's normalized instruction as captured (the
-    # published one is of the redacted text), which decides its split as an episode's
+    # question_id, split_text: the key of each session's split, made from its instruction as
+    # captured (``builder.redact.split_key``), as an episode's question's
     split_texts: pl.DataFrame
 
 
@@ -47,10 +48,15 @@ SESSION_TEXT = columns_with_role(SESSION_ROW, *REDACTED_ROLES)
 ACTION_TEXT = columns_with_role(ACTION_ROW, *REDACTED_ROLES)
 
 
-def _redacted(validated: Validated, redaction: RedactionOptions) -> tuple[Validated, Counter[str]]:
-    """Secrets out of every text a session can put into a published config, before replay."""
-    sessions, counts = redact_columns(validated.sessions, SESSION_TEXT, redaction)
-    actions, more = redact_columns(validated.actions, ACTION_TEXT, redaction)
+def _redacted(
+    validated: Validated, redaction: RedactionOptions, known: Iterable[str] = ()
+) -> tuple[Validated, Counter[str]]:
+    """Secrets out of every text a session can put into a published config, before replay:
+    a value assigned in either table (or in the episodes, ``known``) is replaced in both."""
+    tables = [(validated.sessions, SESSION_TEXT), (validated.actions, ACTION_TEXT)]
+    values = {*assigned_values(tables, redaction), *known}
+    sessions, counts = redact_columns(validated.sessions, SESSION_TEXT, redaction, values)
+    actions, more = redact_columns(validated.actions, ACTION_TEXT, redaction, values)
     if sum(counts.values()) + sum(more.values()):  # published: of the redacted task
         published = normalized_instructions(sessions, actions)
         sessions = sessions.drop("normalized_instruction").join(
@@ -61,6 +67,12 @@ def _redacted(validated: Validated, redaction: RedactionOptions) -> tuple[Valida
     return replace(validated, sessions=sessions, actions=actions), total
 
 
+def read(url: str, *, base: Path | None = None, batch_rows: int = DEFAULT_BATCH_ROWS) -> Validated:
+    """One database's rows, validated (its rejects in ``rejects``); a relative
+    ``sqlite:///`` path resolves against ``base``."""
+    return validate_source(read_source(parse_url(url, base), batch_rows))
+
+
 def run(
     url: str,
     *,
@@ -69,11 +81,20 @@ def run(
     options: ReplayOptions = DEFAULT_OPTIONS,
     redaction: RedactionOptions | None = None,
 ) -> SessionsResult:
-    """Everything for one database; a relative ``sqlite:///`` path resolves against ``base``."""
-    validated = validate_source(read_source(parse_url(url, base), batch_rows))
+    """Everything for one database."""
+    return finish(read(url, base=base, batch_rows=batch_rows), options, redaction)
+
+
+def finish(
+    validated: Validated,
+    options: ReplayOptions = DEFAULT_OPTIONS,
+    redaction: RedactionOptions | None = None,
+    known: Iterable[str] = (),
+) -> SessionsResult:
+    """Redact (with ``known``, the secret values the episodes assigned), replay, tabulate."""
     redacted: Counter[str] = Counter()
     if redaction is not None:
-        validated, redacted = _redacted(validated, redaction)
+        validated, redacted = _redacted(validated, redaction, known)
     replayed = replay(validated, options)
     corrections = self_corrections(validated, options)
     return SessionsResult(

@@ -49,6 +49,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.hashing import canonical_json, normalize_question_text, question_id
+from builder.redact.split_key import split_key_texts
 from builder.sessions.columns import INVALID_PREFIX, NOT_UTF8_PREFIX, guarded
 from builder.sessions.read import SessionsSource
 from builder.validate import FieldError, Reject
@@ -107,9 +108,8 @@ class Validated:
 
     source: str  # the redacted database URL
     sessions: pl.DataFrame  # SESSION_ROW columns + question_id, normalized_instruction,
-    #                         n_rejected_actions, incomplete, split_text (the normalized
-    #                         instruction as captured, which redaction leaves alone: the
-    #                         split's key); sorted by session_id
+    #                         n_rejected_actions, incomplete, split_text (the split's
+    #                         key, ``builder.redact.split_key``); sorted by session_id
     actions: pl.DataFrame  # ACTION_ROW columns (action_id int32) + question_id;
     #                        sorted by session_id, action_id
     rejects: list[Reject]
@@ -266,7 +266,7 @@ def _question_ids(instructions: pl.Series) -> pl.DataFrame:
     vectorized kernel, so this is the one Python loop: once per distinct instruction."""
     texts = instructions.unique().drop_nulls().sort().to_list()
     names = ["_task", "question_id", "normalized_instruction"]
-    return pl.DataFrame(
+    ids = pl.DataFrame(
         {
             "_task": texts,
             "question_id": [question_id(t, None) for t in texts],
@@ -274,6 +274,8 @@ def _question_ids(instructions: pl.Series) -> pl.DataFrame:
         },
         schema=dict.fromkeys(names, pl.String),
     )
+    key = split_key_texts(ids["_task"], ids["normalized_instruction"])
+    return ids.with_columns(split_text=key)
 
 
 def _session_checks() -> list[Check]:
@@ -419,7 +421,6 @@ def validate(
         .with_columns(
             pl.col("n_rejected_actions").fill_null(0),
             pl.col("incomplete").fill_null(False),
-            pl.col("normalized_instruction").alias("split_text"),
         )
         .sort("session_id")
     )

@@ -32,6 +32,7 @@ from builder.ingest import ingest_files
 from builder.redact import REDACTED_COLUMNS, TableRedactor, redact_strings
 from builder.redact.options import RedactionOptions
 from builder.redact.patterns import PATTERN_DOCS, looks_secret
+from builder.redact.split_key import split_key_texts
 from builder.rejects import RejectsWriter
 from builder.splits import SplitConfig, split_of
 from builder.staging import segment_name
@@ -561,7 +562,7 @@ def test_a_questions_split_does_not_depend_on_what_redaction_found(tmp_path: Pat
     between releases as files were added); a session asking it did too, and its published
     ``normalized_instruction`` kept the secret."""
     rng = random.Random(3)
-    value = "Zq8mXr2vLp4nTw6bYc1dKf3h"
+    value, other = "Zq8mXr2vLp4nTw6bYc1dKf3h", "Rt5yUi8oPa2sDf4gHj6kLz9x"
     token = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"  # a pattern's: redacted everywhere
     text = f"Log in with {token}. Does the id {value} appear in the data? How many rows?"
     base = generate_episode(rng, 0)
@@ -575,13 +576,18 @@ def test_a_questions_split_does_not_depend_on_what_redaction_found(tmp_path: Pat
     secret = generate_episode(rng, 1)
     secret["conversation_for_sft"]["system_prompt"] = f'api_key = "{value}"'
     write_jsonl(tmp_path / "a.jsonl", [asking("hint one", "ep-1")])
-    write_jsonl(tmp_path / "b.jsonl", [secret, asking("hint two", "ep-2")])
+    again = asking("hint one", "ep-3")  # its question's row was published by a.jsonl
+    write_jsonl(tmp_path / "b.jsonl", [secret, asking("hint two", "ep-2"), again])
     sessions = tmp_path / "s.db"
     con = sqlite3.connect(sessions)
     with con:
         con.executescript((ROOT / "schemas" / "sql" / "sqlite.sql").read_text())
-        con.execute("INSERT INTO sessions VALUES (1, ?, NULL, NULL, 1)", (text,))
-        con.execute("INSERT INTO actions VALUES ('u1', 1, 1, 'set_code', 'print(1)', 1, 'ai')")
+        assigned = f'secret_token = "{other}"'  # in one table, printed bare in the other
+        con.execute("INSERT INTO sessions VALUES (1, ?, ?, NULL, 1)", (text, assigned))
+        con.execute("INSERT INTO actions VALUES ('u1', 1, 1, 'set_code', 'print(t)', 1, 'ai')")
+        con.execute(
+            "INSERT INTO actions VALUES ('u2', 1, 2, 'set_exec_output', ?, NULL, 'ai')", (other,)
+        )
     con.close()
     config = replace(
         BuildConfig(),
@@ -603,6 +609,30 @@ def test_a_questions_split_does_not_depend_on_what_redaction_found(tmp_path: Pat
     published = pl.read_parquet(tmp_path / "ds" / "sessions" / "*.parquet")
     (normalized,) = published["normalized_instruction"]
     assert token.lower() not in normalized and "<redacted:hf_token>" in normalized
+    assert value.lower() not in normalized  # assigned in the episodes, redacted here too
+    actions = pl.read_parquet(tmp_path / "ds" / "actions" / "*.parquet")
+    assert other not in " ".join(actions["action"].drop_nulls())
     assert token.lower() not in " ".join(splits["normalized_text"])
     (later,) = splits.filter(pl.col("question_id") == asked[1])["normalized_text"]
     assert value.lower() not in later  # published as redacted once the value was known
+    rl = pl.read_parquet(tmp_path / "ds" / "rl" / "*.parquet")  # ep-3: the looked-up text
+    (prompt,) = rl.filter(pl.col("episode_id") == "ep-3")["question"]
+    assert value not in prompt and "<REDACTED:secret_assignment>" in prompt
+
+
+def test_a_split_key_replaces_the_secrets_a_text_shows_itself() -> None:
+    """Two questions that differ only in a key are one published prompt: one split. A
+    text's own secrets are replaced in its key; values learned elsewhere are not."""
+    texts = pl.Series(
+        [
+            'Using api_key = "Ab3dEf6hIj9kLm2nQp5rSt8u", how many rows?',
+            'Using api_key = "Zz9yXw8vUt7sRq6pOn5mLk4j", how many rows?',
+            "Log in with hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh, then count.",
+            "How many rows does Zz9yXw8vUt7sRq6pOn5mLk4j have?",
+        ]
+    )
+    normalized = texts.map_elements(normalize_question_text, return_dtype=pl.String)
+    keys = split_key_texts(texts, normalized).to_list()
+    assert keys[0] == keys[1] and "ab3def6hij9klm2nqp5rst8u" not in keys[0]
+    assert "hf_abcd" not in keys[2] and "<redacted:hf_token>" in keys[2]
+    assert keys[3] == normalized[3]  # a bare value is no secret of this text's own
