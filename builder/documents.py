@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import orjson
 
-from builder.sources import SourceLine
+from builder.sources import InputError, SourceLine
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"
@@ -57,7 +57,7 @@ def records(
             yield from it
             return
     split = _split(head, list_key)
-    if split is None and opens_array:  # a list cut short (a copy that stopped): its items
+    if split is None and opens_array:  # a broken list: item by item, to say where it broke
         blank = next(i for i, line in enumerate(head) if line.raw.strip())
         yield from head[:blank]
         yield from _array_items(iter(head[blank:]), size)
@@ -99,10 +99,12 @@ def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine
     indent=2)`` writes it. An item over ``limit`` bytes is a ``too_long`` record (its
     prefix); what does not fit this shape becomes records that validation rejects."""
     counted = _with_depth_changes(lines)
-    depth = next(counted)[1]  # the "[" line
+    opening, depth = next(counted)  # the "[" line
+    last = opening
     item: list[bytes] = []
     start = size = 0
     for line, change in counted:
+        last = line
         if not item:
             stripped = line.raw.strip()
             if depth == 1 and stripped == b"]":
@@ -128,8 +130,14 @@ def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine
         if depth <= 1:
             yield _item(line.path, start, item, depth, size > limit)
             item = []
-    if item:  # the document ended inside an item: what there is of it, a reject
-        yield _item(line.path, start, item, depth, size > limit)
+    if depth > 0:  # the file ended before the list closed: cut short (a copy that stopped)
+        error = InputError(
+            f"{last.path}: the JSON list that opens at line {opening.number} is not closed: "
+            f"the file ends at line {last.number}, inside {'an item' if item else 'the list'} "
+            "(cut short?) — complete the file or write it again"
+        )
+        error.hint = ""
+        raise error
 
 
 def _item(path: str, start: int, item: list[bytes], depth: int, too_long: bool) -> SourceLine:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,7 +21,7 @@ from builder.documents import records
 from builder.ingest import validate_files
 from builder.rejects import RejectsWriter
 from builder.report.stats import funnel
-from builder.sources import InputFile, SourceLine
+from builder.sources import InputError, InputFile, SourceLine
 from schemas.episode import Episode
 
 EPISODES = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"
@@ -89,24 +90,28 @@ def test_what_is_not_one_document_within_the_limit_is_read_line_by_line(tmp_path
     )
 
 
-def test_a_list_cut_short_keeps_its_whole_items_and_rejects_the_cut_one(tmp_path: Path) -> None:
-    """A document list that stops inside an item (a copy that did not finish) is read item
-    by item, as a list too large to read whole is: the items before the cut are records,
-    the cut one is one invalid_json reject, not one reject per physical line."""
-    episodes = sample_episodes(4)
-    pretty = json.dumps(episodes, indent=2)
+def test_a_list_cut_short_is_refused_naming_where_it_ends(tmp_path: Path) -> None:
+    """A document list whose file ends before the list closes (a copy that stopped) is
+    refused whole, as a truncated .gz is: cut inside an item or between two, its items
+    would otherwise build as if they were all (or be one reject per physical line)."""
+    pretty = json.dumps(sample_episodes(4), indent=2)
     whole = tmp_path / "whole.json"
     whole.write_text(pretty)
-    cut_in = starts(whole)[3] + 5  # five lines into the fourth item
-    broken = tmp_path / "broken.json"
-    broken.write_text("\n".join(pretty.splitlines()[:cut_in]))
-    got = read(broken)
-    assert [line.number for line in got] == starts(whole)
-    assert [json.loads(line.raw) for line in got[:3]] == episodes[:3]
-    writer = RejectsWriter(None)
-    counts = validate_files([str(broken)], Episode, writer, 1 << 26)
-    assert (counts[str(broken)].valid, counts[str(broken)].rejected) == (3, 1)
-    assert dict(writer.by_kind) == {"invalid_json": 1}
+    lines = pretty.splitlines()
+    inside = starts(whole)[3] + 5  # five lines into the fourth item
+    between = starts(whole)[3] - 1  # just after the third item's "},"
+    for cut, where in ((inside, "an item"), (between, "the list")):
+        broken = tmp_path / f"cut{cut}.json"
+        broken.write_text("\n".join(lines[:cut]) + "\n")
+        said = (
+            f"the JSON list that opens at line 1 is not closed: the file ends at line {cut}, "
+            f"inside {where} (cut short?)"
+        )
+        with pytest.raises(InputError, match=re.escape(said)):
+            read(broken)
+        with pytest.raises(InputError, match=re.escape(said)):
+            validate_files([str(broken)], Episode, RejectsWriter(None), 1 << 26)
+    assert [line.number for line in read(whole)] == starts(whole)
 
 
 def test_an_array_over_the_limit_streams_its_items(
