@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -206,38 +207,35 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
     return found
 
 
+# Stands in for what made a line unreadable, so that the parsed line shows where it was: a
+# noncharacter, which no captured text holds (escapes of it in the line stay escapes).
+_MARK = "\ufdd0"
 _CONTROL = re.compile("[\x00-\x1f]")
+_UNDECODABLE = re.compile("[\udc80-\udcff]")  # what ``surrogateescape`` makes of a bad byte
 
 
 def _raw_control_path(raw: bytes) -> str:
     """The JSON path of the first string holding a raw control character (a tab or a
     vertical tab pasted into a string, which JSON requires escaped), else ``$``."""
-    if not _CONTROL.search(raw.decode("utf-8", errors="replace")):
-        return "$"
-    try:
-        value = json.loads(raw, strict=False)
-    except (ValueError, RecursionError):
-        return "$"
-    for node, path in _json_nodes(value):
-        texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
-        if any(_CONTROL.search(t) for t in texts):
-            return path
-    return "$"
-
-
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what ``surrogateescape`` makes of a bad byte
+    text = raw.decode("utf-8", errors="replace")
+    return _marked_path(_CONTROL.sub(_MARK, text)) if _CONTROL.search(text) else "$"
 
 
 def _undecodable_path(raw: bytes) -> str:
     """The JSON path of the first string holding a byte that is not UTF-8 (a key's: its
     object's), or ``$`` when the line is no JSON even so."""
+    return _marked_path(_UNDECODABLE.sub(_MARK, raw.decode("utf-8", errors="surrogateescape")))
+
+
+def _marked_path(text: str) -> str:
+    """The path of the first string of the JSON ``text`` that holds ``_MARK``, else ``$``."""
     try:
-        value = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+        value = json.loads(text)
     except (ValueError, RecursionError):
         return "$"
     for node, path in _json_nodes(value):
         texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
-        if any(_ESCAPED_BYTE.search(t) for t in texts):
+        if any(_MARK in t for t in texts):
             return path
     return "$"
 
@@ -261,10 +259,19 @@ def _python_dialect(raw: bytes) -> Any | None:
     if b"NaN" not in raw and b"Infinity" not in raw and not has_long_digit_run(raw):
         return None
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_float=_finite_float)
     except (ValueError, RecursionError):
         return None
     return value  # never None: a line holding these tokens is not `null`
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number as Python reads it, refused when a double cannot hold it (``1`` and 400
+    zeros ``.0``: Python reads ``inf``, which the line did not say; ``Infinity`` is a token)."""
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"number {text[:20]}… is beyond a double's range")
+    return number
 
 
 LONG_RUN = 19  # digits: the shortest run that can be an integer beyond 64 bits

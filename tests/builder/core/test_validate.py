@@ -218,6 +218,22 @@ def test_a_raw_control_character_names_the_string_holding_it(make: SimpleNamespa
     assert "control character" in outcome.message
     truncated = validate(raw[: len(raw) // 2])  # no JSON at all even so: the whole line
     assert isinstance(truncated, Reject) and truncated.path == "$"
+    # an escaped newline or an escaped "\udc80" earlier in the line is no raw character
+    record = make.episode("ep\nid \udc80")  # escapes, in a field before the bad one
+    tab = make.line(record).replace(b"sales.csv", b"sales\t.csv", 1)
+    assert validate(tab).path == "$.question.question_text"  # type: ignore[union-attr]
+    byte = make.line(record).replace(b"sales.csv", b"sales\xff.csv", 1)
+    assert validate(byte).path == "$.question.question_text"  # type: ignore[union-attr]
+
+
+def test_a_number_beyond_a_double_is_refused_however_it_is_written() -> None:
+    """``1e400`` and ``1`` with 400 zeros ``.0`` are the same number: Python reads both as
+    ``inf``, which the line does not say (``Infinity`` is its own token)."""
+    for number in (b"1e400", b"1" + b"0" * 400 + b".0"):
+        value, rejected = parse_line(SourceLine("a.jsonl", 1, b'{"f": ' + number + b"}"))
+        assert value is None and rejected is not None and rejected.kind == INVALID_JSON
+    value, rejected = parse_line(SourceLine("a.jsonl", 1, b'{"f": Infinity}'))
+    assert rejected is None and value == {"f": float("inf")}
 
 
 def test_a_lone_surrogate_names_the_field_and_how_to_capture_it(make: SimpleNamespace) -> None:
