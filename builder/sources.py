@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,7 +214,7 @@ def _open_decompressed(path: str, digest: _DigestingReader) -> BinaryIO:
         reader = zstandard.ZstdDecompressor().stream_reader(buffered, read_across_frames=True)
         return io.BufferedReader(reader)  # type: ignore[arg-type]
     if path.endswith((".jsonl", ".json", ".ndjson")):
-        _refuse_disguised(path, buffered.peek(4)[:4])
+        _refuse_disguised(path, buffered.peek(6)[:6])
         return buffered
     raise InputError(
         f"{path}: unknown input format (expected .jsonl, .json or .ndjson, optionally .gz or .zst)"
@@ -222,16 +223,25 @@ def _open_decompressed(path: str, digest: _DigestingReader) -> BinaryIO:
 
 # What the first bytes of a file named as plain text say it is instead, and what to do.
 _DISGUISED = (
-    (b"\x1f\x8b", "gzip-compressed", "name it {path}.gz"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "name it {path}.zst"),
-    (b"\xff\xfe", "UTF-16 text (what PowerShell's > writes)", "save it as UTF-8"),
-    (b"\xfe\xff", "UTF-16 text", "save it as UTF-8"),
+    (re.compile(b"\\x1f\\x8b", re.S), "gzip-compressed", "name it {path}.gz"),
+    (re.compile(b"\\x28\\xb5\\x2f\\xfd", re.S), "zstd-compressed", "name it {path}.zst"),
+    # UTF-16 (what PowerShell's > writes): ASCII, such as "{", takes a zero byte beside it
+    (
+        re.compile(b"(\\xff\\xfe)?[^\\x00]\\x00[^\\x00]\\x00", re.S),
+        "UTF-16 text",
+        "save it as UTF-8",
+    ),
+    (
+        re.compile(b"(\\xfe\\xff)?\\x00[^\\x00]\\x00[^\\x00]", re.S),
+        "UTF-16 text",
+        "save it as UTF-8",
+    ),
 )
 
 
 def _refuse_disguised(path: str, head: bytes) -> None:
     for magic, what, fix in _DISGUISED:
-        if head.startswith(magic):
+        if magic.match(head):
             error = InputError(f"{path}: the file is {what}: {fix.format(path=path)}")
             error.hint = ""  # the message says what to do
             raise error

@@ -210,8 +210,8 @@ def _run(
             file=out,
         )
     if options.dry_run:
-        notes = changelog_markdown(release).replace("\n", "\n  ")
-        print(f"release notes (the card's Release section):\n  {notes}", file=out)
+        notes = "\n".join(f"  {x}" if x else "" for x in changelog_markdown(release).split("\n"))
+        print(f"release notes (the card's Release section):\n{notes}", file=out)
         print("dry run: nothing was uploaded, created or tagged", file=out)
         return PublishResult(plan, None, None)
     if remote.exists and options.private and not remote.private:

@@ -153,8 +153,9 @@ def test_a_bom_that_starts_a_later_line_is_stripped_too(tmp_path: Path) -> None:
         (gzip.compress(CONTENT), "is gzip-compressed: name it {path}.gz"),
         (zstandard.ZstdCompressor().compress(CONTENT), "is zstd-compressed: name it {path}.zst"),
         (CONTENT.decode().encode("utf-16"), "is UTF-16 text"),
+        (CONTENT.decode().encode("utf-16-be"), "is UTF-16 text"),  # no byte-order mark
     ],
-    ids=["gzip", "zstd", "utf-16"],
+    ids=["gzip", "zstd", "utf-16", "utf-16-be"],
 )
 def test_a_file_that_is_not_plain_text_under_a_plain_name_is_refused(
     tmp_path: Path, head: bytes, says: str
@@ -163,6 +164,13 @@ def test_a_file_that_is_not_plain_text_under_a_plain_name_is_refused(
     with pytest.raises(InputError, match=re.escape(says.format(path=path))) as raised:
         read(path)
     assert raised.value.hint == ""  # the message says what to do
+
+
+def test_a_first_line_of_garbage_that_starts_like_a_byte_order_mark_is_a_bad_line(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "torn.jsonl", b"\xff\xfe\x41\x42 torn\n" + CONTENT)
+    assert read(path)[0] == (1, b"\xff\xfeAB torn", False)
 
 
 def test_a_pipe_or_a_broken_link_is_named_for_what_it_is(tmp_path: Path) -> None:

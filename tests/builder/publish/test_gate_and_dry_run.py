@@ -139,6 +139,7 @@ def test_dry_run_of_a_next_release_shows_the_plan_and_changes_nothing(
     assert "already on main or the latest release" in out and "to upload" in out
     assert "release notes (the card's Release section):" in out
     assert "| config | split | rows before | rows after | net change |" in out
+    assert not [line for line in out.splitlines() if line and not line.strip()]
     assert "the data files are those of" not in out
     assert writes(hub, start) == []
     assert snapshot(hub, repo_id) == before
