@@ -168,9 +168,12 @@ class Ingest:
         read()
 
     def _read_banks(self) -> None:
+        # One validator for every bank: a question id given again in another bank is a
+        # duplicate_id reject naming the first, as ``episodes validate`` says, not a drop.
+        validator = Validator(Question, "id")
         for kind, paths in bank_paths(self.config):
             for path in paths:
-                self._read_questions(path, kind)
+                self._read_questions(path, kind, validator)
         self.sink.write(self.normalizer.take_tables())
 
     def _start(self, path: str, kind: str) -> tuple[InputFile, FileCounts]:
@@ -179,10 +182,9 @@ class Ingest:
             path, FileCounts()
         )
 
-    def _read_questions(self, path: str, kind: str) -> None:
+    def _read_questions(self, path: str, kind: str, validator: Validator[Question]) -> None:
         """Question banks are small: validated by pydantic, one line at a time."""
         source, counts = self._start(path, "questions")
-        validator = Validator(Question, "id")
         lines = bank_lines(source.lines(self.on_bytes))
         strict, precision = self.config.strict, self.config.hash_precision
         for valid in valid_records(lines, validator, counts, self.rejects):

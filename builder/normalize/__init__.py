@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from builder.checks import GROUND_TRUTH_MISMATCH
 from builder.normalize.episode import EpisodeInfo, emit_episode, ground_truth_checks
 from builder.normalize.questions import question_row
 from builder.normalize.rows import CheckedEpisodeRow, Rows, empty_rows, to_table
@@ -74,7 +75,9 @@ class Normalizer:
         if qid in self.seen_questions:
             return False
         self.seen_questions[qid] = None
-        if gt_hash is not None:
+        # A ground_truth_hash that is not its ground truth's judges no episode: which of the
+        # two is wrong is not known.
+        if gt_hash is not None and GROUND_TRUTH_MISMATCH not in failed:
             self.ground_truth.setdefault(qid, gt_hash)
         self.stats.question_checks.update(failed)
         return True

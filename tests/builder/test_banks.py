@@ -138,3 +138,33 @@ def test_a_question_asked_only_mechanically_takes_that_text(tmp_path: Path) -> N
     assert mechanical.record.id == question_id(record["question_mechanical"], None)
     assert mechanical.record.capture_id == "prog_insurance_0003"
     assert worded.record.question_text == "Which region pays most?"
+
+
+def test_a_question_given_again_in_another_bank_is_rejected_as_validate_rejects_it(
+    tmp_path: Path,
+) -> None:
+    """Two banks holding one question (one of them with another ground truth): the second
+    is a duplicate_id reject naming the first, in ``build`` as in ``validate`` — it was
+    dropped without a word, and ``--strict`` let a wrong hash through that way."""
+    first, again = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(json.dumps(capture_question(0)) + "\n")
+    other = {**capture_question(0), "_ground_truth": 1, "ground_truth_hash": "0" * 16}
+    again.write_text(json.dumps(other) + "\n")
+    out, rejects = tmp_path / "ds", tmp_path / "rejects.jsonl"
+    config = BuildConfig(
+        synthetic_questions=(str(first),),
+        llm_questions=(str(again),),
+        out=out,
+        rejects=rejects,
+        max_reject_ratio=1.0,
+    )
+    manifest = build(config).manifest
+    (reject,) = [json.loads(r) for r in rejects.open()]
+    assert (reject["source_file"], reject["kind"], reject["path"]) == (
+        str(again),
+        "duplicate_id",
+        "$.id",
+    )
+    assert f"already seen at {first}:1" in reject["message"]
+    counts = {i["path"]: (i["valid"], i["rejected"]) for i in manifest["inputs"]}
+    assert counts == {str(first): (1, 0), str(again): (0, 1)}

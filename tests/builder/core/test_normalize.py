@@ -585,3 +585,24 @@ def test_rollback_forgets_what_the_rolled_back_episode_taught(make: SimpleNamesp
     normalizer.rollback(mark)
     assert normalizer.ground_truth == {}
     assert normalizer.episode(make.valid(make.episode("clean", q=make.question()))) == []
+
+
+def test_a_bank_ground_truth_whose_hash_is_wrong_judges_no_episode(
+    make: SimpleNamespace,
+) -> None:
+    """The bank row is flagged ``ground_truth_mismatch``; which of its two fields is wrong is
+    not known, so its hash fails no episode (one answering the ground truth would fail) and
+    passes none."""
+    record = make.episode()
+    answer = record["teacher_gold_trace"]["final_answer"]
+    bank = {**record["question"], "ground_truth": answer, "ground_truth_hash": "0" * 16}
+    normalizer = Normalizer()
+    failed = normalizer.question(Question.model_validate(bank), "synthetic", "bank.jsonl", 1)
+    assert failed == [checks.GROUND_TRUTH_MISMATCH]
+    assert normalizer.episode(make.valid(record)) == []
+    truthful = {**bank, "ground_truth_hash": value_hash(answer)}
+    other = Normalizer()
+    other.question(Question.model_validate(truthful), "synthetic", "bank.jsonl", 1)
+    wrong = make.copy(record)
+    wrong["teacher_gold_trace"]["final_answer_hash"] = value_hash("another answer")
+    assert checks.GROUND_TRUTH_MISMATCH in other.episode(make.valid(wrong))
