@@ -168,12 +168,10 @@ class Ingest:
         read()
 
     def _read_banks(self) -> None:
-        # One validator for every bank: a question id given again in another bank is a
-        # duplicate_id reject naming the first, as ``episodes validate`` says, not a drop.
-        validator = Validator(Question, "id")
+        across = BankQuestions()
         for kind, paths in bank_paths(self.config):
             for path in paths:
-                self._read_questions(path, kind, validator)
+                self._read_questions(path, kind, across)
         self.sink.write(self.normalizer.take_tables())
 
     def _start(self, path: str, kind: str) -> tuple[InputFile, FileCounts]:
@@ -182,9 +180,10 @@ class Ingest:
             path, FileCounts()
         )
 
-    def _read_questions(self, path: str, kind: str, validator: Validator[Question]) -> None:
+    def _read_questions(self, path: str, kind: str, across: BankQuestions) -> None:
         """Question banks are small: validated by pydantic, one line at a time."""
         source, counts = self._start(path, "questions")
+        validator = across.validator()
         lines = bank_lines(source.lines(self.on_bytes))
         strict, precision = self.config.strict, self.config.hash_precision
         for valid in valid_records(lines, validator, counts, self.rejects):
@@ -389,6 +388,7 @@ def validate_files(
     ``check_failed`` reject, worded as ``build --strict`` words it (checks of the lines
     given: an episode is not checked against a bank's ground truth)."""
     key = "episode_id" if model is Episode else "id"
+    across = BankQuestions() if model is Question else None
     validator = Validator(model, key)
     normalizer = None
     if strict is not None:
@@ -398,6 +398,8 @@ def validate_files(
     out: dict[str, FileCounts] = {}
     for path in paths:
         counts = out.setdefault(path, FileCounts())
+        if across is not None:  # banks: as a build reads them
+            validator = across.validator()
         lines = InputFile(path, max_line_bytes).lines()
         lines = bank_lines(lines) if model is Question else records(lines, max_line_bytes)
         for valid in valid_records(lines, validator, counts, rejects):
@@ -446,6 +448,39 @@ def _question_check_failed(
 ) -> Reject:
     errors = explain_question(valid.record, failed, precision)
     return Reject(valid.line.path, valid.line.number, CHECK_FAILED, errors, valid.line.raw)
+
+
+class BankQuestions:
+    """Question ids across the banks of a run. Within a bank a repeated id is a duplicate_id
+    reject (its ``validator``); in a later bank the same question again is no reject (the
+    first kept), but the id with other content (another ground truth, say) is one, naming
+    the first: dropped without a word, it would hide which of the two is right."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, tuple[str, int, str]] = {}  # id -> path, line, content
+
+    def validator(self) -> Validator[Question]:
+        return _AcrossBanks(Question, "id", across=self)
+
+    def conflict(self, valid: Valid[Question]) -> Reject | None:
+        record, line = valid.record, valid.line
+        content = record.model_dump_json(exclude={"capture_id"})
+        path, number, seen = self.first.setdefault(record.id, (line.path, line.number, content))
+        if path == line.path or seen == content:
+            return None
+        said = f"{record.id!r} already seen at {path}:{number}, with other content"
+        return Reject(line.path, line.number, "duplicate_id", (FieldError("$.id", said),), line.raw)
+
+
+@dataclass
+class _AcrossBanks(Validator[Question]):
+    across: BankQuestions | None = None
+
+    def validate(self, line: SourceLine) -> Valid[Question] | Reject:
+        outcome = super().validate(line)
+        if isinstance(outcome, Valid) and self.across is not None:
+            return self.across.conflict(outcome) or outcome
+        return outcome
 
 
 def valid_records(

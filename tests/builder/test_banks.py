@@ -12,6 +12,8 @@ from builder.banks import bank_lines
 from builder.build import build
 from builder.config import BuildConfig
 from builder.hashing import question_id, value_hash
+from builder.ingest import validate_files
+from builder.rejects import RejectsWriter
 from builder.sources import InputFile
 from builder.validate import Reject, Validator
 from schemas.episode import Question
@@ -140,31 +142,38 @@ def test_a_question_asked_only_mechanically_takes_that_text(tmp_path: Path) -> N
     assert worded.record.question_text == "Which region pays most?"
 
 
-def test_a_question_given_again_in_another_bank_is_rejected_as_validate_rejects_it(
+def test_a_question_given_again_in_another_bank_with_other_content_is_rejected(
     tmp_path: Path,
 ) -> None:
-    """Two banks holding one question (one of them with another ground truth): the second
-    is a duplicate_id reject naming the first, in ``build`` as in ``validate`` — it was
-    dropped without a word, and ``--strict`` let a wrong hash through that way."""
+    """Two banks holding one question id with two ground truths: the second is a
+    duplicate_id reject naming the first, in ``build`` as in ``validate`` (it was dropped
+    without a word, and ``--strict`` let a wrong hash through that way). The same question
+    again is no reject: the first is kept."""
     first, again = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text(json.dumps(capture_question(0)) + "\n")
     other = {**capture_question(0), "_ground_truth": 1, "ground_truth_hash": "0" * 16}
-    again.write_text(json.dumps(other) + "\n")
+    again.write_text(json.dumps(other) + "\n" + json.dumps(capture_question(1)) + "\n")
+    (tmp_path / "c.jsonl").write_text(json.dumps(capture_question(1)) + "\n")
     out, rejects = tmp_path / "ds", tmp_path / "rejects.jsonl"
     config = BuildConfig(
         synthetic_questions=(str(first),),
-        llm_questions=(str(again),),
+        llm_questions=(str(again), str(tmp_path / "c.jsonl")),
         out=out,
         rejects=rejects,
         max_reject_ratio=1.0,
     )
     manifest = build(config).manifest
     (reject,) = [json.loads(r) for r in rejects.open()]
-    assert (reject["source_file"], reject["kind"], reject["path"]) == (
+    assert (reject["source_file"], reject["line"], reject["kind"], reject["path"]) == (
         str(again),
+        1,
         "duplicate_id",
         "$.id",
     )
-    assert f"already seen at {first}:1" in reject["message"]
+    assert f"already seen at {first}:1, with other content" in reject["message"]
     counts = {i["path"]: (i["valid"], i["rejected"]) for i in manifest["inputs"]}
-    assert counts == {str(first): (1, 0), str(again): (0, 1)}
+    assert counts == {str(first): (1, 0), str(again): (1, 1), str(tmp_path / "c.jsonl"): (1, 0)}
+    validated = RejectsWriter(None)
+    files = [str(first), str(again), str(tmp_path / "c.jsonl")]
+    validate_files(files, Question, validated, 1 << 20)
+    assert dict(validated.by_kind) == {"duplicate_id": 1}
