@@ -274,9 +274,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from builder.ingest import validate_files
     from builder.rejects import RejectsWriter
     from builder.sources import expand_inputs
+    from builder.validate_files import validate_files
     from schemas.episode import Episode, Question
 
     paths = expand_inputs(args.files)

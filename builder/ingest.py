@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel
 
 from builder import fastpath
 from builder.banks import bank_lines
@@ -36,7 +35,7 @@ from builder.engine import (
     main_survives_reimport,
 )
 from builder.engine.codec import BatchResult
-from builder.explain import by_meaning, explain, explain_line, explain_question
+from builder.explain import by_meaning, explain_line, explain_question
 from builder.normalize import Normalizer
 from builder.normalize.episode import EpisodeInfo, emit_episode
 from builder.normalize.questions import question_row
@@ -191,7 +190,7 @@ class Ingest:
             failed = self.normalizer.question(valid.record, kind, line.path, line.number, strict)
             if strict and failed:
                 counts.valid, counts.rejected = counts.valid - 1, counts.rejected + 1
-                self.rejects.add(_question_check_failed(valid, failed, precision))
+                self.rejects.add(question_check_failed(valid, failed, precision))
         self.result.inputs.append(source.stats)
 
     def _read_files(self, paths: Sequence[str]) -> None:
@@ -376,76 +375,10 @@ def _local(config: BuildConfig, workers: int | None) -> Engine:
     return PerRunEngine(cores, POOL_FROM_BYTES)
 
 
-def validate_files(
-    paths: Iterable[str],
-    model: type[BaseModel],
-    rejects: RejectsWriter,
-    max_line_bytes: int,
-    strict: BuildConfig | None = None,
-) -> dict[str, FileCounts]:
-    """Validation only (``episodes validate``): no tables, same rejects. With ``strict`` (the
-    build's settings), an episode or a bank's question whose integrity checks fail is a
-    ``check_failed`` reject, worded as ``build --strict`` words it (checks of the lines
-    given: an episode is not checked against a bank's ground truth)."""
-    key = "episode_id" if model is Episode else "id"
-    across = BankQuestions() if model is Question else None
-    validator = Validator(model, key)
-    normalizer = None
-    if strict is not None:
-        normalizer = Normalizer(
-            strict.hook_value_limit, strict.hash_precision, strict.answer_tolerance
-        )
-    out: dict[str, FileCounts] = {}
-    for path in paths:
-        counts = out.setdefault(path, FileCounts())
-        if across is not None:  # banks: as a build reads them
-            validator = across.validator()
-        lines = InputFile(path, max_line_bytes).lines()
-        lines = bank_lines(lines) if model is Question else records(lines, max_line_bytes)
-        for valid in valid_records(lines, validator, counts, rejects):
-            if normalizer is None:
-                continue
-            check = _checked if model is Episode else _question_checked
-            reject = check(valid, normalizer)
-            if reject is not None:
-                counts.valid, counts.rejected = counts.valid - 1, counts.rejected + 1
-                rejects.add(reject)
-    return out
-
-
-def _checked(valid: Valid[Episode], normalizer: Normalizer) -> Reject | None:
-    """The ``check_failed`` reject of an episode whose checks fail, else None."""
-    line, record, precision = valid.line, valid.record, normalizer.hash_precision
-    info = emit_episode(
-        record,
-        line.path,
-        line.number,
-        normalizer.hook_value_limit,
-        empty_rows(),
-        precision,
-        valid.layout,
-        duplicate_keys(line.raw),
-        tolerance=normalizer.answer_tolerance,
-    )
-    failed, new_question = normalizer.commit(info)
-    if not failed:
-        return None
-    if new_question:
-        normalizer.forget_question(info.question_id, info.question_gt_hash)
-    errors = explain(record, line.raw, failed, precision, valid.layout)
-    return Reject(line.path, line.number, CHECK_FAILED, errors, line.raw)
-
-
-def _question_checked(valid: Valid[Question], normalizer: Normalizer) -> Reject | None:
-    """The ``check_failed`` reject of a bank's question whose checks fail, else None."""
-    line = valid.line
-    failed = normalizer.question(valid.record, "", line.path, line.number, strict=True)
-    return _question_check_failed(valid, failed, normalizer.hash_precision) if failed else None
-
-
-def _question_check_failed(
+def question_check_failed(
     valid: Valid[Question], failed: list[str], precision: int | None
 ) -> Reject:
+    """The ``check_failed`` reject of a bank's question, each failed check placed."""
     errors = explain_question(valid.record, failed, precision)
     return Reject(valid.line.path, valid.line.number, CHECK_FAILED, errors, valid.line.raw)
 

@@ -12,10 +12,10 @@ from builder.banks import bank_lines
 from builder.build import build
 from builder.config import BuildConfig
 from builder.hashing import question_id, value_hash
-from builder.ingest import validate_files
 from builder.rejects import RejectsWriter
 from builder.sources import InputFile
 from builder.validate import Reject, Validator
+from builder.validate_files import validate_files
 from schemas.episode import Question
 
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -18,10 +18,10 @@ from builder import documents
 from builder.build import build
 from builder.config import BuildConfig
 from builder.documents import records
-from builder.ingest import validate_files
 from builder.rejects import RejectsWriter
 from builder.report.stats import funnel
 from builder.sources import InputError, InputFile, SourceLine
+from builder.validate_files import validate_files
 from schemas.episode import Episode
 
 EPISODES = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"

@@ -102,7 +102,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("normalize", ("builder.checks", "builder.explain", "builder.normalize", "builder.redact")),
     (
         "ingest",
-        ("builder.staging", "builder.ingest", "builder.engine.codec", "builder.engine.ray_engine"),
+        (
+            "builder.staging",
+            "builder.ingest",
+            "builder.validate_files",
+            "builder.engine.codec",
+            "builder.engine.ray_engine",
+        ),
     ),
     ("derive", ("builder.derive",)),
     ("sessions", ("builder.sessions",)),

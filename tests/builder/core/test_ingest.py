@@ -390,7 +390,7 @@ def test_too_long_line_is_rejected_with_a_prefix_and_neighbours_kept(
 
 
 def test_validate_files_reports_what_ingest_rejects(make: SimpleNamespace, tmp_path: Path) -> None:
-    from builder.ingest import validate_files
+    from builder.validate_files import validate_files
     from schemas.episode import Episode
 
     plan = ["valid", "truncated", "empty", "non_utf8", "valid", "missing"]
