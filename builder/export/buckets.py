@@ -236,7 +236,7 @@ def load(bucket: Bucket, redact: Redact | None = None) -> dict[str, pl.LazyFrame
     rows, one after the other, are then the whole tables in that order, whatever the bucket
     count. ``LOOKUP`` holds the earlier segments' questions the bucket's episodes refer to
     (published rows, with their split; redacted again with what is known now);
-    ``SPLIT_TEXTS`` the bucket's own questions' text and normalized text before redaction."""
+    ``SPLIT_TEXTS`` the bucket's own questions' normalized text before redaction."""
 
     def read(name: str) -> pl.DataFrame:
         frame = bucket.read(name)
@@ -247,7 +247,7 @@ def load(bucket: Bucket, redact: Redact | None = None) -> dict[str, pl.LazyFrame
     questions = captured if redact is None else redact("questions", captured)
     keys = episodes.select("episode_id", "question_id")
     loaded = {"questions": questions.lazy(), "episodes": episodes.lazy()}
-    loaded[SPLIT_TEXTS] = captured.select("question_id", "question_text", "normalized_text").lazy()
+    loaded[SPLIT_TEXTS] = captured.select("question_id", "normalized_text").lazy()
     # Published by an earlier segment, redacted with what was known then: a secret value
     # assigned since is redacted in this segment's rows that show these texts as well.
     looked_up = bucket.read(LOOKUP).sort("question_id", maintain_order=True)

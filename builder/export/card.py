@@ -312,9 +312,9 @@ def card_markdown(
         "whitespace collapsed) — not of its id, which includes the hint — so the same question "
         "asked with different hints lands in one split, in every config. Sessions are split by "
         "their normalized initial instruction the same way. The text hashed is the captured "
-        "one with the secrets it shows itself replaced (credential patterns, values assigned to "
-        "secret names), so a published text redacted further than that (a value learned from "
-        "other data) may not hash to its split. Adding data never moves an existing "
+        "normalized one with the secrets it shows itself replaced (credential patterns, values "
+        "assigned to secret names), so a published text redacted further than that (a value "
+        "learned from other data) may not hash to its split. Adding data never moves an existing "
         f"question. Ratios: train {split['ratios']['train']}, validation "
         f"{split['ratios']['validation']}, test {split['ratios']['test']}; "
         f"salt `{split['salt']}`.",

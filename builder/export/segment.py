@@ -193,7 +193,9 @@ class SegmentExporter:
 
         loaded = load(part, redact)
         captured = loaded[SPLIT_TEXTS].collect()
-        key = split_key_texts(captured["question_text"], captured["normalized_text"])
+        key = split_key_texts(
+            captured["normalized_text"], dict(self.config.redaction_extra_patterns)
+        )
         assigned = assign_splits(
             captured.select("question_id", normalized_text=key), SplitConfig.of(self.config)
         )
@@ -248,7 +250,10 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
     sessions' questions that no episode segment in ``out`` listed already."""
     from builder.derive import OBJECTIVE_MODULES
 
-    ids = sessions.split_texts.select("question_id", normalized_text="split_text")
+    extra = dict(config.redaction_extra_patterns)
+    ids = sessions.split_texts.select(
+        "question_id", normalized_text=split_key_texts(sessions.split_texts["split_text"], extra)
+    )
     splits = assign_splits(ids.sort("question_id"), SplitConfig.of(config))
     keys = SplitKeys.of_questions(splits)
     published = _frame(sessions.tables["sessions"]).select(

@@ -1,45 +1,43 @@
-"""The text a question's split is keyed by: its captured text with the secrets that text
-itself shows replaced, never the values learned elsewhere.
+"""The text a question's split is keyed by: its normalized text with the secrets it shows
+itself replaced, never the values learned elsewhere.
 
 A split must be a function of the question alone: what the build's redaction finds depends
 on the other data (a value assigned to a secret name in one file is redacted wherever it
 appears after that), so a split keyed by the published text would part one question's rows
 and move them between releases. Keyed by the raw text, two questions that differ only in a
 secret (``api_key = "…"`` with two keys) would be one published prompt in two splits. So the
-key replaces what the text shows on its own — the built-in credential patterns and the
-values it assigns to secret names — whatever the ``[redaction]`` settings say.
+key replaces what the text shows on its own: the credential patterns (built in and
+``[redaction] extra_patterns``) and every value assigned to a secret name, random-looking or
+not. It is made from the normalized (casefolded) text, so texts that normalize alike have
+one key: the patterns match in any case there.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 
-from builder.hashing import normalize_question_text
-from builder.redact import _accepted, _Redactor, redact_series
-from builder.redact.options import RedactionOptions
-from builder.redact.patterns import ASSIGNMENT, PLACEHOLDER, SECRET_ASSIGNMENT
+from builder.redact.patterns import (
+    ASSIGNMENT,
+    BUILTIN_PATTERNS,
+    PLACEHOLDER,
+    SECRET_ASSIGNMENT,
+    whole,
+)
 
-_BUILT_IN = RedactionOptions()
-_ASSIGNED = PLACEHOLDER.format(kind=SECRET_ASSIGNMENT)
+_PREFIX, _VALUE = ASSIGNMENT.split("(?P<value>", 1)
+_ASSIGNED = (f"({_PREFIX})(?:{_VALUE}", "${1}" + PLACEHOLDER.format(kind=SECRET_ASSIGNMENT))
 
 
-def split_key_texts(texts: pl.Series, normalized: pl.Series) -> pl.Series:
-    """The normalized key text of each question: ``normalized`` (its captured text
-    normalized) where ``texts`` show no secret, else that of the text with them replaced."""
-    redactor = _Redactor(_BUILT_IN, ())
-    frame = texts.to_frame("v")
-    shown = frame.select(
-        (redactor.hits(pl.col("v")) | pl.col("v").str.contains(ASSIGNMENT)).fill_null(False)
-    ).to_series()
-    if not shown.any():
-        return normalized
-    keys = []
-    for text in redact_series(texts.filter(shown), redactor).to_list():
-        found = pl.Series([text]).str.extract_all(ASSIGNMENT).explode().drop_nulls()
-        values = _accepted(found, _BUILT_IN)
-        for value in values:  # longest first
-            text = text.replace(value, _ASSIGNED)
-        keys.append(normalize_question_text(text))
-    replaced = pl.Series(keys, dtype=pl.String)
-    order = pl.concat([shown.not_().arg_true(), shown.arg_true()]).arg_sort()
-    return pl.concat([normalized.filter(shown.not_()), replaced]).gather(order)
+def split_key_texts(
+    normalized: pl.Series, extra_patterns: Mapping[str, str] | None = None
+) -> pl.Series:
+    """The key of each normalized question text (a pure function of it)."""
+    extra = [whole(kind, regex) for kind, regex in (extra_patterns or {}).items()]
+    patterns = [*BUILTIN_PATTERNS, *extra]
+    key = pl.col("v")
+    for pattern in patterns:
+        key = key.str.replace_all(f"(?i){pattern.regex}", pattern.replacement)
+    key = key.str.replace_all(f"(?i){_ASSIGNED[0]}", _ASSIGNED[1])
+    return normalized.to_frame("v").select(key).to_series().alias(normalized.name)

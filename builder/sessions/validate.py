@@ -49,7 +49,6 @@ import polars as pl
 import pyarrow as pa
 
 from builder.hashing import canonical_json, normalize_question_text, question_id
-from builder.redact.split_key import split_key_texts
 from builder.sessions.columns import INVALID_PREFIX, NOT_UTF8_PREFIX, guarded
 from builder.sessions.read import SessionsSource
 from builder.validate import FieldError, Reject
@@ -108,8 +107,9 @@ class Validated:
 
     source: str  # the redacted database URL
     sessions: pl.DataFrame  # SESSION_ROW columns + question_id, normalized_instruction,
-    #                         n_rejected_actions, incomplete, split_text (the split's
-    #                         key, ``builder.redact.split_key``); sorted by session_id
+    #                         n_rejected_actions, incomplete, split_text (the normalized
+    #                         instruction as captured, which redaction leaves alone: what
+    #                         the split's key is made from); sorted by session_id
     actions: pl.DataFrame  # ACTION_ROW columns (action_id int32) + question_id;
     #                        sorted by session_id, action_id
     rejects: list[Reject]
@@ -274,8 +274,7 @@ def _question_ids(instructions: pl.Series) -> pl.DataFrame:
         },
         schema=dict.fromkeys(names, pl.String),
     )
-    key = split_key_texts(ids["_task"], ids["normalized_instruction"])
-    return ids.with_columns(split_text=key)
+    return ids.with_columns(split_text=pl.col("normalized_instruction"))
 
 
 def _session_checks() -> list[Check]:

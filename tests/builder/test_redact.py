@@ -622,17 +622,20 @@ def test_a_questions_split_does_not_depend_on_what_redaction_found(tmp_path: Pat
 
 def test_a_split_key_replaces_the_secrets_a_text_shows_itself() -> None:
     """Two questions that differ only in a key are one published prompt: one split. A
-    text's own secrets are replaced in its key; values learned elsewhere are not."""
-    texts = pl.Series(
-        [
-            'Using api_key = "Ab3dEf6hIj9kLm2nQp5rSt8u", how many rows?',
-            'Using api_key = "Zz9yXw8vUt7sRq6pOn5mLk4j", how many rows?',
-            "Log in with hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh, then count.",
-            "How many rows does Zz9yXw8vUt7sRq6pOn5mLk4j have?",
-        ]
-    )
-    normalized = texts.map_elements(normalize_question_text, return_dtype=pl.String)
-    keys = split_key_texts(texts, normalized).to_list()
-    assert keys[0] == keys[1] and "ab3def6hij9klm2nqp5rst8u" not in keys[0]
-    assert "hf_abcd" not in keys[2] and "<redacted:hf_token>" in keys[2]
-    assert keys[3] == normalized[3]  # a bare value is no secret of this text's own
+    text's own secrets are replaced in its key, whatever their case (the key is a function
+    of the normalized text: texts that normalize alike share it); values learned elsewhere
+    are not."""
+    texts = [
+        'Using api_key = "Ab3dEf6hIj9kLm2nQp5rSt8u", how many rows?',
+        'Using api_key = "Zz9yXw8vUt7sRq6pOn5mLk4j", how many rows?',
+        'USING API_KEY = "AB3DEF6HIJ9KLM2NQP5RST8U", HOW MANY ROWS?',
+        "Log in with hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh, then count.",
+        "How many rows does Zz9yXw8vUt7sRq6pOn5mLk4j have?",
+        "Which customer is CUST-1042?",
+    ]
+    normalized = pl.Series([normalize_question_text(t) for t in texts])
+    keys = split_key_texts(normalized, {"customer": r"CUST-[0-9]{4}"}).to_list()
+    assert keys[0] == keys[1] == keys[2] and "ab3def6hij9klm2nqp5rst8u" not in keys[0]
+    assert "hf_abcd" not in keys[3] and "<REDACTED:hf_token>" in keys[3]
+    assert keys[4] == normalized[4]  # a bare value is no secret of this text's own
+    assert keys[5] == "which customer is <REDACTED:customer>?"
