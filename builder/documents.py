@@ -161,10 +161,11 @@ def _may_be_document(first: SourceLine, list_key: str | None) -> bool:
     if isinstance(value, dict):
         return list_key is not None and isinstance(value.get(list_key), list)
     # a list on one line: the whole of a .json file, but a bad line of a file named JSONL
-    return isinstance(value, list) and not _named_jsonl(first.path)
+    return isinstance(value, list) and not named_jsonl(first.path)
 
 
-def _named_jsonl(path: str) -> bool:
+def named_jsonl(path: str) -> bool:
+    """Named as JSONL (one record per line), compressed or not."""
     return path.removesuffix(".gz").removesuffix(".zst").endswith((".jsonl", ".ndjson"))
 
 

@@ -223,16 +223,19 @@ def _open_decompressed(path: str, digest: _DigestingReader) -> BinaryIO:
 
 # What the first bytes of a file named as plain text say it is instead, and what to do.
 _DISGUISED = (
-    (re.compile(b"\\x1f\\x8b", re.S), "gzip-compressed", "name it {path}.gz"),
-    (re.compile(b"\\x28\\xb5\\x2f\\xfd", re.S), "zstd-compressed", "name it {path}.zst"),
+    (re.compile(b"\\x1f\\x8b"), "gzip-compressed", "name it {path}.gz"),
+    # a frame, or a skippable frame (0x184D2A5?) first
+    (
+        re.compile(b"(\\x28\\xb5\\x2f\\xfd|[\\x50-\\x5f]\\x2a\\x4d\\x18)"),
+        "zstd-compressed",
+        "name it {path}.zst",
+    ),
     # UTF-16 (what PowerShell's > writes): ASCII, such as "{", takes a zero byte beside it
     (
-        re.compile(b"(\\xff\\xfe)?[^\\x00]\\x00[^\\x00]\\x00", re.S),
-        "UTF-16 text",
-        "save it as UTF-8",
-    ),
-    (
-        re.compile(b"(\\xfe\\xff)?\\x00[^\\x00]\\x00[^\\x00]", re.S),
+        re.compile(
+            b"\\xff\\xfe[^\\x00]\\x00|[^\\x00]\\x00[^\\x00]\\x00"  # little-endian
+            b"|\\xfe\\xff\\x00[^\\x00]|\\x00[^\\x00]\\x00[^\\x00]"  # big-endian
+        ),
         "UTF-16 text",
         "save it as UTF-8",
     ),

@@ -23,6 +23,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from builder.banks import bank_path, with_model_keys
+from builder.documents import named_jsonl
 from builder.hashing import question_id
 from builder.sources import SourceLine
 from builder.teach import teach
@@ -207,9 +208,10 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
     return found
 
 
-# Stands in for what made a line unreadable, so that the parsed line shows where it was: a
-# noncharacter, which no captured text holds (escapes of it in the line stay escapes).
-_MARK = "\ufdd0"
+# Stands in for what made a line unreadable, so that the parsed line shows where it was:
+# three noncharacters in a row, which no captured text holds (only a line that spelled all
+# three as escapes before the bad spot would mislead it).
+_MARK = "\ufdd0\ufdd1\ufdd2"
 _CONTROL = re.compile("[\x00-\x1f]")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # what ``surrogateescape`` makes of a bad byte
 
@@ -343,9 +345,10 @@ class Validator(Generic[ModelT]):
             return rejected
         if isinstance(value, list):  # the usual slip: a JSON array where lines are records
             said = (
-                "a line holds one record (a JSON object), got an array: write one record per "
-                "line, or name the file .json to read it as a list of records"
+                "a line holds one record (a JSON object), got an array: write one record per line"
             )
+            if named_jsonl(line.path):
+                said += ", or name the file .json to read it as a list of records"
             return Reject(line.path, line.number, SCHEMA, (FieldError("$", said),), line.raw)
         layout, spelled = SEEDS.name, value
         if self.model is Episode and isinstance(value, dict):

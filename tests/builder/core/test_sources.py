@@ -154,8 +154,13 @@ def test_a_bom_that_starts_a_later_line_is_stripped_too(tmp_path: Path) -> None:
         (zstandard.ZstdCompressor().compress(CONTENT), "is zstd-compressed: name it {path}.zst"),
         (CONTENT.decode().encode("utf-16"), "is UTF-16 text"),
         (CONTENT.decode().encode("utf-16-be"), "is UTF-16 text"),  # no byte-order mark
+        ("{".encode("utf-16"), "is UTF-16 text"),  # the mark and one character
+        (
+            b"\x50\x2a\x4d\x18\x00\x00\x00\x00" + zstandard.ZstdCompressor().compress(CONTENT),
+            "is zstd-compressed",
+        ),  # a skippable frame first
     ],
-    ids=["gzip", "zstd", "utf-16", "utf-16-be"],
+    ids=["gzip", "zstd", "utf-16", "utf-16-be", "utf-16-short", "zstd-skippable"],
 )
 def test_a_file_that_is_not_plain_text_under_a_plain_name_is_refused(
     tmp_path: Path, head: bytes, says: str

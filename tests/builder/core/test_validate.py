@@ -568,3 +568,12 @@ def test_long_digit_runs_are_what_the_regex_finds() -> None:
         digits = b"9" * n
         for raw in (digits, b"x" + digits, digits + b"x", b"/" + digits + b":"):
             assert has_long_digit_run(raw) is (n >= 19), raw
+
+
+def test_an_array_as_a_record_is_told_to_be_named_json_only_where_it_is_not() -> None:
+    said = {
+        path: Validator(Episode).validate(SourceLine(path, 1, b"[1, 2]")).message  # type: ignore[union-attr]
+        for path in ("a.jsonl", "a.json")
+    }
+    assert "name the file .json" in said["a.jsonl"]
+    assert "name the file .json" not in said["a.json"] and "one record per line" in said["a.json"]
