@@ -47,21 +47,24 @@ def records(
     for line in it:
         head.append(line)
         size += len(line.raw) + 1
-        if limit is not None and size > limit and opens_array:  # stream its items
+        over = (limit is not None and size > limit) or line.too_long
+        if over and opens_array:  # stream its items
             blank = next(i for i, line in enumerate(head) if line.raw.strip())
             yield from head[:blank]
             yield from _array_items(itertools.chain(head[blank:], it), limit)
             return
-        if (limit is not None and size > limit) or line.too_long:
+        if over:
             yield from head  # not a document read whole: lines, which validation names
             yield from it
             return
     split = _split(head, list_key)
+    blank = next((i for i, line in enumerate(head) if line.raw.strip()), len(head))
     if split is None and opens_array:  # a broken list: item by item, to say where it broke
-        blank = next(i for i, line in enumerate(head) if line.raw.strip())
         yield from head[:blank]
         yield from _array_items(iter(head[blank:]), size)
         return
+    if split is None and blank < len(head) and head[blank].raw.strip() == b"{":
+        _refuse_broken(head[blank:])  # an object over lines, broken
     yield from head if split is None else split
 
 
@@ -116,14 +119,13 @@ def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine
                 return
             if depth != 1 or not stripped:
                 continue  # a blank line between items
-        if line.too_long:  # its brackets cannot be counted: the rest as it is
-            if item:
-                yield SourceLine(line.path, start, b"\n".join(item)[:256], too_long=True)
-            yield line
-            yield from (rest for rest, _ in counted)
-            return
         if not item:
             start, size = line.number, 0
+        if line.too_long:
+            # Its brackets cannot be counted: taken to be none, as in a long string value
+            # (``json.dump`` puts each nested container on lines of its own, and no string
+            # spans lines), so the item it is in is a line_too_long reject and the rest reads.
+            change, size = 0, size + limit + 1
         depth += change
         size += len(line.raw) + 1
         item.append(line.raw if size <= limit else b"")
@@ -191,6 +193,25 @@ def _split(lines: list[SourceLine], list_key: str | None) -> list[SourceLine] | 
         SourceLine(path, first + text.count("\n", 0, begin), text[begin:end].encode("utf-8"))
         for begin, end in spans
     ]
+
+
+def _refuse_broken(lines: list[SourceLine]) -> None:
+    """A pretty-printed object (one record, or a bank's ``{"questions": [...]}``) that is no
+    JSON value: refused, naming where it breaks, rather than one reject per physical line."""
+    first = lines[0]
+    try:
+        _DECODER.decode(b"\n".join(line.raw for line in lines).decode("utf-8", "replace"))
+    except ValueError as exc:
+        at = first.number + getattr(exc, "lineno", 1) - 1
+        said = getattr(exc, "msg", str(exc))
+        error = InputError(
+            f"{first.path}: the JSON document that opens at line {first.number} breaks at "
+            f"line {at}: {said} (cut short?) — complete the file or write it again"
+        )
+        error.hint = ""
+        raise error from None
+    except RecursionError:
+        return
 
 
 def _skip(text: str, i: int) -> int:

@@ -84,10 +84,40 @@ def test_what_is_not_one_document_within_the_limit_is_read_line_by_line(tmp_path
     assert len(read(big, limit=len(one) // 2)) == len(one.splitlines())
     pretty = json.dumps(sample_episodes(2), indent=2)
     broken = tmp_path / "broken.json"
-    broken.write_text("{\n" + pretty[: len(pretty) // 2])  # no JSON: every line stays a line
+    broken.write_text("(\n" + pretty[: len(pretty) // 2])  # no JSON: every line stays a line
     assert [line.number for line in read(broken)] == list(
         range(1, pretty.count("\n", 0, len(pretty) // 2) + 3)
     )
+    cut = tmp_path / "cut.json"  # one record pretty-printed, cut short: refused, not lines
+    one = json.dumps(sample_episodes(1)[0], indent=2)
+    cut.write_text(one[: len(one) // 2])
+    with pytest.raises(InputError, match="the JSON document that opens at line 1 breaks at"):
+        read(cut)
+
+
+def test_a_streamed_item_with_a_line_over_the_limit_is_one_reject_and_the_rest_reads(
+    tmp_path: Path,
+) -> None:
+    """An item whose line is over ``max_line_bytes`` (a long output string) is a
+    line_too_long record; the items after it are read, and a list cut inside that line is
+    refused like any list the file ends inside."""
+    episodes = sample_episodes(3)
+    episodes[1]["question"]["hint"] = "x" * 50_000
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(episodes, indent=2))
+    got = list(records(InputFile(str(path), 40_000).lines(), 40_000))
+    assert [(line.number, line.too_long) for line in got] == [
+        (n, i == 1) for i, n in enumerate(starts(path))
+    ]
+    assert [json.loads(line.raw) for i, line in enumerate(got) if i != 1] == [
+        episodes[0],
+        episodes[2],
+    ]
+    text = path.read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: text.index("x" * 50_000) + 30_000])
+    with pytest.raises(InputError, match="is not closed"):
+        list(records(InputFile(str(cut), 40_000).lines(), 40_000))
 
 
 def test_a_list_cut_short_is_refused_naming_where_it_ends(tmp_path: Path) -> None:
