@@ -200,8 +200,7 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
     except (ValueError, RecursionError):
         return []
     found: list[tuple[str, int]] = []
-    for node, path in _json_nodes(value):
-        texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
+    for path, texts in _json_strings(value):
         found += [(path, ord(bad.group())) for t in texts if (bad := _SURROGATE.search(t))]
         if len(found) >= most:
             return found[:most]
@@ -235,11 +234,20 @@ def _marked_path(text: str) -> str:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return "$"
-    for node, path in _json_nodes(value):
-        texts = [node] if isinstance(node, str) else list(node) if isinstance(node, dict) else []
+    for path, texts in _json_strings(value):
         if any(_MARK in t for t in texts):
             return path
     return "$"
+
+
+def _json_strings(value: Any) -> Iterator[tuple[str, list[str]]]:
+    """The strings of a decoded JSON value by path, depth first: a string node's own, an
+    object's keys (named by the object's path)."""
+    for node, path in _json_nodes(value):
+        if isinstance(node, str):
+            yield path, [node]
+        elif isinstance(node, dict):
+            yield path, list(node)
 
 
 def _json_nodes(value: Any) -> Iterator[tuple[Any, str]]:
