@@ -265,8 +265,8 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
         .sort("question_id")
     )
     # A session asked an episode's question: the episodes' segments listed it (in the same
-    # split: both hash the normalized text as captured), and ``splits`` lists each question
-    # once.
+    # split: both are keyed by ``split_key_texts`` of the normalized text as captured), and
+    # ``splits`` lists each question once.
     earlier = sorted((out / "splits").glob("*.parquet"))
     if earlier:
         listed = pl.read_parquet(earlier, columns=["question_id"])
