@@ -25,7 +25,8 @@ def question_row(
     """A ``questions`` row; its integrity checks (pure) are the last column. The row is the
     question's under its content address (``question_key``), so a wrong captured id is its
     episode's failed check, not the row's."""
-    failed = [c for c in checks.check_question(question, precision) if c != _ID_MISMATCH]
+    id_mismatch = checks.QUESTION_ID_MISMATCH
+    failed = [c for c in checks.check_question(question, precision) if c != id_mismatch]
     return QuestionRow(
         question_id=question_key(question),
         question_text=question.question_text,
@@ -49,6 +50,3 @@ def question_row(
         source_line=line,
         checks=failed,
     )
-
-
-_ID_MISMATCH = checks.QUESTION_ID_MISMATCH

@@ -253,11 +253,7 @@ def normalized_instructions(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl
     """session_id -> ``normalized_instruction`` of each session's task (after redaction, the
     published form is computed again from the redacted texts)."""
     tasks = _task(sessions, actions)
-    texts = tasks["_task"].unique().drop_nulls().sort()
-    normalized = pl.DataFrame(
-        {"_task": texts, "normalized_instruction": [normalize_question_text(t) for t in texts]},
-        schema={"_task": pl.String, "normalized_instruction": pl.String},
-    )
+    normalized = _question_ids(tasks["_task"]).select("_task", "normalized_instruction")
     return tasks.join(normalized, on="_task", how="left").drop("_task")
 
 
