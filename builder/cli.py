@@ -59,7 +59,12 @@ class _Parser(argparse.ArgumentParser):
         (``episodes build: unrecognized arguments: --nope``), not by the top level."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            _command_parser(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            files = [e for e in extras if not e.startswith("-")]
+            if getattr(parsed, "command", None) == "build" and files:
+                # ``episodes build x.jsonl``, as ``validate`` takes them: say where they go.
+                message += f"; input files go after a flag: --episodes {' '.join(files)}"
+            _command_parser(self, parsed).error(message)
         return parsed
 
 

@@ -92,6 +92,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "episodes build: unrecognized arguments: --bogus",
         ),
         (
+            "input files without a flag",
+            ["build", "episodes.jsonl", *out],
+            1,
+            "input files go after a flag: --episodes episodes.jsonl",
+        ),
+        (
             "no subcommand",
             ["sessions"],
             1,
@@ -235,7 +241,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 53
+N_CASES = 54
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
