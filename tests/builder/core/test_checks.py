@@ -272,6 +272,29 @@ def test_ground_truth_mismatch_via_the_question_bank(make: SimpleNamespace) -> N
         assert failed(make, make.episode(q=q), normalizer) == expected
 
 
+def test_an_unverified_episode_whose_answer_is_not_the_ground_truth_fails_no_check(
+    make: SimpleNamespace,
+) -> None:
+    """The capture code writes ``verified: false`` exactly when the gold answer is not the
+    ground truth: an honest line, which ``prm`` trains on as a negative. Claimed verified,
+    the same answer is a failed check."""
+    q = make.question(ground_truth=43, ground_truth_hash=value_hash(43))
+    assert failed(make, make.episode(q=q, verified=False)) == []
+    assert failed(make, make.episode(q=q, verified=True)) == [checks.GROUND_TRUTH_MISMATCH]
+    normalizer = Normalizer()  # a bank's ground truth alike
+    bank = make.question()
+    normalizer.question(
+        Question.model_validate(bank | {"ground_truth": 43, "ground_truth_hash": value_hash(43)}),
+        "synthetic",
+        "bank.jsonl",
+        1,
+    )
+    assert failed(make, make.episode(q=bank, verified=False), normalizer) == []
+    assert failed(make, make.episode(q=bank, verified=True), normalizer) == [
+        checks.GROUND_TRUTH_MISMATCH
+    ]
+
+
 def test_ground_truth_is_not_checked_against_an_unsubmitted_gold(make: SimpleNamespace) -> None:
     q = make.question(ground_truth=43, ground_truth_hash=value_hash(43))
     record = make.episode(q=q, gold=make.turns_trace(42, submitted=False))
