@@ -24,6 +24,7 @@ reproduced: episodes that need them stay flagged.
 
 from __future__ import annotations
 
+import json
 import math
 import unicodedata
 from collections.abc import Sequence
@@ -49,6 +50,14 @@ def answers_match(a: Any, b: Any, tolerance: float) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(answers_match(a[k], b[k], tolerance) for k in a)
     return bool(a == b)
+
+
+def answer_texts_match(answer: str | None, expected: str | None, tolerance: float) -> bool:
+    """``answers_match`` of two answers stored as canonical JSON text (the tables' form);
+    no answer matches nothing."""
+    if answer is None or expected is None:
+        return False
+    return answers_match(json.loads(answer), json.loads(expected), tolerance)
 
 
 def _is_number(value: Any) -> bool:

@@ -9,9 +9,11 @@ consensus answer).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import polars as pl
 
+from builder.answers import answer_texts_match
 from builder.derive.eligibility import eligible_episodes, sound_episodes
 from builder.derive.options import DeriveOptions
 
@@ -65,17 +67,26 @@ def episode_context(
     )
 
 
-def episode_traces(tables: Mapping[str, pl.LazyFrame], context: pl.LazyFrame) -> pl.LazyFrame:
-    """Traces of the episodes in ``context`` with its columns, plus ``consistency`` (sort key),
-    ``correct`` (answer hash is an accepted one) and ``trace_role``."""
+def episode_traces(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
+    """Traces of the training-eligible episodes (``episode_context``) with its columns, plus
+    ``consistency`` (sort key), ``trace_role`` and ``correct``: the answer is one the ``rl``
+    reward accepts (``builder.rewards.outcome_reward``): its hash is an accepted one or, with
+    an answer tolerance, it matches the expected answer by value (``builder.answers``), as
+    the capture code that verified the episode compared them."""
+    by_hash = pl.col("accepted_hashes").list.contains(pl.col("final_answer_hash")).fill_null(False)
+    correct = by_hash
+    if options.answer_tolerance is not None:
+        within = partial(answer_texts_match, tolerance=options.answer_tolerance)
+        by_value = pl.struct(answer="final_answer", expected="expected_answer").map_elements(
+            lambda pair: within(pair["answer"], pair["expected"]), return_dtype=pl.Boolean
+        )
+        correct = by_hash | by_value.fill_null(False)
     return (
         tables["traces"]
-        .join(context, on="episode_id", how="inner")
+        .join(episode_context(tables, options), on="episode_id", how="inner")
         .with_columns(
             consistency=pl.col("role") != "gold",
-            correct=pl.col("accepted_hashes")
-            .list.contains(pl.col("final_answer_hash"))
-            .fill_null(False),
+            correct=correct,
             trace_role=pl.col("role"),
         )
     )

@@ -1,7 +1,8 @@
 """``dpo``: preference pairs from the traces of each training-eligible episode.
 
-A trace *succeeded* when its execution succeeded and its answer hash is the expected one; it
-*failed* when its answer is not the expected one (no answer counts as different), whatever
+A trace *succeeded* when its execution succeeded and its answer is one the ``rl`` reward
+accepts (``common.episode_traces``: by hash, or by value within the build's answer
+tolerance); it *failed* when its answer is not (no answer counts as different), whatever
 its execution. Chosen: the gold trace (``gold_vs_failed_consistency``) or a successful
 consistency trace (``consistency_vs_failed_consistency``); rejected: a failed consistency
 trace. A trace that reached the expected answer is never rejected (its ``orm`` label is
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from builder.derive.common import episode_context, episode_traces
+from builder.derive.common import episode_traces
 from builder.derive.messages import header, trace_messages
 from builder.derive.options import DeriveOptions
 from schemas.objectives import OBJECTIVES
@@ -28,7 +29,7 @@ CONSISTENCY_PAIR = "consistency_vs_failed_consistency"
 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
-    traces = episode_traces(tables, episode_context(tables, options))
+    traces = episode_traces(tables, options)
     good = pl.col("execution_success").fill_null(False) & pl.col("correct")
     chosen = traces.filter(good)
     wrong = ~pl.col("correct").fill_null(False)

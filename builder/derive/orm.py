@@ -4,8 +4,9 @@ training-eligible episode. This is also TRL's unpaired-preference (KTO) layout.
 ``completion`` is the whole trace as messages (each turn's code, then its execution feedback;
 flat traces: code cells only; empty when the trace has no turns), up to its last assistant
 message: the feedback to that one is the environment's, not the model's, to write.
-``label`` is true when the trace's final answer hash equals the expected hash (a trace that
-never submitted is false).
+``label`` is true when the trace's answer is one the ``rl`` reward accepts: its hash is an
+accepted one or, built with an answer tolerance, it matches the expected answer by value (a
+trace that never submitted is false).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from builder.derive.common import TRACE_ORDER, episode_context, episode_traces
+from builder.derive.common import TRACE_ORDER, episode_traces
 from builder.derive.messages import header, trace_messages
 from builder.derive.options import DeriveOptions
 from schemas.objectives import OBJECTIVES
@@ -24,7 +25,7 @@ SCHEMA = OBJECTIVES[NAME]
 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
-    traces = episode_traces(tables, episode_context(tables, options))
+    traces = episode_traces(tables, options)
     return (
         traces.join(
             trace_messages(tables, traces, options.max_output_chars), on="trace_id", how="inner"

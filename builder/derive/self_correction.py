@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from builder.derive.common import TRACE_ORDER, episode_context, episode_traces
+from builder.derive.common import TRACE_ORDER, episode_traces
 from builder.derive.messages import (
     MESSAGE,
     WEIGHTED_MESSAGE,
@@ -33,7 +33,7 @@ SCHEMA = OBJECTIVES[NAME]
 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
-    traces = episode_traces(tables, episode_context(tables, options))
+    traces = episode_traces(tables, options)
     fixes = tables["corrections"].join(traces, on="trace_id", how="semi")
     keys = ["trace_id", "turn_index"]
     turns = tables["turns"]

@@ -104,7 +104,8 @@ trainer.train()
         "orm",
         "TRL `KTOTrainer` (unpaired preferences)",
         "`prompt`, `completion`, `label`",
-        "`label` is true when the trace's final answer hash equals the expected one.",
+        "`label` is true when the trace's final answer is the expected one (by hash, or by value"
+        " within the build's `answer_tolerance`).",
         """\
 from trl import KTOConfig, KTOTrainer
 

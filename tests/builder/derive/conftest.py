@@ -107,9 +107,11 @@ def episode(
     return out | extra
 
 
-def build_tables(episodes: Iterable[Mapping[str, Any]]) -> dict[str, pl.LazyFrame]:
+def build_tables(
+    episodes: Iterable[Mapping[str, Any]], answer_tolerance: float | None = None
+) -> dict[str, pl.LazyFrame]:
     validator = Validator(Episode, "episode_id")
-    normalizer = Normalizer()
+    normalizer = Normalizer(answer_tolerance=answer_tolerance)
     for number, record in enumerate(episodes, start=1):
         valid = validator.validate(SourceLine("test.jsonl", number, orjson.dumps(record)))
         assert isinstance(valid, Valid), str(valid)

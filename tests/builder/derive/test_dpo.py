@@ -73,3 +73,17 @@ def test_a_trace_that_reached_the_expected_answer_is_never_rejected(make) -> Non
         ("ep-r:gold", "ep-r:c2", "gold_vs_failed_consistency"),
         ("ep-r:c0", "ep-r:c2", "consistency_vs_failed_consistency"),
     ]
+
+
+def test_with_an_answer_tolerance_an_answer_within_it_is_never_rejected(make) -> None:
+    """Consistency answers within the tolerance of the gold one verified it: they are
+    chosen against the wrong answer, never rejected themselves."""
+    consistency = [make.trace(54.33), make.trace(54.29), make.trace(3.0)]
+    episode = make.episode("ep-n", "Mean?", make.trace(54.36), consistency)
+    tables = make.build_tables([episode], answer_tolerance=0.1)
+    pairs = dpo.derive(tables, DeriveOptions(answer_tolerance=0.1)).collect()
+    assert pairs.select("chosen_trace_id", "rejected_trace_id").rows() == [
+        ("ep-n:gold", "ep-n:c2"),
+        ("ep-n:c0", "ep-n:c2"),
+        ("ep-n:c1", "ep-n:c2"),
+    ]

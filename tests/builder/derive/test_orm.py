@@ -1,6 +1,9 @@
-"""orm: every trace of an eligible episode, labelled by its answer hash."""
+"""orm: every trace of an eligible episode, labelled by its answer hash (and, with an answer
+tolerance, by value)."""
 
 from __future__ import annotations
+
+import polars as pl
 
 from builder.derive import DeriveOptions, orm
 
@@ -43,3 +46,27 @@ def test_a_trace_without_turns_has_an_empty_completion(make) -> None:
         ("ep-h:gold", [{"role": "assistant", "content": "```python\nsubmit(2)\n```"}]),
         ("ep-h:c0", []),
     ]
+
+
+def test_with_an_answer_tolerance_an_answer_within_it_is_labelled_correct(make) -> None:
+    """The capture code verified this gold answer by the two consistency answers within
+    ±0.1 of it: they are correct, as the ``rl`` reward (``outcome_reward``) scores them; a
+    string that differs in its dash only is the same answer there too."""
+    consistency = [make.trace(54.33), make.trace(54.29), make.trace(3.0)]
+    numbers = make.episode("ep-n", "Mean?", make.trace(54.36), consistency)
+    dashes = [make.trace("a \u2014 b"), make.trace("a \u2013 b"), make.trace("c")]
+    text = make.episode("ep-s", "Which?", make.trace("a - b"), dashes)
+    tables = make.build_tables([numbers, text], answer_tolerance=0.1)
+    labels = orm.derive(tables, DeriveOptions(answer_tolerance=0.1)).collect()
+    assert dict(labels.select("trace_id", "label").rows()) == {
+        "ep-n:gold": True,
+        "ep-n:c0": True,
+        "ep-n:c1": True,
+        "ep-n:c2": False,
+        "ep-s:gold": True,
+        "ep-s:c0": True,
+        "ep-s:c1": True,
+        "ep-s:c2": False,
+    }
+    by_hash = orm.derive(tables, DeriveOptions()).collect().filter(pl.col("label"))
+    assert sorted(by_hash.get_column("trace_id")) == ["ep-n:gold", "ep-s:gold"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from builder.derive import DeriveOptions, prm_stepwise
-from builder.derive.common import episode_context, episode_traces
+from builder.derive.common import episode_traces
 from builder.rewards import process_reward
 
 
@@ -86,7 +86,7 @@ def test_hook_verdicts_are_process_reward_matches_on_the_rl_gold_hooks(derived, 
     """One implementation: every attributed hook's verdict equals ``process_reward``'s
     ``matched`` for the trace's hooks against the ``rl`` config's ``gold_hooks``."""
     gold = {r["episode_id"]: r["gold_hooks"] for r in derived["rl"].to_dicts()}
-    traces = episode_traces(tables, episode_context(tables, DeriveOptions()))
+    traces = episode_traces(tables, DeriveOptions())
     steps = prm_stepwise.hook_steps(tables, traces).collect()
     got = {(t, i): ok for t, i, _, ok in steps.iter_rows()}
     hooks = tables["hooks"].sort("trace_id", "hook_index").collect()
