@@ -51,9 +51,9 @@ _FENCED = r"```[^\n]*\n(?s:.*?)\n```"
 
 def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) -> pl.LazyFrame:
     """``episode_id``, ``message_index``, ``failed_attempt`` (true) of the captured assistant
-    messages whose code block is a gold turn that failed (``failed_turns``): the capture's
-    conversation holds those attempts as they were made, and they train at weight 0, as in a
-    conversation rendered from the turns."""
+    messages whose code block, or a tool call's ``code`` argument, is a gold turn that failed
+    (``failed_turns``): the capture's conversation holds those attempts as they were made,
+    and they train at weight 0, as in a conversation rendered from the turns."""
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
     failed = (
         failed_turns(tables)
@@ -64,20 +64,33 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
         .select("episode_id", code=pl.col("code").str.strip_chars())
     )
     text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
+    answers = captured.filter(pl.col("role") == "assistant").join(
+        failed.select("episode_id").unique(), on="episode_id", how="semi"
+    )
     blocks = (
-        captured.filter(pl.col("role") == "assistant")
-        .join(failed.select("episode_id").unique(), on="episode_id", how="semi")
-        .select("episode_id", "message_index", code=text.str.extract_all(_FENCED))
+        answers.select("episode_id", "message_index", code=text.str.extract_all(_FENCED))
         .explode("code")
-        .with_columns(
-            pl.col("code")
-            .str.replace(r"^```[^\n]*\n", "")
-            .str.replace(r"\n```$", "")
-            .str.strip_chars()
+        .with_columns(pl.col("code").str.replace(r"^```[^\n]*\n", "").str.replace(r"\n```$", ""))
+    )
+    # A tool-calling conversation runs its code as a call's ``{"code": ...}`` arguments.
+    calls = (
+        answers.filter(pl.col("tool_calls").is_not_null())
+        .select(
+            "episode_id", "message_index", call=pl.col("tool_calls").str.json_decode(TOOL_CALLS)
+        )
+        .explode("call")
+        .select(
+            "episode_id",
+            "message_index",
+            code=pl.col("call")
+            .struct.field("function")
+            .struct.field("arguments")
+            .str.json_path_match("$.code"),
         )
     )
+    codes = pl.concat([blocks, calls]).with_columns(pl.col("code").str.strip_chars())
     return (
-        blocks.join(failed, on=["episode_id", "code"], how="semi")
+        codes.join(failed, on=["episode_id", "code"], how="semi")
         .select("episode_id", "message_index", failed_attempt=pl.lit(True))
         .unique()
     )

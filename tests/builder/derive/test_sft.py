@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from builder.derive import DEFAULT_SYSTEM_PROMPT, DeriveOptions, sft
 
 
@@ -124,6 +126,31 @@ def test_a_captured_failed_attempt_that_a_later_turn_fixes_is_context(make) -> N
     weights = [m["weight"] for m in found["messages"] if m["role"] == "assistant"]
     assert weights == [1, 0, 1, 0, 1]
     assert found["trace_id"] is None  # the captured conversation, not a rendering
+
+
+def test_a_failed_attempt_made_as_a_tool_call_is_context(make) -> None:
+    """A tool-calling conversation runs code as a call's ``{"code": ...}`` arguments: the
+    call whose code is a failed gold turn trains at weight 0, as a fenced block would."""
+    t = make.turn
+    gold = make.trace(
+        2,
+        turns=[
+            t(0, "b = x", success=False, stderr="NameError"),
+            t(1, "b = 2", stdout=""),
+            t(2, "submit(b)", submitted=2),
+        ],
+    )
+    messages: list[dict] = [{"role": "user", "content": "Two?"}]
+    for i, code in enumerate(["b = x", "b = 2", "submit(b)"]):
+        call = {"id": f"c{i}", "type": "function"}
+        call["function"] = {"name": "run_python", "arguments": json.dumps({"code": code})}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "ok"})
+    conversation = {"system_prompt": "Sys.", "messages": messages}
+    consistency = [make.trace(2, cells=["submit(2)"])]
+    episode = make.episode("ep-tc", "Two?", gold, consistency, conversation=conversation)
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [0, 1, 1]
 
 
 def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
