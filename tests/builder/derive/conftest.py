@@ -306,11 +306,16 @@ def expected_counts(tables: Mapping[str, pl.LazyFrame], cap: int) -> dict[str, i
         for r in fixed_in_captured.collect().iter_rows(named=True)
     }
     said = captured.filter(pl.col("role") == "assistant").collect()
+
+    def codes(message: dict[str, Any]) -> list[str]:
+        """Its fenced blocks and the ``code`` argument of its tool calls."""
+        blocks = re.findall(r"```[^\n]*\n(.*?)\n```", message["content"] or "", re.S)
+        calls = orjson.loads(message["tool_calls"] or "[]")
+        arguments = [orjson.loads(c["function"]["arguments"]) for c in calls]
+        return blocks + [a["code"] for a in arguments if "code" in a]
+
     attempts = sum(
-        any(
-            (r["episode_id"], block.strip()) in failed_codes
-            for block in re.findall(r"```[^\n]*\n(.*?)\n```", r["content"] or "", re.S)
-        )
+        any((r["episode_id"], code.strip()) in failed_codes for code in codes(r))
         for r in said.iter_rows(named=True)
     )
     trained = (
