@@ -1,7 +1,8 @@
 """``sft``: one weighted conversation per training-eligible episode.
 
-The system prompt comes first. Then the episode's ``conversation_for_sft`` messages as
-captured:
+One system message comes first (``one_system_message``: ``system_prompt`` and any system
+messages the capture put before the first other message). Then the episode's
+``conversation_for_sft`` messages as captured:
 
 * weight 1 on every assistant message but a failed attempt (its code block is the code of a
   gold turn whose execution failed: weight 0, ``failed_attempts``);
@@ -96,6 +97,42 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
     )
 
 
+def one_system_message(
+    tables: Mapping[str, pl.LazyFrame], context: pl.LazyFrame, captured: pl.LazyFrame
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """(``captured`` without its leading system messages, ``episode_id``, ``system``: the
+    one system message of each conversation). A capture may hold its system prompt in
+    ``messages`` too: chat templates take one system message, first, so the leading ones
+    join ``system_prompt`` (once, when they say the same), and the default system prompt
+    stands in only when the capture has neither."""
+    first_other = pl.col("message_index").filter(pl.col("role") != "system").min()
+    leading = (pl.col("role") == "system") & (
+        pl.col("message_index") < first_other.over("episode_id")
+    )
+    text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
+    said = (
+        captured.filter(leading)
+        .group_by("episode_id")
+        .agg(said=text.sort_by("message_index").str.join("\n\n"))
+    )
+    own = tables["episodes"].select("episode_id", own="system_prompt")
+    joined = pl.concat_str("own", pl.lit("\n\n"), "said")
+    system = (
+        context.select("episode_id", "system")
+        .join(own, on="episode_id", how="left")
+        .join(said, on="episode_id", how="left")
+        .select(
+            "episode_id",
+            system=pl.when(pl.col("said").is_null())
+            .then("system")
+            .when(pl.col("own").is_null() | (pl.col("own") == pl.col("said")))
+            .then("said")
+            .otherwise(joined),
+        )
+    )
+    return captured.filter(~leading), system
+
+
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
     context = episode_context(tables, options)
     # A captured conversation without an assistant message has nothing to train: the gold
@@ -120,6 +157,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     captured = captured.join(
         failed_attempts(tables, captured), on=["episode_id", "message_index"], how="left"
     )
+    captured, system = one_system_message(tables, context, captured)
     content = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
     first_user = pl.col("message_index").filter(pl.col("role") == "user").min().over("episode_id")
     feedback = (pl.col("role") == "tool") | (
@@ -128,7 +166,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     content = pl.when(feedback).then(bounded(content, options.max_output_chars)).otherwise(content)
     rows = pl.concat(
         [
-            context.select(
+            system.select(
                 "episode_id",
                 pos=pl.lit(-2, pl.Int64),
                 role=pl.lit("system"),
