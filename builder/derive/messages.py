@@ -4,7 +4,7 @@
   else ``DeriveOptions.default_system_prompt``;
 * the question: a user message with ``questions.question_text``;
 * a turn: an assistant message ``"{reasoning}\\n```python\\n{code}\\n```"`` (the fenced code
-  alone when reasoning is null; a longer fence when the code holds ``` itself, ``fenced``),
+  alone when reasoning is null or blank; a longer fence when the code holds ``` itself, ``fenced``),
   then a user message ``"[stdout]:\\n{stdout}"`` followed by ``"\\n[stderr]:\\n{stderr}"``
   when stderr is non-empty; each output longer than
   ``max_output_chars`` (``DeriveOptions``, default 8,000) keeps its first and last characters
@@ -52,10 +52,12 @@ def fenced(code: pl.Expr) -> pl.Expr:
 
 
 def assistant_content() -> pl.Expr:
-    """From ``reasoning`` and ``code`` columns."""
+    """From ``reasoning`` and ``code`` columns; blank reasoning counts as none (no message
+    starts with an empty line)."""
     code = fenced(pl.col("code"))
     reasoning = pl.concat_str(pl.col("reasoning"), pl.lit("\n"), code)
-    return pl.when(pl.col("reasoning").is_null()).then(code).otherwise(reasoning)
+    blank = pl.col("reasoning").fill_null("").str.strip_chars() == ""
+    return pl.when(blank).then(code).otherwise(reasoning)
 
 
 def thousands(n: pl.Expr) -> pl.Expr:

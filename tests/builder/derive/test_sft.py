@@ -153,6 +153,53 @@ def test_a_failed_attempt_made_as_a_tool_call_is_context(make) -> None:
     assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [0, 1, 1]
 
 
+def test_a_conversation_that_captured_its_system_message_has_one(make) -> None:
+    """Chat templates take one system message, first: a capture that holds its system
+    prompt in ``messages`` too keeps one (``system_prompt`` and the captured one joined
+    when they differ), and the default stands in only when it has neither."""
+    gold = make.trace(2, turns=[make.turn(0, "submit(2)", submitted=2)])
+    consistency = [make.trace(2, cells=["submit(2)"])]
+
+    def episode(episode_id: str, system_prompt: str | None, system: list[str]) -> dict:
+        messages = [{"role": "system", "content": text} for text in system]
+        messages += [
+            {"role": "user", "content": "Two?"},
+            {"role": "assistant", "content": "```python\nsubmit(2)\n```"},
+        ]
+        conversation = {"system_prompt": system_prompt, "messages": messages}
+        return make.episode(episode_id, "Two?", gold, consistency, conversation=conversation)
+
+    episodes = [
+        episode("e-null", None, ["Captured."]),
+        episode("e-same", "Captured.", ["Captured."]),
+        episode("e-both", "Own.", ["Captured.", "More."]),
+        episode("e-none", None, []),
+    ]
+    options = DeriveOptions(default_system_prompt="Default.")
+    found = sft.derive(make.build_tables(episodes), options).collect()
+    systems = {
+        row["episode_id"]: [m["content"] for m in row["messages"] if m["role"] == "system"]
+        for row in found.to_dicts()
+    }
+    assert systems == {
+        "e-null": ["Captured."],
+        "e-same": ["Captured."],
+        "e-both": ["Own.\n\nCaptured.\n\nMore."],
+        "e-none": ["Default."],
+    }
+    for row in found.to_dicts():
+        assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant"]
+
+
+def test_blank_reasoning_is_no_reasoning(make) -> None:
+    t = make.turn
+    gold = make.trace(2, turns=[t(0, "b = 2", reasoning=""), t(1, "submit(b)", reasoning=" \n")])
+    episode = make.episode("ep-r", "Two?", gold, [make.trace(2, cells=["submit(2)"])])
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    said = [m["content"] for m in found["messages"] if m["role"] == "assistant"]
+    assert said == ["```python\nb = 2\n```", "```python\nsubmit(b)\n```"]
+
+
 def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
     """A captured conversation without an assistant message has nothing to train: the gold
     trace is rendered instead, as for an episode that captured none. A gold trace whose every
