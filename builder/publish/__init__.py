@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from builder.errors import EnvironmentProblem
+from builder.errors import DataRefused, EnvironmentProblem
 from builder.export.manifest import MANIFEST_NAME
 from builder.publish.changelog import (
     changelog_markdown,
@@ -54,8 +54,13 @@ __all__ = [
     "TokenError",
     "VersionError",
     "VersionRefused",
+    "VisibilityRefused",
     "publish",
 ]
+
+
+class VisibilityRefused(DataRefused, RuntimeError):
+    """A release asked to be private, for a repository that exists and is public."""
 
 
 class PublishFailed(EnvironmentProblem, RuntimeError):
@@ -184,9 +189,15 @@ def _run(
                 file=out,
             )
             return PublishResult(None, target, url)
+        if remote.exists and options.private and not remote.private:
+            raise VisibilityRefused(
+                f"{options.repo} exists and is public, and this release is to be private "
+                "(--private, or [publish] private): make the repository private on the Hub "
+                "first, or publish it with --public"
+            )
         previous = check_new_version(version, remote.tags)
         previous_manifest = hub.manifest(previous[1]) if previous else None
-    except (TokenError, VersionRefused):
+    except (TokenError, VersionRefused, VisibilityRefused):
         raise
     except Exception as exc:
         message = _scrub(f"cannot read {options.repo} on the Hub: {exc}", token)
@@ -214,11 +225,6 @@ def _run(
         print(f"release notes (the card's Release section):\n{notes}", file=out)
         print("dry run: nothing was uploaded, created or tagged", file=out)
         return PublishResult(plan, None, None)
-    if remote.exists and options.private and not remote.private:
-        print(
-            "note: the repository exists and is public; --private only applies when creating it",
-            file=out,
-        )
     try:
         commit = _push(hub, plan, options, release)
     except (PublishFailed, TokenError) as exc:

@@ -118,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         TokenError,
         VersionError,
         VersionRefused,
+        VisibilityRefused,
         publish,
     )
 
@@ -154,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
             publish(options)
     except VersionError as exc:
         return fail(EXIT_USAGE, str(exc))
-    except (GateRefused, VersionRefused, TokenError) as exc:
+    except (GateRefused, VersionRefused, VisibilityRefused, TokenError) as exc:
         return fail(EXIT_REFUSED, f"refused: {exc} — nothing was uploaded")
     except HubUnavailable as exc:
         return fail(

@@ -238,3 +238,20 @@ def test_public_flag_overrides_a_private_config(
     assert not hub.repo(repo_id).private
     both = ["publish", *map(str, args), "--public", "--private"]
     assert main(both) == exit_codes.USAGE  # one or the other
+
+
+def test_a_private_release_into_a_public_repository_is_refused(
+    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str
+) -> None:
+    """Asked to be private, a release never goes into a repository anyone can read: refused
+    before any upload (a dry run too), the repository unchanged."""
+    code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0", "--public")
+    assert code == 0, err
+    before = snapshot(hub, repo_id)
+    for extra in ((), ("--dry-run",)):
+        args = (build_a.out, "--repo", repo_id, "--version", "1.1.0", "--private", *extra)
+        code, _, err = run_publish(*args)
+        assert code == exit_codes.REFUSED, err
+        assert err.count("\n") == 1 and "exists and is public" in err and "--public" in err
+        assert snapshot(hub, repo_id) == before
+    assert not hub.repo(repo_id).private
