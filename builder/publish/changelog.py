@@ -2,8 +2,10 @@
 
 The published copy of a build carries a ``release`` section in ``manifest.json`` and a
 "Release" section in the card: the version, the previous version, and a short changelog —
-rows added and removed per config and split (net, from the manifests' row counts), configs
-that appeared or disappeared, and the schema version change. Nothing run-dependent (time,
+each split's row count before and after and its net change (from the manifests' row counts),
+the configs whose data files changed (from the manifests' file digests: rows replaced one
+for one change no count), configs that appeared or disappeared, and the schema version
+change. Nothing run-dependent (time,
 user, token) goes in, so publishing the same build twice stages the same bytes.
 """
 
@@ -30,6 +32,24 @@ def _split_key(split: str) -> tuple[int, str]:
     return (SPLIT_ORDER.index(split) if split in SPLIT_ORDER else len(SPLIT_ORDER), split)
 
 
+def _files(manifest: Mapping[str, Any] | None) -> dict[str, set[tuple[str, str]]]:
+    """Each config's data files with their digests."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    for path, digest in ((manifest or {}).get("files") or {}).items():
+        config, slash, _ = str(path).partition("/")
+        if slash:
+            out.setdefault(config, set()).add((str(path), str(digest)))
+    return out
+
+
+def _changed_configs(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
+    """The configs of both releases whose data files differ (a file's name and digest)."""
+    if previous is None:
+        return []
+    before, after = _files(previous), _files(current)
+    return sorted(c for c in set(before) & set(after) if before[c] != after[c])
+
+
 def changelog(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> dict[str, Any]:
     """Row changes per config and split, configs added/removed, schema version change."""
     before, after = _rows(previous), _rows(current)
@@ -43,8 +63,7 @@ def changelog(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) ->
                 rows.setdefault(name, {})[split] = {
                     "before": old,
                     "after": new,
-                    "added": max(new - old, 0),
-                    "removed": max(old - new, 0),
+                    "net": new - old,
                 }
     old_schema = (previous or {}).get("schema_version")
     new_schema = current.get("schema_version")
@@ -57,6 +76,7 @@ def changelog(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) ->
         },
         "configs_added": sorted(set(after) - set(before)) if previous is not None else [],
         "configs_removed": sorted(set(before) - set(after)),
+        "configs_changed": _changed_configs(previous, current),
         "rows": rows,
         "rows_total": {
             "before": sum(sum(s.values()) for s in before.values()),
@@ -107,6 +127,11 @@ def changelog_markdown(release: Mapping[str, Any]) -> str:
     if changes["configs_removed"]:
         removed = ", ".join(f"`{c}`" for c in changes["configs_removed"])
         lines.append(f"Configs removed: {removed}.")
+    changed = changes.get("configs_changed")
+    if changed:
+        lines.append("Data files changed in: " + ", ".join(f"`{c}`" for c in changed) + ".")
+    elif changed is not None and not changes["configs_added"]:
+        lines.append("No data file changed: the data is that of the previous version.")
     rows = changes["rows"]
     if not rows:
         lines.append("Row counts are unchanged in every config and split.")
@@ -117,13 +142,14 @@ def changelog_markdown(release: Mapping[str, Any]) -> str:
     ]
     for name, splits in rows.items():
         for split, n in splits.items():
-            net = n["after"] - n["before"]
+            net = n["after"] - n["before"]  # a release before ``net`` was recorded
             table.append(f"| `{name}` | {split} | {n['before']} | {n['after']} | {net:+d} |")
     lines.append("\n".join(table))
     lines.append(
         "The net change is that of each split's row count between the two releases' "
         "manifests, not a count of rows added and removed (rows replaced one for one do not "
-        "show); the other configs and splits have as many rows as before."
+        "show: the configs whose data files changed are named above); the other configs and "
+        "splits have as many rows as before."
     )
     return "\n\n".join(lines)
 

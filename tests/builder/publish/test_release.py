@@ -173,7 +173,7 @@ def test_release_is_recorded_in_manifest_and_card(hub: HubServer, released: dict
             old = before["configs"].get(config, {}).get("rows", {}).get(split, 0)
             new = after["configs"][config]["rows"].get(split, 0)
             assert (n["before"], n["after"]) == (old, new)
-            assert n["added"] - n["removed"] == new - old
+            assert n["net"] == new - old
     assert changes["rows"]["sft"]  # build B has more episodes: sft rows changed
     # The rest of the manifest is the build's own.
     build_manifest = json.loads(released["before"]["b"]["manifest.json"])

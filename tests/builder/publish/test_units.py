@@ -83,16 +83,16 @@ def manifest(schema: str = "1.0.0", **configs: dict[str, int]) -> dict:
     }
 
 
-def test_changelog_counts_rows_added_and_removed_per_config_and_split() -> None:
+def test_changelog_counts_the_net_change_per_config_and_split() -> None:
     old = manifest(sft={"train": 10, "test": 2}, dpo={"train": 5}, gone={"train": 1})
     new = manifest("1.1.0", sft={"train": 12, "test": 1}, dpo={"train": 5}, fresh={"train": 3})
     log = changelog(old, new)
     assert log["rows"] == {
-        "fresh": {"train": {"before": 0, "after": 3, "added": 3, "removed": 0}},
-        "gone": {"train": {"before": 1, "after": 0, "added": 0, "removed": 1}},
+        "fresh": {"train": {"before": 0, "after": 3, "net": 3}},
+        "gone": {"train": {"before": 1, "after": 0, "net": -1}},
         "sft": {
-            "train": {"before": 10, "after": 12, "added": 2, "removed": 0},
-            "test": {"before": 2, "after": 1, "added": 0, "removed": 1},
+            "train": {"before": 10, "after": 12, "net": 2},
+            "test": {"before": 2, "after": 1, "net": -1},
         },
     }
     assert log["configs_added"] == ["fresh"] and log["configs_removed"] == ["gone"]
@@ -193,3 +193,17 @@ def test_an_identical_regular_file_is_unchanged() -> None:
     plan = make_plan("org/ds", Version.parse("1.0.0"), None, [card], remote, False)
     assert [c.action for c in plan.changes] == [UNCHANGED]
     assert plan.committed == [] and plan.deletions == []
+
+
+def test_changelog_names_the_configs_whose_data_files_changed() -> None:
+    """Rows replaced one for one change no count: the file digests show the change."""
+    old = manifest(sft={"train": 2}, dpo={"train": 1})
+    old["files"] = {"sft/train-a.parquet": "1", "dpo/train-b.parquet": "2", "README.md": "3"}
+    new = manifest(sft={"train": 2}, dpo={"train": 1})
+    new["files"] = {"sft/train-c.parquet": "4", "dpo/train-b.parquet": "2", "README.md": "5"}
+    log = changelog(old, new)
+    assert (log["rows"], log["configs_changed"]) == ({}, ["sft"])
+    release = {"changes": log}
+    text = changelog_markdown(release)
+    assert "Data files changed in: `sft`." in text and "unchanged in every config" in text
+    assert "No data file changed" in changelog_markdown({"changes": changelog(old, old)})
