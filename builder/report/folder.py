@@ -6,6 +6,7 @@ Every way the folder can be incomplete is a :class:`BuildFolderError` naming wha
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 from collections import Counter
@@ -87,6 +88,14 @@ class Rejects:
 
 def _raw_text(record: Mapping[str, Any]) -> str:
     raw = record.get("raw")
+    encoded = record.get("raw_base64")
+    if raw is None and isinstance(encoded, str):  # not UTF-8: shown with U+FFFD for bad bytes
+        try:
+            line = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            line = b""
+        note = f"[not UTF-8: {len(line):,} bytes; raw_base64 in the rejects file]\n"
+        raw = note + line.decode("utf-8", errors="replace")
     text = raw if isinstance(raw, str) else json.dumps(raw)
     if len(text) > RAW_CHARS:
         text = text[:RAW_CHARS] + f"…[{len(text) - RAW_CHARS} more characters]"

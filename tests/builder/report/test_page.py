@@ -72,6 +72,29 @@ def test_failed_checks_show_their_rows(tmp_path: Path) -> None:
     assert f"{source}:1" in text and episode["episode_id"] in text
 
 
+def test_a_rejected_line_that_is_not_utf8_shows_as_text(tmp_path: Path) -> None:
+    """Its rejects record has ``raw_base64`` and no ``raw``: the report shows the line with
+    U+FFFD for the bad bytes and says where the exact bytes are, never ``null``."""
+    import json
+
+    from builder.build import build
+    from builder.config import BuildConfig
+
+    from .conftest import hostile_episode
+
+    source = tmp_path / "episodes.jsonl"
+    good = json.dumps(hostile_episode()).encode()
+    source.write_bytes(good + b"\n" + b'{"episode_id": "caf\xe9 <b>"}\n')
+    out = tmp_path / "dataset"
+    config = BuildConfig(
+        episodes=(str(source),), out=out, rejects=tmp_path / "rejects.jsonl", max_reject_ratio=1
+    )
+    build(config)
+    text = write_report(out, tmp_path / "r.html").path.read_text(encoding="utf-8")
+    assert "[not UTF-8: 26 bytes; raw_base64 in the rejects file]" in text
+    assert '{"episode_id": "caf\ufffd &lt;b&gt;"}' in text
+
+
 def test_without_chromium_the_browser_tests_fail_and_say_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
