@@ -92,7 +92,7 @@ def test_a_rejected_line_that_is_not_utf8_shows_as_text(tmp_path: Path) -> None:
     build(config)
     text = write_report(out, tmp_path / "r.html").path.read_text(encoding="utf-8")
     assert "[not UTF-8: 26 bytes; raw_base64 in the rejects file]" in text
-    assert '{"episode_id": "caf\ufffd &lt;b&gt;"}' in text
+    assert "{&quot;episode_id&quot;: &quot;caf\ufffd &lt;b&gt;&quot;}" in text
 
 
 def test_without_chromium_the_browser_tests_fail_and_say_why(
