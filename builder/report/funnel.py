@@ -18,11 +18,12 @@ def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
     m = build.manifest
     exclusions = m["training_exclusions"]
     step = {s.key: s.count for s in steps}
+    # Each tile names what it counts: episodes here, the sessions in their own table below.
     tiles = [
-        ("input lines", step["input_lines"], "tile.input_lines"),
-        ("rejected", m["rejects"]["total"], "rejects.total"),
-        ("verified", step["verified"], "tile.verified"),
-        ("train", step["trainable"], "tile.trainable"),
+        ("episode lines", step["input_lines"], "tile.input_lines"),
+        ("rejected lines and rows", m["rejects"]["total"], "rejects.total"),
+        ("verified episodes", step["verified"], "tile.verified"),
+        ("episodes that train", step["trainable"], "tile.trainable"),
     ]
     chart = charts.bars(
         "From episode lines to training rows",

@@ -47,7 +47,8 @@ def header(build: BuildFolder) -> Raw:
                 el("td", str(i.get("sha256", ""))[:16] + "…", class_="mono"),
             )
             for i in m["inputs"]
-        ],
+        ]
+        + _sessions_input(m.get("sessions")),
     )
     return el(
         "header",
@@ -95,6 +96,28 @@ DISTRIBUTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("correction_attempts", "Self-correction: attempts since the error", "attempts", "columns"),
     ("actions_by_source", "Session actions by source", "", "bars"),
 )
+
+
+def _sessions_input(summary: Mapping[str, Any] | None) -> list[tuple[Node, ...]]:
+    """The sessions database as a row of the inputs table: rows read, kept, rejected."""
+    if not summary:
+        return []
+    source = str(summary.get("source", "sessions"))
+    read = summary.get("rows_read") or {}
+    rejected = summary.get("rejected") or {}
+    n_read = int(read.get("sessions", 0)) + int(read.get("actions", 0))
+    n_rejected = int(rejected.get("sessions", 0)) + int(rejected.get("actions", 0))
+    return [
+        (
+            el("td", source, class_="mono"),
+            "sessions (rows)",
+            num(n_read, f"input.{source}.lines"),
+            num(n_read - n_rejected, f"input.{source}.valid"),
+            num(n_rejected, f"input.{source}.rejected"),
+            "",
+            el("td", str(summary.get("sha256", ""))[:16] + "…", class_="mono"),
+        )
+    ]
 
 
 def distributions_section(found: Mapping[str, Any]) -> Raw:

@@ -27,6 +27,20 @@ def test_the_sample_report_is_small_and_refers_to_nothing_outside(sample_report:
     assert "default-src 'none'" in text  # and the browser may fetch nothing anyway
 
 
+def test_the_sessions_database_is_an_input_and_the_tiles_say_what_they_count(
+    sample_report: Path, sample_build: BuildReport
+) -> None:
+    import json
+
+    text = sample_report.read_text(encoding="utf-8")
+    sessions = json.loads((sample_build.out / "manifest.json").read_text())["sessions"]
+    read = sessions["rows_read"]["sessions"] + sessions["rows_read"]["actions"]
+    assert f'data-metric="input.{sessions["source"]}.lines" data-value="{read}"' in text
+    for label in ("episode lines", "rejected lines and rows", "verified episodes"):
+        assert f"</b>{label}</div>" in text
+    assert "</b>input lines</div>" not in text
+
+
 def test_default_output_is_beside_the_build_folder(sample_build: BuildReport) -> None:
     assert default_output(sample_build.out) == sample_build.out.parent / "dataset-report.html"
 
