@@ -295,7 +295,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     rejects = RejectsWriter(args.rejects, echo=sys.stderr)
     strict = config if args.strict else None
     try:
-        counts = validate_files(paths, model, rejects, config.max_line_bytes, strict)
+        counts = validate_files(
+            paths, model, rejects, config.max_line_bytes, strict, config.hash_precision
+        )
     finally:
         rejects.close()
     for path, c in counts.items():

@@ -95,7 +95,7 @@ def normalize_batch(
 
     The fast typed path (``builder.fastpath``) decodes the common line; anything it declines
     is validated by pydantic, which accepts it or names the exact reject."""
-    validator = Validator(Episode)
+    validator = Validator(Episode, precision=precision)
     out = empty_rows()
     questions: list[tuple[object, ...]] = []
     outcomes: list[EpisodeInfo | Reject] = []
@@ -167,7 +167,7 @@ class Ingest:
         read()
 
     def _read_banks(self) -> None:
-        across = BankQuestions()
+        across = BankQuestions(self.config.hash_precision)
         for kind, paths in bank_paths(self.config):
             for path in paths:
                 self._read_questions(path, kind, across)
@@ -389,11 +389,12 @@ class BankQuestions:
     first kept), but the id with other content (another ground truth, say) is one, naming
     the first: dropped without a word, it would hide which of the two is right."""
 
-    def __init__(self) -> None:
+    def __init__(self, precision: int | None = None) -> None:
         self.first: dict[str, tuple[str, int, str]] = {}  # id -> path, line, content
+        self.precision = precision  # the hash scheme a reject's suggested hash is of
 
     def validator(self) -> Validator[Question]:
-        return _AcrossBanks(Question, "id", across=self)
+        return _AcrossBanks(Question, "id", precision=self.precision, across=self)
 
     def conflict(self, valid: Valid[Question]) -> Reject | None:
         record, line = valid.record, valid.line

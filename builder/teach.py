@@ -28,13 +28,17 @@ def _at(value: Any, path: str) -> Any:
     return value
 
 
-def expected_value(line: Any, path: str) -> tuple[str, str | None] | None:
-    """(what the field is defined as, its value computed from the line: None for null) for
-    an id or hash field at ``path``; None for any other field."""
+def expected_value(
+    line: Any, path: str, precision: int | None = None
+) -> tuple[str, str | None] | None:
+    """(what the field is defined as, its value computed from the line under the hash
+    scheme ``precision``: None for null) for an id or hash field at ``path``; None for any
+    other field."""
     parent, _, name = path.rpartition(".")
     holder = _at(line, parent)
     if not isinstance(holder, dict):
         return None
+    scheme = "" if precision is None else f", rounded to {precision}"
     try:
         if name == "id" and parent in ("$.question", "$"):
             text, hint = holder.get("question_text"), holder.get("hint")
@@ -42,19 +46,21 @@ def expected_value(line: Any, path: str) -> tuple[str, str | None] | None:
                 return "sha256(question_text|hint)[:16]", question_id(text, hint)
         for answer in ("final_answer", "expected_final_answer"):
             if name == f"{answer}_hash" and holder.get(answer) is not None:
-                return f"value_hash({answer})", value_hash(holder[answer])
+                return f"value_hash({answer}{scheme})", value_hash(holder[answer], precision)
             if name == f"{answer}_hash":  # nothing submitted: no hash
                 return f"with no {answer} it", None
         if name == "ground_truth_hash" and "ground_truth" in holder:
-            return "value_hash(ground_truth)", value_hash(holder["ground_truth"])
+            truth = value_hash(holder["ground_truth"], precision)
+            return f"value_hash(ground_truth{scheme})", truth
     except (TypeError, ValueError, RecursionError):
         return None
     return None
 
 
-def teach(line: Any, path: str, message: str) -> str:
-    """``message``, or for a malformed id or hash what the value should be."""
-    found = expected_value(line, path)
+def teach(line: Any, path: str, message: str, precision: int | None = None) -> str:
+    """``message``, or for a malformed id or hash what the value should be (under the hash
+    scheme ``precision``)."""
+    found = expected_value(line, path, precision)
     if found is None:
         if _underivable_id(line, path):
             return f"{message}; it is computed from question_text and hint, not valid here"

@@ -346,6 +346,7 @@ class Validator(Generic[ModelT]):
     model: type[ModelT]
     unique_key: str | None = None
     first_seen: dict[str, tuple[str, int]] = field(default_factory=dict)
+    precision: int | None = None  # the build's hash scheme: what a malformed hash should be
 
     def validate(self, line: SourceLine) -> Valid[ModelT] | Reject:
         value, rejected = parse_line(line)
@@ -376,7 +377,8 @@ class Validator(Generic[ModelT]):
             record = self.model.model_validate(value)
         except ValidationError as exc:
             errors = tuple(
-                FieldError(e.path, teach(value, e.path, e.message)) for e in schema_errors(exc)
+                FieldError(e.path, teach(value, e.path, e.message, self.precision))
+                for e in schema_errors(exc)
             )
             if layout != SEEDS.name:  # name the line's own keys, not the model's
                 errors = tuple(FieldError(layout_path(layout, e.path), e.message) for e in errors)

@@ -34,14 +34,16 @@ def validate_files(
     rejects: RejectsWriter,
     max_line_bytes: int,
     strict: BuildConfig | None = None,
+    precision: int | None = None,
 ) -> dict[str, FileCounts]:
     """Validation only (``episodes validate``): no tables, same rejects. With ``strict`` (the
     build's settings), an episode or a bank's question whose integrity checks fail is a
     ``check_failed`` reject, worded as ``build --strict`` words it (checks of the lines
-    given: an episode is not checked against a bank's ground truth)."""
+    given: an episode is not checked against a bank's ground truth). ``precision``: the hash
+    scheme a malformed hash's message names the right value under."""
     key = "episode_id" if model is Episode else "id"
-    across = BankQuestions() if model is Question else None
-    validator = Validator(model, key)
+    across = BankQuestions(precision) if model is Question else None
+    validator = Validator(model, key, precision=precision)
     normalizer = None
     if strict is not None:
         normalizer = Normalizer(

@@ -454,6 +454,23 @@ def test_a_placeholder_id_or_hash_says_what_it_should_be(make: SimpleNamespace) 
     )
 
 
+def test_a_placeholder_hash_is_taught_under_the_build_s_hash_scheme(make: SimpleNamespace) -> None:
+    """Built with ``--hash-precision 2``, the hash a producer should have written is the
+    rounded scheme's, and the message says so."""
+    record = make.episode()
+    record["teacher_gold_trace"]["final_answer"] = 54.321
+    record["teacher_gold_trace"]["final_answer_hash"] = "hash0"
+    raw = SourceLine("runs/a.jsonl", 1, json.dumps(record).encode())
+    outcome = Validator(Episode, precision=2).validate(raw)
+    assert isinstance(outcome, Reject)
+    messages = {e.path: e.message for e in outcome.errors}
+    assert messages["$.teacher_gold_trace.final_answer_hash"] == (
+        "'hash0' is not 16 lowercase hex characters; "
+        f"value_hash(final_answer, rounded to 2) is {value_hash(54.321, 2)!r}"
+    )
+    assert value_hash(54.321, 2) != value_hash(54.321)
+
+
 def test_other_pattern_errors_keep_their_message(make: SimpleNamespace) -> None:
     record = make.episode()
     record["teacher_gold_trace"]["turns"][0]["execution"]["hooks"][0]["value_hash"] = "xyz"
