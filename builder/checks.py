@@ -167,6 +167,7 @@ class ValueVotes:
     count: int  # submitted answers in the majority's cluster
     majority_hash: str | None  # the hash of the cluster's first answer
     gold_matches: bool  # the gold answer matches that first answer
+    tolerance: float = 0.0  # the tolerance they were compared within
 
 
 def answer_of(trace: Any) -> Any:
@@ -179,11 +180,11 @@ def value_votes(episode: Episode, tolerance: float) -> ValueVotes:
     submitted = [t for t in episode.consistency_traces if answer_of(t) is not None]
     found = majority([answer_of(t) for t in submitted], tolerance)
     if found is None:
-        return ValueVotes(0, None, False)
+        return ValueVotes(0, None, False, tolerance)
     first, size = found
     gold = answer_of(episode.teacher_gold_trace)
     matches = gold is not None and answers_match(gold, answer_of(submitted[first]), tolerance)
-    return ValueVotes(size, submitted[first].final_answer_hash, matches)
+    return ValueVotes(size, submitted[first].final_answer_hash, matches, tolerance)
 
 
 def recompute_verified(
@@ -198,7 +199,13 @@ def recompute_verified(
         gold.final_answer_hash in votes.majority_hashes
         and votes.counts.get(gold.final_answer_hash or "", 0) >= 1
     )
-    return by_hash or (by_value is not None and by_value.gold_matches and by_value.count >= 1)
+    if by_value is None:
+        return by_hash
+    # Compared by value, as the capture code compares, NaN and infinities match nothing, not
+    # even an answer with the same hash: an answer that does not match itself verifies nothing.
+    gold_answer = answer_of(gold)
+    by_hash = by_hash and answers_match(gold_answer, gold_answer, by_value.tolerance)
+    return by_hash or (by_value.gold_matches and by_value.count >= 1)
 
 
 def accepted_hashes(question: Question) -> frozenset[str]:

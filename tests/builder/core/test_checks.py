@@ -193,6 +193,25 @@ def test_validate_takes_the_answer_tolerance_as_build_does(
     assert "1 valid, 0 rejected" in capsys.readouterr().out
 
 
+def test_with_a_tolerance_a_nan_answer_verifies_nothing(make: SimpleNamespace) -> None:
+    """By hash every NaN answer is one answer; compared by value, as the capture code that
+    wrote ``verified: false`` compares, NaN matches nothing: claimed verified, it is a
+    ``verified_mismatch`` there, and recomputed it is false."""
+    nan = float("nan")
+    record = make.episode(
+        gold=make.flat_trace(nan), consistency=[make.flat_trace(nan), make.flat_trace(nan)]
+    )
+    assert failed(make, record) == []  # by hash: gold is the majority
+    tolerant = Normalizer(answer_tolerance=0.1)
+    assert failed(make, record, tolerant) == [checks.VERIFIED_MISMATCH]
+    record["verified"] = False
+    record["triangulation_metadata"]["gold_matches_majority"] = False
+    tolerant = Normalizer(answer_tolerance=0.1)
+    tolerant.episode(make.valid(record))
+    (row,) = tolerant.take_tables()["episodes"].to_pylist()
+    assert row["verified_recomputed"] is False
+
+
 def test_no_triangulation_metadata_means_no_triangulation_check(make: SimpleNamespace) -> None:
     record = make.episode()
     del record["triangulation_metadata"]
