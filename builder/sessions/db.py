@@ -47,6 +47,11 @@ _PASSWORD_HINT = (
     "check the password: in the URL (postgresql://user:password@host/db), in PGPASSWORD or "
     "in ~/.pgpass, and that the URL's user is the right one"
 )
+# libpq's words for a query a signal canceled (Ctrl-C reaches the server's query first)
+CANCELED = "canceling statement due to user request"
+# Without a timeout of its own, a host that takes the connection and never answers (a
+# firewall, a server that is not PostgreSQL) holds libpq, and the build, forever.
+CONNECT_TIMEOUT_S = 10
 # Lines only pg_dump (or psql) writes: SQLite stops at the first of them
 _PG_DUMP_MARKS = ("-- PostgreSQL database dump", "\\connect ", "\\restrict ", "FROM stdin;")
 
@@ -107,6 +112,7 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
             path = base / path
         return DatabaseURL(url, "sqlite", path)
     if urlsplit(url).scheme in _POSTGRES_SCHEMES:
+        _check_postgres_url(url)
         return DatabaseURL(url, "postgresql")
     if _CONNINFO.match(url):
         raise DatabaseError(
@@ -118,6 +124,36 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
         f"{redact(url)}: unsupported sessions database URL "
         "(expected sqlite:///path.db, sqlite:///dump.sql or postgresql://...)"
     )
+
+
+def _check_postgres_url(url: str) -> None:
+    """Refuse a URL libpq would misread: an ``@`` in the user or password (libpq ends the
+    user info at the first one, and its message would then show the rest of the password)
+    and a port that is not a number."""
+    netloc = urlsplit(url).netloc
+    if netloc.count("@") > 1:
+        raise DatabaseError(
+            f"{redact(url)}: the URL's user or password holds an '@'",
+            "percent-encode it in the URL (@ is %40, : is %3A, / is %2F), or put the password "
+            "in PGPASSWORD or ~/.pgpass",
+        )
+    try:
+        _ = urlsplit(url).port  # parses it
+    except ValueError as exc:
+        raise DatabaseError(
+            f"{redact(url)}: the URL's port is not a number ({exc})",
+            "fix the URL: postgresql://user:password@host:port/dbname",
+        ) from exc
+
+
+def with_connect_timeout(url: str) -> str:
+    """``url`` with libpq's ``connect_timeout`` set, unless it sets its own."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "connect_timeout" for k, _ in pairs):
+        return url
+    query = urlencode([*pairs, ("connect_timeout", str(CONNECT_TIMEOUT_S))])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
 
 def redact(url: str) -> str:
@@ -223,7 +259,7 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         import adbc_driver_postgresql.dbapi as postgresql
 
         try:
-            conn = postgresql.connect(db.url)
+            conn = postgresql.connect(with_connect_timeout(db.url))
         except Exception as exc:  # ADBC raises driver-specific errors
             raise _refused(db, exc) from exc
         with conn:
@@ -258,6 +294,13 @@ def _refused(db: DatabaseURL, exc: BaseException) -> DatabaseError:
     if "FATAL:" in detail and any(mark in lowered for mark in _NOT_FOUND):
         return DatabaseError(
             f"{db.redacted}: cannot connect: {reason}", "fix the user or database name in the URL"
+        )
+    said = detail.rsplit("Failed to connect: ", 1)[-1].strip()
+    if "FATAL:" not in detail and said.lower().startswith("invalid "):  # libpq read the URL
+        return DatabaseError(
+            f"{db.redacted}: libpq cannot use the URL: {said}",
+            "fix the URL: postgresql://user:password@host:port/dbname?param=value, with "
+            "parameters libpq knows (sslmode=require, connect_timeout=10, ...)",
         )
     return DatabaseUnreachable(f"{db.redacted}: cannot connect: {detail}")
 

@@ -43,6 +43,7 @@ from builder.sessions.columns import (
     select_sql,
 )
 from builder.sessions.db import (
+    CANCELED,
     DatabaseError,
     DatabaseURL,
     Dialect,
@@ -162,6 +163,8 @@ def _collect(conn: Any, db: DatabaseURL, table: str, batch_rows: int) -> pa.Tabl
         raise exc.about(db.redacted) from exc
     except Exception as exc:  # driver errors (ADBC, Arrow) name neither database nor table
         detail = driver_error(exc, db.url)
+        if CANCELED in detail:  # Ctrl-C reached the server's query first: an interrupt
+            raise KeyboardInterrupt from exc
         raise DatabaseError(f"{db.redacted}: cannot read table {table}: {detail}") from exc
     # The batches become the table's chunks: no copy.
     return pa.Table.from_batches(batches, schema=batch_schema(table))

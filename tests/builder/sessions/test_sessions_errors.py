@@ -154,6 +154,47 @@ def test_a_server_that_is_down_is_still_the_environment(
     assert code == exit_codes.UNAVAILABLE and "hunter2" not in err
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("postgresql://postgres:pw@127.0.0.1:notaport/db", "port is not a number"),
+        ("postgresql://postgres:p@ss:w0rd@127.0.0.1:1/db", "holds an '@'"),
+        ("postgresql://postgres:pw@127.0.0.1:1/db?foo=bar", 'invalid URI query parameter: "foo"'),
+        ("postgresql://postgres:pw@127.0.0.1:1/db?sslmode=bogus", "invalid sslmode value"),
+    ],
+)
+def test_a_url_libpq_cannot_use_is_the_user_s_to_fix(
+    url: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit 1 and "fix the URL", not "check that the server is running"; an unencoded '@'
+    is refused before libpq, whose message would show the rest of the password."""
+    code, err = _cli(capsys, "sessions", "init", url)
+    assert code == exit_codes.USAGE, err
+    assert said in err and "server is running" not in err
+    assert "w0rd" not in err and err.count("\n") == 1
+
+
+def test_a_host_that_takes_the_connection_and_never_answers_times_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a timeout libpq waits forever, deaf to Ctrl-C; a URL's own timeout wins."""
+    import socket
+
+    from builder.sessions import db
+
+    monkeypatch.setattr(db, "CONNECT_TIMEOUT_S", 1)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"postgresql://postgres:pw@127.0.0.1:{silent.getsockname()[1]}/db"
+        with pytest.raises(db.DatabaseUnreachable, match="timeout expired"):
+            check_database(url)
+    assert db.with_connect_timeout(url + "?connect_timeout=3") == url + "?connect_timeout=3"
+    assert db.with_connect_timeout(url + "?sslmode=disable").endswith(
+        "?sslmode=disable&connect_timeout=1"
+    )
+
+
 @POSTGRESQL
 def test_creating_tables_without_the_privilege_is_one_line(backend: Backend, role: str) -> None:
     backend.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}")
@@ -274,3 +315,20 @@ def test_both_tables_are_read_as_of_one_moment(
         "a1",
         "a2",
     ]
+
+
+def test_a_query_canceled_by_ctrl_c_is_an_interrupt(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C may reach the server's query before Python: the driver then reports the
+    cancel as a query error, which is the interrupt ("interrupted", exit 130), not a table
+    that cannot be read."""
+    backend.create("canceled")
+
+    def canceled(*_: object, **__: object) -> Iterator[object]:
+        raise RuntimeError("ERROR: canceling statement due to user request")
+        yield
+
+    monkeypatch.setattr(read_module, "iter_batches", canceled)
+    with pytest.raises(KeyboardInterrupt):
+        read_source(backend.url)
