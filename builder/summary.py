@@ -105,6 +105,24 @@ def tolerance_hint(manifest: Mapping[str, Any]) -> str | None:
     )
 
 
+def correct_column_warning(manifest: Mapping[str, Any]) -> str | None:
+    """The sessions' actions table has no ``correct`` column: no action can be marked
+    incorrect, so every action of a verified session trains."""
+    sessions = manifest.get("sessions") or {}
+    if "correct" not in (sessions.get("absent_columns") or {}).get("actions", []):
+        return None
+    unread = (sessions.get("unread_columns") or {}).get("actions", [])
+    alike = [c for c in unread if "correct" in c.lower()]
+    told = ""
+    if alike:
+        told = f" Its column {', '.join(alike)} is not read: rename it to correct if it is that."
+    return (
+        "the sessions' actions table has no correct column, so no action is marked incorrect "
+        "and every action of a verified session trains (the seeds keep incorrect actions as "
+        f"context only).{told}"
+    )
+
+
 def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # the stream of the call, not of the import
     m = report.manifest
@@ -129,7 +147,8 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
             "without it (the result is the same, only slower)",
             file=out,
         )
-    for warning in (hash_scheme_warning(m), pickle_scheme_warning(m), empty_warning(m)):
+    warnings = (hash_scheme_warning(m), pickle_scheme_warning(m), empty_warning(m))
+    for warning in (*warnings, correct_column_warning(m)):
         if warning:
             print(f"\nwarning: {warning}", file=out)
     hint = tolerance_hint(m)
@@ -141,4 +160,7 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     read = f"{lines:,} input lines"
     if records + blank != lines:  # a JSON document spans many lines per record
         read += f" ({records:,} records)"
+    rows_read = (m.get("sessions") or {}).get("rows_read")
+    if rows_read:
+        read += f" + {rows_read['sessions']:,} sessions, {rows_read['actions']:,} actions"
     print(f"\n{read} → {report.out} in {report.seconds:.1f} s", file=out)

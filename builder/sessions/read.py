@@ -35,6 +35,7 @@ import pyarrow as pa
 from builder.sessions.columns import (
     INVALID_PREFIX,
     NOT_UTF8_PREFIX,
+    OPTIONAL_COLUMNS,
     SENTINEL,
     batch_schema,
     column_types,
@@ -146,14 +147,17 @@ def iter_batches(
                 yield batch.slice(offset, batch_rows)
 
 
-def unread_columns(conn: Any, db: DatabaseURL, table: str) -> list[str]:
-    """The producer's columns of ``table`` that no output holds, in the table's order: the
-    manifest names them, so none goes unnoticed."""
+def unread_columns(conn: Any, db: DatabaseURL, table: str) -> tuple[list[str], list[str]]:
+    """(the producer's columns of ``table`` that no output holds, in the table's order; the
+    optional columns of the contract it lacks, read as null): the manifest names both, so
+    neither goes unnoticed."""
     declared = set(ROW_SCHEMAS[table].names)
     with conn.cursor() as cur:
         types = column_types(cur, db.dialect, table)
     key = str.lower if db.dialect == "sqlite" else str
-    return [c for c in types if key(c) not in declared]
+    present = {c.lower() for c in types}
+    absent = sorted(c for c in OPTIONAL_COLUMNS[table] if c not in present)
+    return [c for c in types if key(c) not in declared], absent
 
 
 def _collect(conn: Any, db: DatabaseURL, table: str, batch_rows: int) -> pa.Table:
@@ -208,6 +212,7 @@ class SessionsSource:
     sessions: pa.Table
     actions: pa.Table
     unread_columns: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # table -> names
+    absent_columns: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # optional
 
 
 def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) -> SessionsSource:
@@ -218,5 +223,7 @@ def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) ->
         one_snapshot(conn, db)
         sessions = _collect(conn, db, "sessions", batch_rows)
         actions = _collect(conn, db, "actions", batch_rows)
-        unread = {t: unread_columns(conn, db, t) for t in ("sessions", "actions")}
-    return SessionsSource(db.published, sessions, actions, unread)
+        found = {t: unread_columns(conn, db, t) for t in ("sessions", "actions")}
+    unread = {t: names for t, (names, _) in found.items()}
+    absent = {t: names for t, (_, names) in found.items()}
+    return SessionsSource(db.published, sessions, actions, unread, absent)

@@ -39,6 +39,8 @@ def summary(v: Validated, replayed: Replay, corrections: pl.DataFrame) -> dict[s
         "rows_read": dict(v.rows_read),
         # the producer's columns no output holds (the database keeps them)
         "unread_columns": {t: list(v.unread_columns.get(t, [])) for t in ("sessions", "actions")},
+        # the contract's optional columns the database lacks, read as null
+        "absent_columns": {t: list(v.absent_columns.get(t, [])) for t in ("sessions", "actions")},
         "sessions": n_sessions,
         "actions": v.actions.height,
         "actions_by_source": _counts(v.actions["source"], ACTION_SOURCES),

@@ -115,6 +115,8 @@ class Validated:
     rejects: list[Reject]
     rows_read: dict[str, int]  # table -> rows read from the database
     unread_columns: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # table -> names
+    # the contract's optional columns the tables lack (read as null): ``actions.correct``
+    absent_columns: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -380,6 +382,7 @@ def validate(
     actions: pa.Table | pl.DataFrame,
     source: str,
     unread_columns: dict[str, list[str]] | None = None,
+    absent_columns: dict[str, list[str]] | None = None,
 ) -> Validated:
     """Split both tables into clean rows and rejects (see the module docstring).
 
@@ -434,9 +437,12 @@ def validate(
         rejects=rejects,
         rows_read={"sessions": s_all.height, "actions": a_all.height},
         unread_columns=dict(unread_columns or {}),
+        absent_columns=dict(absent_columns or {}),
     )
 
 
 def validate_source(source: SessionsSource) -> Validated:
     """``validate`` for what ``builder.sessions.read.read_source`` returned."""
-    return validate(source.sessions, source.actions, source.source, source.unread_columns)
+    return validate(
+        source.sessions, source.actions, source.source, source.unread_columns, source.absent_columns
+    )

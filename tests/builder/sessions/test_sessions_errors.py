@@ -332,3 +332,35 @@ def test_a_query_canceled_by_ctrl_c_is_an_interrupt(
     monkeypatch.setattr(read_module, "iter_batches", canceled)
     with pytest.raises(KeyboardInterrupt):
         read_source(backend.url)
+
+
+def test_a_build_without_the_correct_column_says_every_action_trains(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``correct`` is optional in the seeds: without it no action is incorrect, so the
+    build warns, naming a column that looks like it, and the manifest records the absence."""
+    import json
+
+    db = tmp_path / "s.db"
+    con = sqlite3.connect(db)
+    con.executescript(
+        "CREATE TABLE sessions (session_id INTEGER PRIMARY KEY, initial_instruction TEXT,"
+        " initial_code TEXT, initial_exec_output TEXT, verified BOOLEAN);"
+        "CREATE TABLE actions (action_uuid TEXT PRIMARY KEY, session_id INTEGER, action_id"
+        " INTEGER, action_type TEXT, action TEXT, is_correct BOOLEAN, source TEXT);"
+        "INSERT INTO sessions VALUES (1, 'Print it', NULL, NULL, 1);"
+        "INSERT INTO actions VALUES ('a', 1, 1, 'set_code', 'print(1)', 0, 'ai');"
+    )
+    con.commit()
+    con.close()
+    out = tmp_path / "ds"
+    args = ["build", "--config", str(tmp_path / "none.toml"), "--no-progress"]
+    (tmp_path / "none.toml").write_text("")
+    args += ["--sessions", f"sqlite:///{db}", "--out", str(out)]
+    assert main([*args, "--rejects", str(tmp_path / "r.jsonl")]) == 0
+    said = capsys.readouterr().out
+    assert "warning: the sessions' actions table has no correct column" in said
+    assert "Its column is_correct is not read" in said
+    assert "1 sessions, 1 actions" in said
+    sessions = json.loads((out / "manifest.json").read_text())["sessions"]
+    assert sessions["absent_columns"] == {"sessions": [], "actions": ["correct"]}
