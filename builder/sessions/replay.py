@@ -18,7 +18,10 @@ set_exec_output     user        ``[stdout]:`` + the output, as for episode turns
 
 A ``set_code`` replaced by the next action, another ``set_code``, never ran: the
 conversation shows the code that did (it stays in the ``actions`` table). So no two
-assistant messages follow each other, and superseded code is never trained.
+assistant messages follow each other, and superseded code is never trained. Likewise a
+``set_exec_output`` followed by another before the next ``set_code`` (the same code run
+again) is not shown: the conversation holds the last output, which the code's weight is
+judged by.
 
 Weights (the seed: incorrect actions "can be used for setup but should not be trained on
 directly"): an assistant message has weight 1 unless its action has ``correct = false``
@@ -173,10 +176,17 @@ def conversation_rows(
     code = pl.col("action_type") == "set_code"
     superseded = code & (pl.col("action_type").shift(-1).over("session_id") == "set_code")
     failed_unmarked = code & pl.col("correct").is_null() & is_error(pl.col("output"))
+    # A run's output replaced by a later run of the same code (no set_code between) is not
+    # shown: the conversation holds the output the code's weight is judged by.
+    output = pl.col("action_type") == "set_exec_output"
+    rerun = output & (output.cum_sum(reverse=True).over("session_id", "_segment") > 1)
     rows = (
         pl.concat([system, opening, acts], how="diagonal_relaxed")
         .sort("session_id", "_part", "action_id")
         .filter(~superseded.fill_null(False))
+        .with_columns(_segment=code.fill_null(False).cum_sum().over("session_id"))
+        .filter(~rerun.fill_null(False))
+        .drop("_segment")
         .pipe(with_code_outputs)
     )
     return rows.with_columns(

@@ -120,6 +120,30 @@ def test_code_replaced_before_it_ran_is_not_replayed(backend: Backend) -> None:
     ]
 
 
+def test_an_output_a_rerun_replaced_is_not_shown(backend: Backend) -> None:
+    """The same code run again (no set_code between) replaces its output: the conversation
+    shows the last one, the output the code's weight is judged by, not every run."""
+    sft = _sft(
+        backend,
+        [session(4, "t")],
+        [
+            action("a", 4, 1, "set_code", "x = f()", None, "ai"),
+            action("b", 4, 2, "set_exec_output", "STALE 0.4", None, "ai"),
+            action("c", 4, 3, "input", "run it again", None, "human"),
+            action("d", 4, 4, "set_exec_output", "0.5", None, "ai"),
+            action("e", 4, 5, "set_code", "y = 1", None, "ai"),
+            action("f", 4, 6, "set_exec_output", "1", None, "ai"),
+        ],
+    )
+    assert _turns(sft.row(0, named=True)) == [
+        ("user", "t", None),
+        ("assistant", "```python\nx = f()\n```", 1),
+        ("user", "run it again\n\n[stdout]:\n0.5", None),
+        ("assistant", "```python\ny = 1\n```", 1),
+        ("user", "[stdout]:\n1", None),
+    ]
+
+
 def test_unmarked_code_that_failed_and_blank_code_do_not_train(backend: Backend) -> None:
     error = "Traceback (most recent call last):\nZeroDivisionError: division by zero"
     sft = _sft(
