@@ -13,7 +13,8 @@ Kinds, in the order they are applied (``PATTERN_DOCS`` describes each):
 * ``anthropic_key`` (``sk-ant-…``), ``openai_key`` (``sk-proj-…``, ``sk-svcacct-…``,
   ``sk-admin-…``, legacy ``sk-`` + 32+ letters/digits), ``hf_token`` (``hf_`` + 34
   letters), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36,
-  ``github_pat_…``), ``slack_token`` (``xox[abeprs]-<digits>-…``), ``slack_webhook``;
+  ``github_pat_…``), ``slack_token`` (``xox[abeprs]-<digits>-…``), ``slack_webhook``,
+  ``jwt`` (``eyJ….eyJ….…``), ``bearer_token`` (20+ token characters after ``Bearer``);
 * ``url_password``: ``scheme://user:password@host`` keeps the user and the host;
 * user ``extra_patterns`` (whole match replaced), in their given order;
 * ``secret_assignment``: a value of 16+ characters assigned (``=``/``:``, quoted or not,
@@ -99,6 +100,9 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
     ),
     whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}"),
+    # a JSON Web Token: base64url header and payload (both JSON objects: ``eyJ``), signature
+    whole("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    _keep("bearer_token", r"(\b(?i:bearer)\s+)[A-Za-z0-9._~+/-]{20,}=*"),
     whole(
         "slack_webhook",
         r"https://hooks\.slack\.com/services/T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{24}",
@@ -133,6 +137,8 @@ PATTERN_DOCS: dict[str, str] = {
     "github_token": "GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)",
     "slack_token": "Slack tokens (xoxb-, xoxp-, …)",
     "slack_webhook": "Slack incoming-webhook URLs",
+    "jwt": "JSON Web Tokens (eyJ….eyJ….…)",
+    "bearer_token": "HTTP bearer tokens (Authorization: Bearer …; the word kept)",
     "url_password": "passwords in URLs (scheme://user:password@host; user and host kept)",
     SECRET_ASSIGNMENT: "random-looking values (16+ characters) assigned to names like api_key, "
     "secret, token or password",
