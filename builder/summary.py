@@ -17,6 +17,7 @@ from builder.checks import (
     TRIANGULATION_MISMATCH,
     VERIFIED_MISMATCH,
 )
+from builder.derive.eligibility import FAILED_HOOK_CHECKS
 
 HASH_CHECKS = (FINAL_ANSWER_HASH_MISMATCH, EXPECTED_ANSWER_HASH_MISMATCH, GROUND_TRUTH_MISMATCH)
 
@@ -130,7 +131,9 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     _section("rows per config", ((n, _splits(c["rows"])) for n, c in configs.items()), out)
     _section("rejects by kind", m["rejects"]["by_kind"].items(), out)
     _section("checks failed (episodes)", m["checks"]["episodes_by_kind"].items(), out)
-    _section("excluded from training", m["training_exclusions"].items(), out)
+    hook_only = {FAILED_HOOK_CHECKS: "failed_hook_checks (prm, prm_stepwise, rl only)"}
+    exclusions = ((hook_only.get(k, k), n) for k, n in m["training_exclusions"].items())
+    _section("excluded from training", exclusions, out)
     if m.get("duplicate_keys"):
         _section("duplicate JSON keys (the last one was kept)", m["duplicate_keys"].items(), out)
     if m.get("sessions"):

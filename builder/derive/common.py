@@ -23,15 +23,19 @@ TRACE_ORDER = ("question_id", "episode_id", "consistency", "trace_index")
 
 
 def episode_context(
-    tables: Mapping[str, pl.LazyFrame], options: DeriveOptions, verified_only: bool = True
+    tables: Mapping[str, pl.LazyFrame],
+    options: DeriveOptions,
+    verified_only: bool = True,
+    hooks: bool = False,
 ) -> pl.LazyFrame:
     """One row per episode that trains (``builder.derive.eligibility``; with
-    ``verified_only`` false, also those that only fail verification, for ``prm``):
+    ``verified_only`` false, also those that only fail verification, for ``prm``; with
+    ``hooks``, only those the configs that read hooks train on):
     ``episode_id``, ``question_id``, ``difficulty``, ``source``, ``question``, ``system``,
     ``expected_hash``, ``expected_answer``, ``verified_recomputed`` and ``accepted_hashes``
     (the expected hash, then every other hash the question's ground truth accepts)."""
     episodes = tables["episodes"]
-    trains = eligible_episodes(tables) if verified_only else sound_episodes(tables)
+    trains = eligible_episodes(tables, hooks) if verified_only else sound_episodes(tables)
     episodes = episodes.join(trains, on="episode_id", how="semi")
     questions = (
         tables["questions"]
@@ -67,7 +71,9 @@ def episode_context(
     )
 
 
-def episode_traces(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
+def episode_traces(
+    tables: Mapping[str, pl.LazyFrame], options: DeriveOptions, hooks: bool = False
+) -> pl.LazyFrame:
     """Traces of the training-eligible episodes (``episode_context``) with its columns, plus
     ``consistency`` (sort key), ``trace_role`` and ``correct``: the answer is one the ``rl``
     reward accepts (``builder.rewards.outcome_reward``): its hash is an accepted one or, with
@@ -83,7 +89,7 @@ def episode_traces(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -
         correct = by_hash | by_value.fill_null(False)
     return (
         tables["traces"]
-        .join(episode_context(tables, options), on="episode_id", how="inner")
+        .join(episode_context(tables, options, hooks=hooks), on="episode_id", how="inner")
         .with_columns(
             consistency=pl.col("role") != "gold",
             correct=correct,

@@ -85,7 +85,7 @@ def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.L
 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
-    traces = episode_traces(tables, options)
+    traces = episode_traces(tables, options, hooks=True)
     hooks_ok = hook_steps(tables, traces).group_by("trace_id", "turn_index").agg(pl.col("ok").all())
     flat = traces.select("trace_id", "form", "execution_success")
     last = pl.col("turn_index") == pl.col("turn_index").max().over("trace_id")

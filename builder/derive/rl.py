@@ -30,7 +30,7 @@ GOLD_HOOK = pl.Struct(
 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
-    context = episode_context(tables, options)
+    context = episode_context(tables, options, hooks=True)  # gold_hooks drive a reward
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id")
     hooks = (
         tables["hooks"]

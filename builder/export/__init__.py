@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.derive.eligibility import REASONS
+from builder.derive.eligibility import HOOK_ONLY, REASONS
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
 from builder.export.manifest import (
     CARD_DIGEST,
@@ -134,7 +134,7 @@ def export_dataset(
         "layouts": layout_counts(out, segments),
         "duplicate_keys": dict(sorted(stats.duplicate_keys.items())),
         "bounded_hook_values": stats.bounded_hook_values,
-        "training_exclusions": _total((s.excluded for s in segments), REASONS),
+        "training_exclusions": _total((s.excluded for s in segments), (*REASONS, *HOOK_ONLY)),
         "sessions": sessions.summary if sessions is not None else None,
         "redaction": {
             "enabled": config.redaction_enabled,

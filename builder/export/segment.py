@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.derive.eligibility import REASONS, exclusion_counts
+from builder.derive.eligibility import HOOK_ONLY, REASONS, exclusion_counts
 from builder.derive.options import PLAN_ENGINE
 from builder.engine import ThreadEngine, default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, Redact, load
@@ -172,7 +172,7 @@ class SegmentExporter:
         """Segment ``segment``, cut into ``parts``, each redacted as it is read (``redact``);
         its output once its files are written."""
         writers = _Writers(self.out, segment, self.config)
-        tally, excluded = SplitTally(), Counter({reason: 0 for reason in REASONS})
+        tally, excluded = SplitTally(), Counter({reason: 0 for reason in (*REASONS, *HOOK_ONLY)})
         for published, exclusions, pieces in self._derive.map(
             self._bucket, ((p, redact) for p in parts)
         ):

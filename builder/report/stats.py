@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from builder.derive.eligibility import HOOK_ONLY
 from builder.report.folder import BuildFolder
 
 
@@ -35,7 +36,9 @@ def funnel(manifest: Mapping[str, Any], verified: Mapping[str, int]) -> list[Ste
     valid = sum(int(i.get("valid", 0)) for i in episode_inputs)
     # a non-blank line of JSONL, an episode of a JSON document (``builder.documents``)
     records = valid + sum(int(i.get("rejected", 0)) for i in episode_inputs)
-    excluded = sum(int(n) for n in manifest["training_exclusions"].values())
+    # ``failed_hook_checks`` episodes train every config but those that read hooks
+    exclusions = manifest["training_exclusions"]
+    excluded = sum(int(n) for k, n in exclusions.items() if k not in HOOK_ONLY)
     steps = [
         Step("input_lines", "episode lines read", lines),
         Step("non_blank", "records (non-blank lines)", records),
