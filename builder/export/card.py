@@ -325,7 +325,9 @@ def card_markdown(
         "traces (gold submitted, gold answer hash equals the consistency majority, at least one "
         "consistency trace matched; for a `capture_v2` episode with no consistency traces: "
         "gold submitted and its answer hash one the question's ground truth accepts) — with "
-        "no failed integrity check train; `prm` keeps the gold traces of unverified episodes "
+        "no failed integrity check train (a failed hook check leaves an episode out of the "
+        "configs that read hooks only: `prm`, `prm_stepwise`, `rl`); `prm` keeps the gold "
+        "traces of unverified episodes "
         "too and encodes verification in its label (a failed check but `verified_mismatch`, "
         "which its recomputed label settles, leaves an episode out of `prm` as well). "
         "Excluded episodes stay in the tables; the manifest counts them by reason.",
@@ -336,7 +338,7 @@ def card_markdown(
         "## Training configs",
         "",
         *(_config_section(c) for c in objectives),
-        *recipes_section(dataset),
+        *recipes_section(dataset, {c.name for c in configs if any(c.rows.values())}),
         "## Tables",
         "",
         *(_config_section(c) for c in tables),

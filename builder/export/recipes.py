@@ -16,6 +16,7 @@ SETUP = """\
 from datasets import load_dataset
 
 DATASET = "{dataset}"  # this dataset on the Hub, or the folder it was built into
+REVISION = None  # on the Hub, pin a release: its tag, such as "v1.2.0" (None: the latest)
 MODEL = "Qwen/Qwen2.5-0.5B-Instruct"  # any chat model with a chat template
 ARGS = dict(output_dir="out", max_steps=1, per_device_train_batch_size=2, report_to="none")
 """
@@ -39,7 +40,7 @@ RECIPES: dict[str, Recipe] = {
         """\
 import json
 
-rows = load_dataset(DATASET, "sft", split="train")
+rows = load_dataset(DATASET, "sft", split="train", revision=REVISION)
 with open("sft.openai.jsonl", "w") as f:
     for row in rows:
         messages = [{k: v for k, v in m.items() if v is not None} for m in row["messages"]]
@@ -54,7 +55,8 @@ with open("sft.openai.jsonl", "w") as f:
         """\
 from trl import SFTConfig, SFTTrainer
 
-train = load_dataset(DATASET, "sft_turns", split="train").select_columns(["prompt", "completion"])
+train = load_dataset(DATASET, "sft_turns", split="train", revision=REVISION)
+train = train.select_columns(["prompt", "completion"])
 trainer = SFTTrainer(model=MODEL, args=SFTConfig(**ARGS), train_dataset=train)
 trainer.train()
 """,
@@ -67,7 +69,7 @@ trainer.train()
         """\
 from trl import SFTConfig, SFTTrainer
 
-train = load_dataset(DATASET, "self_correction", split="train")
+train = load_dataset(DATASET, "self_correction", split="train", revision=REVISION)
 train = train.select_columns(["prompt", "completion"])
 trainer = SFTTrainer(model=MODEL, args=SFTConfig(**ARGS), train_dataset=train)
 trainer.train()
@@ -81,7 +83,8 @@ trainer.train()
         """\
 from trl import DPOConfig, DPOTrainer
 
-train = load_dataset(DATASET, "dpo", split="train").select_columns(["prompt", "chosen", "rejected"])
+train = load_dataset(DATASET, "dpo", split="train", revision=REVISION)
+train = train.select_columns(["prompt", "chosen", "rejected"])
 trainer = DPOTrainer(model=MODEL, args=DPOConfig(**ARGS), train_dataset=train)
 trainer.train()
 """,
@@ -95,7 +98,8 @@ trainer.train()
         """\
 from trl import RewardConfig, RewardTrainer
 
-train = load_dataset(DATASET, "dpo", split="train").select_columns(["prompt", "chosen", "rejected"])
+train = load_dataset(DATASET, "dpo", split="train", revision=REVISION)
+train = train.select_columns(["prompt", "chosen", "rejected"])
 trainer = RewardTrainer(model=MODEL, args=RewardConfig(**ARGS), train_dataset=train)
 trainer.train()
 """,
@@ -109,7 +113,7 @@ trainer.train()
         """\
 from trl import KTOConfig, KTOTrainer
 
-train = load_dataset(DATASET, "orm", split="train")
+train = load_dataset(DATASET, "orm", split="train", revision=REVISION)
 train = train.select_columns(["prompt", "completion", "label"])
 trainer = KTOTrainer(model=MODEL, args=KTOConfig(**ARGS), train_dataset=train)
 trainer.train()
@@ -136,7 +140,7 @@ def run(completion, csv_source):
     return {}
 
 
-train = load_dataset(DATASET, "rl", split="train")
+train = load_dataset(DATASET, "rl", split="train", revision=REVISION)
 args = GRPOConfig(**ARGS, num_generations=2, max_completion_length=16)
 reward = make_outcome_reward(run)
 trainer = GRPOTrainer(model=MODEL, reward_funcs=[reward], args=args, train_dataset=train)
@@ -146,8 +150,9 @@ trainer.train()
 }
 
 
-def recipes_section(dataset: str) -> list[str]:
-    """The card's recipe section: the setup, then one block per config."""
+def recipes_section(dataset: str, configs: set[str] | None = None) -> list[str]:
+    """The card's recipe section: the setup, then one block per config of ``configs`` (the
+    configs with rows: ``datasets`` cannot load one without; None: all)."""
     parts = [
         "## Training recipes",
         "",
@@ -167,7 +172,10 @@ def recipes_section(dataset: str) -> list[str]:
         "```",
         "",
     ]
+    absent = [r.config for r in RECIPES.values() if configs is not None and r.config not in configs]
     for recipe in RECIPES.values():
+        if recipe.config in absent:
+            continue
         parts += [
             f"### `{recipe.config}` → {recipe.trainer}",
             "",
@@ -178,4 +186,7 @@ def recipes_section(dataset: str) -> list[str]:
             "```",
             "",
         ]
+    if absent:
+        names = ", ".join(f"`{name}`" for name in dict.fromkeys(absent))
+        parts += [f"No recipe for {names}: this build has no rows there.", ""]
     return parts

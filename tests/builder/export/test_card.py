@@ -94,3 +94,18 @@ def test_counts_added_up_across_segments_do_not_depend_on_the_order_listed() -> 
     cached = [{"secret_assignment": 1, "url_password": 1}]
     assert list(_total(fresh)) == list(_total(cached)) == ["secret_assignment", "url_password"]
     assert list(_total([{"b": 1, "z": 2}], keys=("z", "a"))) == ["z", "a", "b"]
+
+
+def test_recipes_are_shown_only_for_configs_with_rows_and_pin_a_revision() -> None:
+    """``load_dataset`` cannot load a config without rows: the card shows no recipe for one
+    and says so. Every recipe loads at ``REVISION``, which the setup says to pin."""
+    from builder.export.recipes import RECIPES, recipes_section
+
+    text = "\n".join(recipes_section("org/name", {"sft", "sft_turns", "prm_stepwise"}))
+    assert "### `sft`" in text and "### `sft_turns`" in text
+    assert "### `dpo`" not in text and "### `rl`" not in text
+    assert "No recipe for `self_correction`, `dpo`, `orm`, `rl`" in text
+    assert 'REVISION = None  # on the Hub, pin a release: its tag, such as "v1.2.0"' in text
+    for recipe in RECIPES.values():
+        loads = recipe.code.count("load_dataset(DATASET")
+        assert loads == recipe.code.count("revision=REVISION)"), recipe.config
