@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from builder.build import BuildReport
-from builder.report.page import default_output, write_report
+from builder.report import style
+from builder.report.page import default_output, script_hash, write_report
 
 from .conftest import XSS
 
@@ -25,6 +26,10 @@ def test_the_sample_report_is_small_and_refers_to_nothing_outside(sample_report:
     assert "@import" not in text
     assert text.count("<script>") == 1  # the page's own, inline
     assert "default-src 'none'" in text  # and the browser may fetch nothing anyway
+    # only the page's own script runs, by its hash: none that escaping ever let in would
+    assert (
+        f"script-src '{script_hash(style.SCRIPT)}'" in text and "'unsafe-inline'; img" not in text
+    )
 
 
 def test_the_sessions_database_is_an_input_and_the_tiles_say_what_they_count(
