@@ -82,6 +82,12 @@ class Hub:
                     f"the Hub at {self.endpoint} rejected the token (HTTP 401): it is invalid, "
                     "expired or revoked; set a valid HF_TOKEN or run `hf auth login --force`"
                 ) from None
+            if is_http_error(exc, 404, 405):  # a server, but not the Hub's API
+                raise HubUnavailable(
+                    f"{self.endpoint} does not answer like a Hugging Face Hub (HTTP "
+                    f"{exc.response.status_code} on its token check): HF_ENDPOINT names "  # type: ignore[attr-defined]
+                    "another server"
+                ) from exc
             raise HubUnavailable(f"cannot check the token at {self.endpoint}: {exc}") from exc
         role = ((info.get("auth") or {}).get("accessToken") or {}).get("role")
         if role == "read":

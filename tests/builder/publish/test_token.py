@@ -133,3 +133,28 @@ def test_a_hub_that_cannot_be_read_says_what_to_do(
     assert "Connection refused" in line and "nothing was uploaded" in line
     assert line.endswith("check the network and HF_ENDPOINT, then run the same command again")
     assert writes(hub, start) == []
+
+
+def test_an_endpoint_that_is_not_a_hub_is_named_not_the_token(
+    hub: HubServer,
+    build_a: BuildReport,
+    repo_id: str,
+    hf_token: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that answers 404 to the token check is no Hub (HF_ENDPOINT names another
+    server): said so, not as a token that could not be checked."""
+    import httpx2 as httpx
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    def not_found(self: HfApi, *_: object, **__: object) -> None:
+        request = httpx.Request("GET", f"{self.endpoint}/api/whoami-v2")
+        raise HfHubHTTPError("404 Not Found", response=httpx.Response(404, request=request))
+
+    monkeypatch.setattr(HfApi, "whoami", not_found)
+    code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
+    assert code == exit_codes.UNAVAILABLE, err
+    (line,) = err.strip().splitlines()
+    assert "does not answer like a Hugging Face Hub (HTTP 404" in line
+    assert "HF_ENDPOINT names another server" in line and "check the token" not in line
