@@ -23,6 +23,9 @@ assistant messages follow each other, and superseded code is never trained. Like
 again) is not shown: the conversation holds the last output, which the code's weight is
 judged by.
 
+A session that asks nothing (no instruction, ``set_instruction`` or ``input``) is not replayed
+(``no_instruction``): its conversation would open with an empty user message.
+
 Weights (the seed: incorrect actions "can be used for setup but should not be trained on
 directly"): an assistant message has weight 1 unless its action has ``correct = false``
 (weight 0, the message stays in the conversation as context); ``correct`` null trains by
@@ -76,6 +79,7 @@ SOURCE = "session"  # the value of the training configs' source column
 # Exclusion reasons, in the order they are decided (a session counts under the first).
 UNVERIFIED = "unverified"
 REJECTED_ACTIONS = "rejected_actions"
+NO_INSTRUCTION = "no_instruction"  # nothing asked: no instruction, set_instruction or input
 NO_TRAINABLE_TURNS = "no_trainable_turns"
 
 
@@ -233,11 +237,14 @@ def final_state(actions: pl.DataFrame) -> pl.DataFrame:
 def trainable_sessions(v: Validated) -> tuple[pl.DataFrame, dict[str, int]]:
     """Sessions eligible for training (verified, complete) and counts of the others."""
     verified = pl.col("verified").fill_null(False)
+    complete = verified & ~pl.col("incomplete")
+    asked = pl.col("split_text").fill_null("").str.strip_chars() != ""
     excluded = {
         UNVERIFIED: v.sessions.filter(~verified).height,
         REJECTED_ACTIONS: v.sessions.filter(verified & pl.col("incomplete")).height,
+        NO_INSTRUCTION: v.sessions.filter(complete & ~asked).height,
     }
-    return v.sessions.filter(verified & ~pl.col("incomplete")), excluded
+    return v.sessions.filter(complete & asked), excluded
 
 
 def _with_counts(frame: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:

@@ -233,20 +233,20 @@ def _split(frame: pl.DataFrame, checks: list[Check]) -> tuple[pl.DataFrame, pl.D
 
 def _task(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
     """session_id -> ``_task``: the initial instruction, else (blank or null) the first
-    non-blank ``set_instruction`` of the session, else the empty text."""
+    non-blank ``set_instruction`` of the session, else its first non-blank ``input`` (a
+    request typed in the chat), else the empty text."""
     given = pl.col("action").is_not_null() & (pl.col("action").str.strip_chars() != "")
-    first_set = (
-        actions.filter(pl.col("action_type") == "set_instruction", given)
-        .sort("session_id", "action_id")
-        .group_by("session_id")
-        .agg(pl.col("action").first().alias("_first_set"))
+    ordered = actions.filter(given).sort("session_id", "action_id").group_by("session_id")
+    first = ordered.agg(
+        pl.col("action").filter(pl.col("action_type") == "set_instruction").first().alias("_set"),
+        pl.col("action").filter(pl.col("action_type") == "input").first().alias("_input"),
     )
     initial = pl.col("initial_instruction")
     blank = initial.is_null() | (initial.str.strip_chars() == "")
-    task = pl.when(blank).then(pl.col("_first_set")).otherwise(initial)
+    task = pl.when(blank).then(pl.coalesce("_set", "_input")).otherwise(initial)
     return (
         sessions.select("session_id", "initial_instruction")
-        .join(first_set, on="session_id", how="left")
+        .join(first, on="session_id", how="left")
         .select("session_id", pl.coalesce(task, initial, pl.lit("")).alias("_task"))
     )
 

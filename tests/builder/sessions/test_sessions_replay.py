@@ -38,7 +38,12 @@ def test_null_correct_is_configurable(backend: Backend) -> None:
 def test_only_verified_sessions_train(backend: Backend) -> None:
     result = replay(load(backend))
     assert result.sft["session_id"].to_list() == [1]
-    assert result.excluded == {"unverified": 2, "rejected_actions": 0, "no_trainable_turns": 1}
+    assert result.excluded == {
+        "unverified": 2,
+        "rejected_actions": 0,
+        "no_instruction": 0,
+        "no_trainable_turns": 1,
+    }
 
 
 @pytest.mark.parametrize("null_correct_trains", [True, False])
@@ -142,6 +147,29 @@ def test_an_output_a_rerun_replaced_is_not_shown(backend: Backend) -> None:
         ("assistant", "```python\ny = 1\n```", 1),
         ("user", "[stdout]:\n1", None),
     ]
+
+
+def test_a_session_that_asks_nothing_is_not_replayed(backend: Backend) -> None:
+    """No instruction, set_instruction or input: the conversation would open with an empty
+    user message, and every such session would share one question. A request typed in the
+    chat is the question when nothing else is."""
+    backend.create("asks-nothing")
+    backend.insert("sessions", [session(1, None), session(2, "  "), session(3, None)])
+    backend.insert(
+        "actions",
+        [
+            action("a", 1, 1, "set_code", "x = 1", True, "ai"),
+            action("b", 2, 1, "set_code", "y = 2", True, "ai"),
+            action("c", 3, 1, "input", "Load sales.csv", None, "human"),
+            action("d", 3, 2, "set_code", "df = load()", True, "ai"),
+        ],
+    )
+    validated = validate_source(read_source(backend.url))
+    result = replay(validated)
+    assert result.sft["session_id"].to_list() == [3]
+    assert result.excluded["no_instruction"] == 2
+    (asked,) = validated.sessions.filter(pl.col("session_id") == 3)["question_id"].to_list()
+    assert asked == question_id("Load sales.csv", None)
 
 
 def test_unmarked_code_that_failed_and_blank_code_do_not_train(backend: Backend) -> None:
