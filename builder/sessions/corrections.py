@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from builder.sessions.outputs import error_parts, is_error
+from builder.derive.failures import is_error
+from builder.sessions.outputs import error_parts
 from builder.sessions.replay import (
     DEFAULT_OPTIONS,
     SOURCE,

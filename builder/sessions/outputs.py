@@ -1,4 +1,5 @@
-"""What a session's code produced: the output of each run, and whether it is an error.
+"""What a session's code produced: the output of each run (``builder.derive.failures`` says
+whether it is an error).
 
 A ``set_code`` replaces the code; the ``set_exec_output`` actions after it, before the next
 ``set_code``, each replace the output of running it, so the code's output is the last of
@@ -10,16 +11,7 @@ from __future__ import annotations
 
 import polars as pl
 
-TRACEBACK = "Traceback (most recent call last)"
-ERROR_LINE = r"(?m)^(?:[A-Za-z_][\w.]*)?(?:Error|Exception)(?::[ \t]*.*)?$"
-
-
-def is_error(output: pl.Expr) -> pl.Expr:
-    """Whether an execution output shows an error: a traceback, or an ``XxxError:`` line last
-    (nothing runs after an uncaught error; a metric printed as ``MeanSquaredError: 0.5``
-    and followed by more output is no error)."""
-    last = output.str.strip_chars_end().str.extract(r"(?:^|\n)([^\n]*)$", 1)
-    return output.str.contains(TRACEBACK, literal=True) | last.str.contains(ERROR_LINE)
+from builder.derive.failures import ERROR_LINE
 
 
 def error_parts(output: pl.Expr) -> list[pl.Expr]:

@@ -47,9 +47,10 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
+from builder.derive.failures import is_error
 from builder.derive.messages import TOOL_CALLS, bounded, fenced
 from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
-from builder.sessions.outputs import is_error, with_code_outputs
+from builder.sessions.outputs import with_code_outputs
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
 from schemas.sessions import ACTION_SOURCES
