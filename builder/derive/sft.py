@@ -30,6 +30,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from builder.derive.common import episode_context
+from builder.derive.failures import is_error
 from builder.derive.messages import (
     NO_WEIGHT,
     TOOL_CALLS,
@@ -53,8 +54,9 @@ _FENCED = r"```[^\n]*\n(?s:.*?)\n```"
 def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) -> pl.LazyFrame:
     """``episode_id``, ``message_index``, ``failed_attempt`` (true) of the captured assistant
     messages whose code block, or a tool call's ``code`` argument, is a gold turn that failed
-    (``failed_turns``): the capture's conversation holds those attempts as they were made,
-    and they train at weight 0, as in a conversation rendered from the turns."""
+    (``failed_turns``), or whose feedback shows an error (``answered_by_error``): the
+    capture's conversation holds those attempts as they were made, and they train at weight
+    0, as in a conversation rendered from the turns."""
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
     failed = (
         failed_turns(tables)
@@ -90,10 +92,28 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
         )
     )
     codes = pl.concat([blocks, calls]).with_columns(pl.col("code").str.strip_chars())
+    matched = codes.join(failed, on=["episode_id", "code"], how="semi")
     return (
-        codes.join(failed, on=["episode_id", "code"], how="semi")
+        pl.concat([matched.select("episode_id", "message_index"), answered_by_error(captured)])
         .select("episode_id", "message_index", failed_attempt=pl.lit(True))
         .unique()
+    )
+
+
+def answered_by_error(captured: pl.LazyFrame) -> pl.LazyFrame:
+    """``episode_id``, ``message_index`` of the captured assistant messages whose feedback
+    (the next message, a ``tool`` or ``user`` one) shows an error (``failures.is_error``): a
+    flat trace's cells carry no success of their own, and a tool call's code need not match
+    a turn's, but the capture's conversation shows each run's output."""
+    text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
+    ordered = captured.sort("episode_id", "message_index").with_columns(
+        next_role=pl.col("role").shift(-1).over("episode_id"),
+        next_text=text.shift(-1).over("episode_id"),
+    )
+    feedback = pl.col("next_role").is_in(["tool", "user"])
+    shows_error = is_error(pl.col("next_text").fill_null(""))
+    return ordered.filter((pl.col("role") == "assistant") & feedback & shows_error).select(
+        "episode_id", "message_index"
     )
 
 

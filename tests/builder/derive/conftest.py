@@ -6,6 +6,7 @@ Builders take the parts that matter to a test and fill in consistent hashes
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 from types import SimpleNamespace
@@ -314,8 +315,24 @@ def expected_counts(tables: Mapping[str, pl.LazyFrame], cap: int) -> dict[str, i
         arguments = [orjson.loads(c["function"]["arguments"]) for c in calls]
         return blocks + [a["code"] for a in arguments if "code" in a]
 
+    # ... and one whose feedback (the next message, tool or user) shows an error
+    following = {}
+    messages = captured.sort("episode_id", "message_index").collect().to_dicts()
+    for here, after in itertools.pairwise(messages):
+        if here["episode_id"] == after["episode_id"] and after["role"] in ("tool", "user"):
+            text = after["content"] or " ".join(
+                part.get("text", "") for part in orjson.loads(after["content_parts"] or "[]")
+            )
+            following[(here["episode_id"], here["message_index"])] = text
+
+    def shows_error(text: str) -> bool:
+        last = text.rstrip().rsplit("\n", 1)[-1]
+        error = re.fullmatch(r"(?:[A-Za-z_][\w.]*)?(?:Error|Exception)(?::[ \t]*.*)?", last)
+        return "Traceback (most recent call last)" in text or error is not None
+
     attempts = sum(
         any((r["episode_id"], code.strip()) in failed_codes for code in codes(r))
+        or shows_error(following.get((r["episode_id"], r["message_index"]), ""))
         for r in said.iter_rows(named=True)
     )
     trained = (

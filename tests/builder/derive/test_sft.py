@@ -200,6 +200,28 @@ def test_blank_reasoning_is_no_reasoning(make) -> None:
     assert said == ["```python\nb = 2\n```", "```python\nsubmit(b)\n```"]
 
 
+def test_a_captured_attempt_whose_feedback_shows_an_error_is_context(make) -> None:
+    """A flat gold trace's cells carry no success of their own, but the capture's
+    conversation shows what each run printed: an attempt answered by a traceback trains at
+    weight 0, whether its output came back as a user or a tool message."""
+    cells = ["m = df.groupby('sex').age.mean()", "m = df.groupby('Sex').Age.mean()", "submit(m)"]
+    gold = make.trace(2, cells=cells)
+    error = "Traceback (most recent call last):\n  ...\nKeyError: 'sex'"
+    messages: list[dict] = [{"role": "user", "content": "Mean age by sex?"}]
+    for code, said in zip(cells, [error, "Sex\nfemale 27.9", "ok"], strict=True):
+        messages.append({"role": "assistant", "content": f"```python\n{code}\n```"})
+        messages.append({"role": "user", "content": f"[stdout]:\n{said}"})
+    conversation = {"system_prompt": "Sys.", "messages": messages[:-1]}
+    consistency = [make.trace(2, cells=["submit(2)"])]
+    episode = make.episode("ep-x", "Mean age by sex?", gold, consistency, conversation=conversation)
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [0, 1, 1]
+    printed = "MeanSquaredError: 0.5\ndone"  # a metric, not an error: the run went on
+    messages[2]["content"] = f"[stdout]:\n{printed}"
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [1, 1, 1]
+
+
 def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
     """A captured conversation without an assistant message has nothing to train: the gold
     trace is rendered instead, as for an episode that captured none. A gold trace whose every
