@@ -321,8 +321,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     from builder.sessions.db import init_database, redact
+    from builder.sessions.read import check_tables
 
     init_database(args.url)  # a DatabaseError is one line, with its exit code and hint
+    check_tables(args.url)  # tables that existed may lack a column
     print(f"the sessions and actions tables are in {redact(args.url)} (created where missing)")
     return 0
 

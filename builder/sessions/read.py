@@ -204,6 +204,18 @@ def one_snapshot(conn: Any, db: DatabaseURL) -> None:
         ) from exc
 
 
+def check_tables(url: str | DatabaseURL) -> None:
+    """Both tables have the contract's columns: ``sessions init`` leaves a table that
+    existed as it was, and a build would refuse one that lacks a column."""
+    db = parse_url(url) if isinstance(url, str) else url
+    with connect(db) as conn, conn.cursor() as cur:
+        for table in ("sessions", "actions"):
+            try:
+                select_sql(db.dialect, table, column_types(cur, db.dialect, table))
+            except DatabaseError as exc:
+                raise exc.about(db.redacted) from exc
+
+
 @dataclass(frozen=True)
 class SessionsSource:
     """Both tables of one database as read (``_invalid_*`` columns included)."""

@@ -364,3 +364,21 @@ def test_a_build_without_the_correct_column_says_every_action_trains(
     assert "1 sessions, 1 actions" in said
     sessions = json.loads((out / "manifest.json").read_text())["sessions"]
     assert sessions["absent_columns"] == {"sessions": [], "actions": ["correct"]}
+
+
+def test_init_on_a_table_of_another_shape_says_what_it_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``sessions init`` creates what is missing and leaves an existing table as it is: one
+    that lacks a column of the contract is named now, not by the next build."""
+    db = tmp_path / "s.db"
+    con = sqlite3.connect(db)
+    con.execute(
+        "CREATE TABLE actions (action_uuid TEXT PRIMARY KEY, session_id INTEGER,"
+        " action_id INTEGER, action_type TEXT, action TEXT, correct BOOLEAN)"
+    )
+    con.commit()
+    con.close()
+    code, err = _cli(capsys, "sessions", "init", f"sqlite:///{db}")
+    assert code == exit_codes.USAGE
+    assert "table actions lacks column(s) source" in err
