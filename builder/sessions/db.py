@@ -256,8 +256,10 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
     """An ADBC DB-API connection to the database (a dump is loaded into a temporary file)."""
     db = parse_url(url) if isinstance(url, str) else url
     if db.dialect == "postgresql":
-        import adbc_driver_postgresql.dbapi as postgresql
-
+        try:
+            import adbc_driver_postgresql.dbapi as postgresql
+        except ImportError as exc:
+            raise DriverMissing(f"{db.redacted}: the PostgreSQL driver is not installed") from exc
         try:
             conn = postgresql.connect(with_connect_timeout(db.url))
         except Exception as exc:  # ADBC raises driver-specific errors
@@ -265,8 +267,13 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         with conn:
             yield conn
         return
-    import adbc_driver_sqlite.dbapi as sqlite
-
+    try:
+        import adbc_driver_sqlite.dbapi as sqlite
+    except ImportError as exc:
+        raise DriverMissing(
+            f"{db.redacted}: the SQLite driver is not installed",
+            "pip install adbc-driver-sqlite (or reinstall agent-traces with its dependencies)",
+        ) from exc
     assert db.path is not None
     if not db.path.is_file():
         raise DatabaseError(f"{db.redacted}: no such file {db.path}")

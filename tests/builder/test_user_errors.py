@@ -336,6 +336,39 @@ def test_a_missing_postgresql_driver_is_named_before_any_work(tmp_path: Path) ->
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hide"]
 
 
+@pytest.mark.parametrize(
+    ("module", "argv", "said"),
+    [
+        (
+            "adbc_driver_postgresql",
+            ["sessions", "init", "postgresql://u@127.0.0.1:1/db"],
+            "pip install adbc-driver-postgresql",
+        ),
+        (
+            "adbc_driver_sqlite",
+            ["sessions", "init", "sqlite:///s.db"],
+            "pip install adbc-driver-sqlite",
+        ),
+    ],
+)
+def test_a_missing_driver_is_named_by_every_command(
+    module: str, argv: list[str], said: str, tmp_path: Path
+) -> None:
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(f"import sys\nsys.modules[{module!r}] = None\n")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run(
+        [str(EPISODES), *argv], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert said in proc.stderr and "internal error" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_ctrl_c_while_the_commands_load_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
