@@ -58,13 +58,18 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
     capture's conversation holds those attempts as they were made, and they train at weight
     0, as in a conversation rendered from the turns."""
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
-    failed = (
-        failed_turns(tables)
-        .join(
-            tables["turns"].select("trace_id", "turn_index", "code"), on=["trace_id", "turn_index"]
-        )
+    gold_turns = (
+        tables["turns"]
         .join(gold, on="trace_id")
-        .select("episode_id", code=pl.col("code").str.strip_chars())
+        .select("episode_id", "trace_id", "turn_index", code=pl.col("code").str.strip_chars())
+    )
+    ran = gold_turns.join(failed_turns(tables), on=["trace_id", "turn_index"], how="anti")
+    # Code that failed once and ran again as is (a transient error) is matched by its
+    # feedback alone: by its text, the run that succeeded would be context too.
+    failed = (
+        gold_turns.join(failed_turns(tables), on=["trace_id", "turn_index"], how="semi")
+        .join(ran, on=["episode_id", "code"], how="anti")
+        .select("episode_id", "code")
     )
     text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
     answers = captured.filter(pl.col("role") == "assistant").join(

@@ -222,6 +222,34 @@ def test_a_captured_attempt_whose_feedback_shows_an_error_is_context(make) -> No
     assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [1, 1, 1]
 
 
+def test_code_that_failed_once_and_ran_again_as_is_trains_where_it_ran(make) -> None:
+    """A transient error: the same code failed, then ran. By its text both messages would
+    be the failed turn; the feedback tells them apart."""
+    t = make.turn
+    gold = make.trace(
+        2,
+        turns=[
+            t(0, "x = fetch()", success=False, stderr="ConnectionError: timed out"),
+            t(1, "x = fetch()", stdout="ok"),
+            t(2, "submit(x)", submitted=2),
+        ],
+    )
+    messages: list[dict] = [{"role": "user", "content": "Fetch it."}]
+    for code, said in [
+        ("x = fetch()", "[stderr]:\nConnectionError: timed out"),
+        ("x = fetch()", "[stdout]:\nok"),
+        ("submit(x)", None),
+    ]:
+        messages.append({"role": "assistant", "content": f"```python\n{code}\n```"})
+        if said is not None:
+            messages.append({"role": "user", "content": said})
+    conversation = {"system_prompt": "Sys.", "messages": messages}
+    consistency = [make.trace(2, cells=["submit(2)"])]
+    episode = make.episode("ep-rt", "Fetch it.", gold, consistency, conversation=conversation)
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [0, 1, 1]
+
+
 def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
     """A captured conversation without an assistant message has nothing to train: the gold
     trace is rendered instead, as for an episode that captured none. A gold trace whose every
