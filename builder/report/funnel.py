@@ -31,9 +31,14 @@ def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
         "episodes (lines) / rows",
         highlight=[s.label for s in steps if s.key.startswith("rows.")],
     )
+    rows = sum(s.count for s in steps if s.key.startswith("rows."))
+    empty = None
+    if rows == 0:  # said first: every chart below is of nothing
+        empty = el("p", "This build has no training rows: no config has a row to load.")
     return section(
         "funnel",
         "Funnel",
+        empty,
         el(
             "div",
             [

@@ -161,9 +161,14 @@ def lengths_section(found: lengths.Lengths) -> Raw:
         p50, p90 = lengths.percentiles(counts, (0.5, 0.9))
         return [("p50", p50), ("p90", p90), ("max", int(max(counts, default=0)))]
 
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for name in found.chars:
         s = lengths.summary(found, name)
+        if not s["rows"]:  # no lengths to speak of: a dash, not a 0 that reads as one
+            dashes = 4 + len(token_stats(name) or ()) + len(s["over"])
+            dash = [el("td", "—", class_="num") for _ in range(dashes)]
+            rows.append((name, num(0, f"lengths.{name}.rows"), *dash))
+            continue
         rows.append(
             (
                 name,

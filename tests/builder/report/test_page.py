@@ -114,6 +114,30 @@ def test_a_rejected_line_that_is_not_utf8_shows_as_text(tmp_path: Path) -> None:
     assert "{&quot;episode_id&quot;: &quot;caf\ufffd &lt;b&gt;&quot;}" in text
 
 
+def test_a_build_without_training_rows_says_so_and_shows_no_zero_lengths(tmp_path: Path) -> None:
+    import json
+
+    from builder.build import build
+    from builder.config import BuildConfig
+
+    from .conftest import hostile_episode
+
+    episode = hostile_episode()
+    episode["verified"] = False  # nothing trains; prm keeps the gold trace's hooks, if any
+    episode["teacher_gold_trace"]["hooks"] = []
+    for turn in episode["teacher_gold_trace"].get("turns") or []:
+        turn["execution"]["hooks"] = []
+    source = tmp_path / "episodes.jsonl"
+    source.write_text(json.dumps(episode) + "\n", encoding="utf-8")
+    out = tmp_path / "dataset"
+    config = BuildConfig(episodes=(str(source),), out=out, rejects=tmp_path / "r.jsonl")
+    rows = build(config).manifest["configs"]
+    assert not any(sum(c["rows"].values()) for c in rows.values() if c["kind"] == "objective")
+    text = write_report(out, tmp_path / "r.html").path.read_text(encoding="utf-8")
+    assert "This build has no training rows" in text
+    assert 'data-metric="lengths.sft.p50"' not in text and '<td class="num">—</td>' in text
+
+
 def test_without_chromium_the_browser_tests_fail_and_say_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
