@@ -233,6 +233,8 @@ def verified_by_ground_truth(episode: Episode, tolerance: float | None = None) -
     gold = episode.teacher_gold_trace
     if not (gold.execution_success and is_submitted(gold)):
         return False
+    if tolerance is not None and not answers_match(answer_of(gold), answer_of(gold), tolerance):
+        return False  # by value NaN and infinities match nothing, their own hash included
     if gold.final_answer_hash in accepted_hashes(episode.question):
         return True
     return tolerance is not None and gold_near_ground_truth(episode, tolerance)

@@ -70,8 +70,9 @@ class EpisodeInfo:
     question_gt_hash: str | None
     # the gold answer's hash, held to the question's ground truth; with an answer tolerance,
     # the ground truth's own hash when the gold answer matches the line's ground truth by
-    # value (``checks.gold_near_ground_truth``). None when the episode does not claim to be
-    # verified: a wrong answer is what ``verified: false`` says, not a failed check.
+    # value (``checks.gold_near_ground_truth``). None when the episode is not verified,
+    # neither as captured nor as recomputed: a wrong answer is then what ``verified: false``
+    # says, not a failed check (recomputed verified, ``prm`` would label it right).
     gold_hash: str | None
     checks: list[str]  # every failed check except ground truth (needs earlier episodes)
     question_checks: list[str]
@@ -185,7 +186,7 @@ def emit_episode(
         eid,
         key,
         truth_hash,
-        gold_hash if ep.verified else None,
+        gold_hash if ep.verified or verified else None,
         failed,
         question_checks,
         [generic_path(p) for p in extras],

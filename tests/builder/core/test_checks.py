@@ -212,6 +212,17 @@ def test_with_a_tolerance_a_nan_answer_verifies_nothing(make: SimpleNamespace) -
     assert row["verified_recomputed"] is False
 
 
+def test_with_a_tolerance_a_nan_answer_matches_no_ground_truth(make: SimpleNamespace) -> None:
+    """The capture side's ground-truth strategy (no consistency traces): by hash a NaN
+    answer is its NaN ground truth; by value, as that code compares, it is not."""
+    nan = float("nan")
+    q = make.question(ground_truth=nan, ground_truth_hash=value_hash(nan))
+    record = make.episode(q=q, gold=make.flat_trace(nan), consistency=[], verified=True)
+    episode = Episode.model_validate(record)
+    assert checks.verified_by_ground_truth(episode) is True
+    assert checks.verified_by_ground_truth(episode, tolerance=0.1) is False
+
+
 def test_no_triangulation_metadata_means_no_triangulation_check(make: SimpleNamespace) -> None:
     record = make.episode()
     del record["triangulation_metadata"]
@@ -294,12 +305,18 @@ def test_ground_truth_mismatch_via_the_question_bank(make: SimpleNamespace) -> N
 def test_an_unverified_episode_whose_answer_is_not_the_ground_truth_fails_no_check(
     make: SimpleNamespace,
 ) -> None:
-    """The capture code writes ``verified: false`` exactly when the gold answer is not the
-    ground truth: an honest line, which ``prm`` trains on as a negative. Claimed verified,
-    the same answer is a failed check."""
+    """The capture code writes ``verified: false`` when the gold answer is not the ground
+    truth (nor the consistency majority): an honest line, which ``prm`` trains on as a
+    negative. Verified as captured or as recomputed, the same answer is a failed check
+    (recomputed verified, ``prm`` would label it right)."""
     q = make.question(ground_truth=43, ground_truth_hash=value_hash(43))
-    assert failed(make, make.episode(q=q, verified=False)) == []
+    others = [make.flat_trace(7), make.flat_trace(7)]
+    honest = make.episode(q=q, consistency=others)
+    assert honest["verified"] is False
+    assert failed(make, honest) == []
     assert failed(make, make.episode(q=q, verified=True)) == [checks.GROUND_TRUTH_MISMATCH]
+    # the consistency traces agree with the gold answer, so it recomputes verified
+    assert failed(make, make.episode(q=q, verified=False)) == [checks.GROUND_TRUTH_MISMATCH]
     normalizer = Normalizer()  # a bank's ground truth alike
     bank = make.question()
     normalizer.question(
@@ -308,7 +325,7 @@ def test_an_unverified_episode_whose_answer_is_not_the_ground_truth_fails_no_che
         "bank.jsonl",
         1,
     )
-    assert failed(make, make.episode(q=bank, verified=False), normalizer) == []
+    assert failed(make, make.episode(q=bank, consistency=others), normalizer) == []
     assert failed(make, make.episode(q=bank, verified=True), normalizer) == [
         checks.GROUND_TRUTH_MISMATCH
     ]
