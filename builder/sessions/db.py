@@ -126,34 +126,45 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
     )
 
 
+def _userinfo(url: str) -> str | None:
+    """Everything between ``://`` and the URL's last ``@``: the user info as a reader means
+    it, however a parser would cut it (an unencoded ``/``, ``?`` or ``#`` in a password ends
+    the authority early). None without an ``@``."""
+    rest = url.split("://", 1)[-1]
+    at = rest.rfind("@")
+    return rest[:at] if at >= 0 else None
+
+
+def _hide_userinfo(url: str) -> str:
+    """``url`` with everything up to its last ``@`` hidden, and any password parameter."""
+    scheme, _, rest = url.rpartition("://")
+    after = rest[rest.rfind("@") + 1 :]
+    after = re.sub(r"((?:^|[?&])(?:ssl)?password=)[^&#]*", r"\1***", after, flags=re.IGNORECASE)
+    return f"{scheme}://***@{after}"
+
+
 def _check_postgres_url(url: str) -> None:
-    """Refuse a URL libpq would misread: an ``@`` in the user or password (libpq ends the
-    user info at the first one, and its message would then show the rest of the password)
-    and a port that is not a number."""
-    netloc = urlsplit(url).netloc
-    if netloc.count("@") > 1:
+    """Refuse a URL whose user or password holds an unencoded ``@``, ``/``, ``?`` or ``#``:
+    libpq would cut it elsewhere and could echo the rest of the password in its message."""
+    info = _userinfo(url)
+    if info is not None and any(c in info for c in "@/?#"):
         raise DatabaseError(
-            f"{redact(url)}: the URL's user or password holds an '@'",
-            "percent-encode it in the URL (@ is %40, : is %3A, / is %2F), or put the password "
-            "in PGPASSWORD or ~/.pgpass",
+            f"{_hide_userinfo(url)}: the URL's user or password holds a character that must be "
+            "percent-encoded",
+            "percent-encode it (@ is %40, / is %2F, ? is %3F, # is %23, : is %3A), or put the "
+            "password in PGPASSWORD or ~/.pgpass",
         )
-    try:
-        _ = urlsplit(url).port  # parses it
-    except ValueError as exc:
-        raise DatabaseError(
-            f"{redact(url)}: the URL's port is not a number ({exc})",
-            "fix the URL: postgresql://user:password@host:port/dbname",
-        ) from exc
 
 
 def with_connect_timeout(url: str) -> str:
-    """``url`` with libpq's ``connect_timeout`` set, unless it sets its own."""
-    parts = urlsplit(url)
-    pairs = parse_qsl(parts.query, keep_blank_values=True)
-    if any(k == "connect_timeout" for k, _ in pairs):
+    """``url`` with libpq's ``connect_timeout`` appended, unless it sets its own; the rest of
+    the text is left exactly as given (libpq reads ``%20``, not ``+``; ``postgresql:///db``
+    has an empty host)."""
+    if any(k == "connect_timeout" for k, _ in parse_qsl(urlsplit(url).query)):
         return url
-    query = urlencode([*pairs, ("connect_timeout", str(CONNECT_TIMEOUT_S))])
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+    base, mark, fragment = url.partition("#")
+    join = "&" if "?" in base else "?"
+    return f"{base}{join}connect_timeout={CONNECT_TIMEOUT_S}{mark}{fragment}"
 
 
 def redact(url: str) -> str:
@@ -161,6 +172,9 @@ def redact(url: str) -> str:
     a libpq key=value string with its ``password=`` value replaced."""
     if "://" not in url:
         return _SECRET_PAIR.sub(r"\1\2***", url)
+    info = _userinfo(url)
+    if info is not None and any(c in info for c in "@/?#"):  # a parser would misplace it
+        return _hide_userinfo(url)
     try:
         parts = urlsplit(url)
     except ValueError:

@@ -88,6 +88,28 @@ def test_tables_in_another_schema_are_named_with_how_to_reach_them(backend: Back
 
 
 @POSTGRESQL
+def test_every_url_form_libpq_reads_still_connects(backend: Backend) -> None:
+    """The connect timeout is appended to the URL as written: an escaped space in a
+    parameter, an empty host with the host in the query, and two hosts all connect."""
+    from urllib.parse import urlsplit
+
+    backend.execute("CREATE SCHEMA app")
+    parts = urlsplit(backend.url)
+    host, port, name = parts.hostname, parts.port, parts.path.lstrip("/")
+    account = parts.netloc.rsplit("@", 1)[0]
+    init_database(f"{backend.url}?options=-c%20search_path%3Dapp")
+    backend.execute("INSERT INTO app.sessions VALUES (1, 'Plot it.', NULL, NULL, TRUE)")
+    spaced = f"{backend.url}?options=-c%20search_path%3Dapp"
+    assert read_source(spaced).sessions["session_id"].to_pylist() == [1]
+    user, _, password = account.partition(":")
+    query = f"host={host}&port={port}&user={user}" + (f"&password={password}" if password else "")
+    empty_host = f"postgresql:///{name}?{query}&options=-c%20search_path%3Dapp"
+    assert read_source(empty_host).sessions["session_id"].to_pylist() == [1]
+    two_hosts = f"postgresql://{account}@{host}:{port},{host}:{port}/{name}?{IN_APP}"
+    assert read_source(two_hosts).sessions["session_id"].to_pylist() == [1]
+
+
+@POSTGRESQL
 def test_a_schema_without_usage_is_named(backend: Backend, role: str) -> None:
     backend.execute("CREATE SCHEMA app")
     init_database(f"{backend.url}?{IN_APP}")
@@ -157,8 +179,11 @@ def test_a_server_that_is_down_is_still_the_environment(
 @pytest.mark.parametrize(
     ("url", "said"),
     [
-        ("postgresql://postgres:pw@127.0.0.1:notaport/db", "port is not a number"),
-        ("postgresql://postgres:p@ss:w0rd@127.0.0.1:1/db", "holds an '@'"),
+        ("postgresql://postgres:pw@127.0.0.1:notaport/db", 'invalid integer value "notaport"'),
+        ("postgresql://postgres:p@ss:w0rd@127.0.0.1:1/db", "must be percent-encoded"),
+        ("postgresql://postgres:p@ss:w/rd0w0rd@127.0.0.1:1/db", "must be percent-encoded"),
+        ("postgresql://postgres:ab/cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
+        ("postgresql://postgres:ab#cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
         ("postgresql://postgres:pw@127.0.0.1:1/db?foo=bar", 'invalid URI query parameter: "foo"'),
         ("postgresql://postgres:pw@127.0.0.1:1/db?sslmode=bogus", "invalid sslmode value"),
     ],
@@ -190,9 +215,10 @@ def test_a_host_that_takes_the_connection_and_never_answers_times_out(
         with pytest.raises(db.DatabaseUnreachable, match="timeout expired"):
             check_database(url)
     assert db.with_connect_timeout(url + "?connect_timeout=3") == url + "?connect_timeout=3"
-    assert db.with_connect_timeout(url + "?sslmode=disable").endswith(
-        "?sslmode=disable&connect_timeout=1"
-    )
+    # appended to the text as given: libpq reads %20, not +; an empty host stays empty
+    options = url + "?options=-c%20search_path%3Dapp"
+    assert db.with_connect_timeout(options) == options + "&connect_timeout=1"
+    assert db.with_connect_timeout("postgresql:///db") == "postgresql:///db?connect_timeout=1"
 
 
 @POSTGRESQL
