@@ -23,8 +23,9 @@ assistant messages follow each other, and superseded code is never trained. Like
 again) is not shown: the conversation holds the last output, which the code's weight is
 judged by.
 
-A session that asks nothing (no instruction, ``set_instruction`` or ``input``) is not replayed
-(``no_instruction``): its conversation would open with an empty user message.
+A session that asks nothing before its first code (no instruction, ``set_instruction`` or
+``input`` before it) is not replayed (``no_instruction``): its conversation would open with
+an empty user message.
 
 Weights (the seed: incorrect actions "can be used for setup but should not be trained on
 directly"): an assistant message has weight 1 unless its action has ``correct = false``
@@ -291,6 +292,19 @@ def replay(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> Replay:
     """The ``sft`` rows of every trainable session, and the excluded counts by reason."""
     sessions, excluded = trainable_sessions(v)
     rows = adjacent_merged(conversation_rows(v, sessions, options))
+    # Code written before anything was asked (the request typed only later) would train a
+    # reply to an empty user message.
+    assistant = pl.col("role") == "assistant"
+    first_code = pl.col("position").filter(assistant).min()
+    said = (pl.col("role") == "user") & (pl.col("content").str.strip_chars() != "")
+    unasked = (
+        rows.group_by("session_id")
+        .agg(asked=(said & (pl.col("position") < first_code)).any(), codes=assistant.any())
+        .filter(pl.col("codes") & ~pl.col("asked"))
+        .select("session_id")
+    )
+    excluded[NO_INSTRUCTION] += unasked.height
+    rows = rows.join(unasked, on="session_id", how="anti", maintain_order="left")
     conversations = rows.group_by("session_id", maintain_order=True).agg(
         pl.struct(
             "role",

@@ -154,7 +154,8 @@ def test_a_session_that_asks_nothing_is_not_replayed(backend: Backend) -> None:
     user message, and every such session would share one question. A request typed in the
     chat is the question when nothing else is."""
     backend.create("asks-nothing")
-    backend.insert("sessions", [session(1, None), session(2, "  "), session(3, None)])
+    sessions = [session(1, None), session(2, "  "), session(3, None), session(4, None)]
+    backend.insert("sessions", sessions)
     backend.insert(
         "actions",
         [
@@ -162,12 +163,15 @@ def test_a_session_that_asks_nothing_is_not_replayed(backend: Backend) -> None:
             action("b", 2, 1, "set_code", "y = 2", True, "ai"),
             action("c", 3, 1, "input", "Load sales.csv", None, "human"),
             action("d", 3, 2, "set_code", "df = load()", True, "ai"),
+            action("e", 4, 1, "set_code", "z = 3", True, "ai"),  # asked only afterwards
+            action("f", 4, 2, "input", "Now the mean.", None, "human"),
+            action("g", 4, 3, "set_code", "z.mean()", True, "ai"),
         ],
     )
     validated = validate_source(read_source(backend.url))
     result = replay(validated)
     assert result.sft["session_id"].to_list() == [3]
-    assert result.excluded["no_instruction"] == 2
+    assert result.excluded["no_instruction"] == 3
     (asked,) = validated.sessions.filter(pl.col("session_id") == 3)["question_id"].to_list()
     assert asked == question_id("Load sales.csv", None)
 
