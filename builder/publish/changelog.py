@@ -42,12 +42,18 @@ def _files(manifest: Mapping[str, Any] | None) -> dict[str, set[tuple[str, str]]
     return out
 
 
-def _changed_configs(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> list[str]:
-    """The configs of both releases whose data files differ (a file's name and digest)."""
+def _changed_configs(
+    previous: Mapping[str, Any] | None, current: Mapping[str, Any]
+) -> list[str] | None:
+    """The configs of both releases whose data files differ (a file's name and digest);
+    None when the previous manifest records no file digests (not known)."""
     if previous is None:
         return []
+    if not previous.get("files"):
+        return None
+    both = set(_rows(previous)) & set(_rows(current))  # configs, not other folders (images)
     before, after = _files(previous), _files(current)
-    return sorted(c for c in set(before) & set(after) if before[c] != after[c])
+    return sorted(c for c in both if before.get(c) != after.get(c))
 
 
 def changelog(previous: Mapping[str, Any] | None, current: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,9 +134,10 @@ def changelog_markdown(release: Mapping[str, Any]) -> str:
         removed = ", ".join(f"`{c}`" for c in changes["configs_removed"])
         lines.append(f"Configs removed: {removed}.")
     changed = changes.get("configs_changed")
+    same_configs = not changes["configs_added"] and not changes["configs_removed"]
     if changed:
         lines.append("Data files changed in: " + ", ".join(f"`{c}`" for c in changed) + ".")
-    elif changed is not None and not changes["configs_added"]:
+    elif changed is not None and same_configs:
         lines.append("No data file changed: the data is that of the previous version.")
     rows = changes["rows"]
     if not rows:

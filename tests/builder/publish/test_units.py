@@ -207,3 +207,16 @@ def test_changelog_names_the_configs_whose_data_files_changed() -> None:
     text = changelog_markdown(release)
     assert "Data files changed in: `sft`." in text and "unchanged in every config" in text
     assert "No data file changed" in changelog_markdown({"changes": changelog(old, old)})
+    # only configs count (a card's images folder is none); a removed config is a change;
+    # a previous manifest without digests (an older builder) says nothing of files
+    new["files"] |= {"images/rows.png": "6"}
+    old["files"] |= {"images/rows.png": "7"}
+    assert changelog(old, new)["configs_changed"] == ["sft"]
+    fewer = manifest(sft={"train": 2})
+    fewer["files"] = {"sft/train-a.parquet": "1"}
+    text = changelog_markdown({"changes": changelog(old, fewer)})
+    assert "Configs removed: `dpo`." in text and "No data file changed" not in text
+    old["files"] = {}
+    log = changelog(old, new)
+    assert log["configs_changed"] is None
+    assert "No data file changed" not in changelog_markdown({"changes": log})
