@@ -14,7 +14,8 @@ Kinds, in the order they are applied (``PATTERN_DOCS`` describes each):
   ``sk-admin-…``, legacy ``sk-`` + 32+ letters/digits), ``hf_token`` (``hf_`` + 34
   letters), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36,
   ``github_pat_…``), ``slack_token`` (``xox[abeprs]-<digits>-…``), ``slack_webhook``,
-  ``jwt`` (``eyJ….eyJ….…``), ``bearer_token`` (20+ token characters after ``Bearer``);
+  ``jwt`` (``eyJ….eyJ….…``), ``bearer_token`` (16+ token characters after ``Bearer`` as an
+  ``Authorization`` header's value);
 * ``url_password``: ``scheme://user:password@host`` keeps the user and the host;
 * user ``extra_patterns`` (whole match replaced), in their given order;
 * ``secret_assignment``: a value of 16+ characters assigned (``=``/``:``, quoted or not,
@@ -102,7 +103,12 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}"),
     # a JSON Web Token: base64url header and payload (both JSON objects: ``eyJ``), signature
     whole("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    _keep("bearer_token", r"(\b(?i:bearer)\s+)[A-Za-z0-9._~+/-]{20,}=*"),
+    # only as an Authorization header's value: "bearer" is also a word, and a column name
+    _keep(
+        "bearer_token",
+        rf"((?i:authorization)(?:{_Q})?[ \t]*[:=,][ \t]*(?:{_Q})?(?i:bearer)[ \t]+)"
+        r"[A-Za-z0-9._~+/-]{16,}=*",
+    ),
     whole(
         "slack_webhook",
         r"https://hooks\.slack\.com/services/T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{24}",
@@ -138,7 +144,7 @@ PATTERN_DOCS: dict[str, str] = {
     "slack_token": "Slack tokens (xoxb-, xoxp-, …)",
     "slack_webhook": "Slack incoming-webhook URLs",
     "jwt": "JSON Web Tokens (eyJ….eyJ….…)",
-    "bearer_token": "HTTP bearer tokens (Authorization: Bearer …; the word kept)",
+    "bearer_token": "HTTP bearer tokens (Authorization: Bearer …; the header kept)",
     "url_password": "passwords in URLs (scheme://user:password@host; user and host kept)",
     SECRET_ASSIGNMENT: "random-looking values (16+ characters) assigned to names like api_key, "
     "secret, token or password",
