@@ -1,7 +1,7 @@
 """``sft``: one weighted conversation per training-eligible episode.
 
-One system message comes first (``one_system_message``: ``system_prompt`` and any system
-messages the capture put before the first other message). Then the episode's
+One system message comes first (``one_system_message``: ``system_prompt`` and every system
+message the capture holds in ``messages``). Then the episode's
 ``conversation_for_sft`` messages as captured:
 
 * weight 1 on every assistant message but a failed attempt (its code block is the code of a
@@ -53,27 +53,30 @@ _FENCED = r"```[^\n]*\n(?s:.*?)\n```"
 
 def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) -> pl.LazyFrame:
     """``episode_id``, ``message_index``, ``failed_attempt`` (true) of the captured assistant
-    messages whose code block, or a tool call's ``code`` argument, is a gold turn that failed
-    (``failed_turns``), or whose feedback shows an error (``answered_by_error``): the
-    capture's conversation holds those attempts as they were made, and they train at weight
-    0, as in a conversation rendered from the turns."""
-    gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
-    gold_turns = (
+    messages that hold a failed attempt: the capture's conversation holds the attempts as
+    they were made, and they train at weight 0, as in a conversation rendered from the turns.
+
+    A code (a fenced block, or a tool call's ``code`` argument) is matched to the gold turn
+    of the same code by position: its k-th occurrence in the conversation is the k-th turn
+    with that code, so code that failed once and ran again as is (a transient error) trains
+    where it ran. A flat gold trace's cells carry no success of their own: there, an
+    attempt whose feedback shows an error (``answered_by_error``) is the failed one."""
+    gold = tables["traces"].filter(pl.col("role") == "gold")
+    turns = (
         tables["turns"]
-        .join(gold, on="trace_id")
-        .select("episode_id", "trace_id", "turn_index", code=pl.col("code").str.strip_chars())
+        .join(gold.select("trace_id", "episode_id"), on="trace_id")
+        .join(
+            failed_turns(tables).with_columns(failed=pl.lit(True)),
+            on=["trace_id", "turn_index"],
+            how="left",
+        )
+        .select("episode_id", "turn_index", "failed", code=pl.col("code").str.strip_chars())
+        .with_columns(nth=pl.int_range(pl.len()).over("episode_id", "code", order_by="turn_index"))
     )
-    ran = gold_turns.join(failed_turns(tables), on=["trace_id", "turn_index"], how="anti")
-    # Code that failed once and ran again as is (a transient error) is matched by its
-    # feedback alone: by its text, the run that succeeded would be context too.
-    failed = (
-        gold_turns.join(failed_turns(tables), on=["trace_id", "turn_index"], how="semi")
-        .join(ran, on=["episode_id", "code"], how="anti")
-        .select("episode_id", "code")
-    )
+    failing = turns.filter(pl.col("failed")).select("episode_id").unique()
     text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
     answers = captured.filter(pl.col("role") == "assistant").join(
-        failed.select("episode_id").unique(), on="episode_id", how="semi"
+        failing, on="episode_id", how="semi"
     )
     blocks = (
         answers.select("episode_id", "message_index", code=text.str.extract_all(_FENCED))
@@ -96,10 +99,23 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
             .str.json_path_match("$.code"),
         )
     )
-    codes = pl.concat([blocks, calls]).with_columns(pl.col("code").str.strip_chars())
-    matched = codes.join(failed, on=["episode_id", "code"], how="semi")
+    codes = (
+        pl.concat([blocks, calls])
+        .with_columns(pl.col("code").str.strip_chars())
+        .drop_nulls("code")
+        .with_row_index("_order")  # blocks, then calls, of each message: as written
+        .with_columns(
+            nth=pl.int_range(pl.len()).over(
+                "episode_id", "code", order_by=["message_index", "_order"]
+            )
+        )
+    )
+    matched = codes.join(turns.filter(pl.col("failed")), on=["episode_id", "code", "nth"])
+    flat = captured.join(
+        gold.filter(pl.col("form") == "flat").select("episode_id"), on="episode_id", how="semi"
+    )
     return (
-        pl.concat([matched.select("episode_id", "message_index"), answered_by_error(captured)])
+        pl.concat([matched.select("episode_id", "message_index"), answered_by_error(flat)])
         .select("episode_id", "message_index", failed_attempt=pl.lit(True))
         .unique()
     )
@@ -107,9 +123,7 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
 
 def answered_by_error(captured: pl.LazyFrame) -> pl.LazyFrame:
     """``episode_id``, ``message_index`` of the captured assistant messages whose feedback
-    (the next message, a ``tool`` or ``user`` one) shows an error (``failures.is_error``): a
-    flat trace's cells carry no success of their own, and a tool call's code need not match
-    a turn's, but the capture's conversation shows each run's output."""
+    (the next message, a ``tool`` or ``user`` one) shows an error (``failures.is_error``)."""
     text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
     ordered = captured.sort("episode_id", "message_index").with_columns(
         next_role=pl.col("role").shift(-1).over("episode_id"),
@@ -125,37 +139,35 @@ def answered_by_error(captured: pl.LazyFrame) -> pl.LazyFrame:
 def one_system_message(
     tables: Mapping[str, pl.LazyFrame], context: pl.LazyFrame, captured: pl.LazyFrame
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """(``captured`` without its leading system messages, ``episode_id``, ``system``: the
-    one system message of each conversation). A capture may hold its system prompt in
-    ``messages`` too: chat templates take one system message, first, so the leading ones
-    join ``system_prompt`` (once, when they say the same), and the default system prompt
-    stands in only when the capture has neither."""
-    first_other = pl.col("message_index").filter(pl.col("role") != "system").min()
-    leading = (pl.col("role") == "system") & (
-        pl.col("message_index") < first_other.over("episode_id")
-    )
+    """(``captured`` without its system messages, ``episode_id``, ``system``: the one system
+    message of each conversation). A capture may hold system messages in ``messages`` too:
+    chat templates take one system message, first, so they join ``system_prompt`` in order
+    (each text once; blank ones add nothing), and the default system prompt stands in only
+    when the capture has none."""
+    system_role = pl.col("role") == "system"
     text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
-    said = (
-        captured.filter(leading)
-        .group_by("episode_id")
-        .agg(said=text.sort_by("message_index").str.join("\n\n"))
+    own = tables["episodes"].select(
+        "episode_id", pl.lit(-1, pl.Int64).alias("message_index"), text=pl.col("system_prompt")
     )
-    own = tables["episodes"].select("episode_id", own="system_prompt")
-    joined = pl.concat_str("own", pl.lit("\n\n"), "said")
+    captured_system = captured.filter(system_role).select(
+        "episode_id", pl.col("message_index").cast(pl.Int64), text=text
+    )
+    key = pl.col("text").str.strip_chars()  # the same text up to blank edges is said once
+    said = (
+        pl.concat([own, captured_system])
+        .with_columns(key=key)
+        .filter(pl.col("key").is_not_null() & (pl.col("key") != ""))
+        .sort("episode_id", "message_index")
+        .unique(["episode_id", "key"], keep="first", maintain_order=True)
+        .group_by("episode_id")
+        .agg(said=pl.col("text").sort_by("message_index").str.join("\n\n"))
+    )
     system = (
         context.select("episode_id", "system")
-        .join(own, on="episode_id", how="left")
         .join(said, on="episode_id", how="left")
-        .select(
-            "episode_id",
-            system=pl.when(pl.col("said").is_null())
-            .then("system")
-            .when(pl.col("own").is_null() | (pl.col("own") == pl.col("said")))
-            .then("said")
-            .otherwise(joined),
-        )
+        .select("episode_id", system=pl.coalesce("said", "system"))
     )
-    return captured.filter(~leading), system
+    return captured.filter(~system_role), system
 
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:

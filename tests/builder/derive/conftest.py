@@ -315,9 +315,20 @@ def expected_counts(tables: Mapping[str, pl.LazyFrame], cap: int) -> dict[str, i
         arguments = [orjson.loads(c["function"]["arguments"]) for c in calls]
         return blocks + [a["code"] for a in arguments if "code" in a]
 
-    # ... and one whose feedback (the next message, tool or user) shows an error
+    # ... and, where the gold trace is flat (no success per cell), one whose feedback (the
+    # next message, tool or user) shows an error
     following = {}
-    messages = captured.sort("episode_id", "message_index").collect().to_dicts()
+    flat_episodes = (
+        tables["traces"]
+        .filter((pl.col("role") == "gold") & (pl.col("form") == "flat"))
+        .select("episode_id")
+    )
+    messages = (
+        captured.join(flat_episodes, on="episode_id", how="semi")
+        .sort("episode_id", "message_index")
+        .collect()
+        .to_dicts()
+    )
     for here, after in itertools.pairwise(messages):
         if here["episode_id"] == after["episode_id"] and after["role"] in ("tool", "user"):
             text = after["content"] or " ".join(

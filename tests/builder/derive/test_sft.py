@@ -154,9 +154,10 @@ def test_a_failed_attempt_made_as_a_tool_call_is_context(make) -> None:
 
 
 def test_a_conversation_that_captured_its_system_message_has_one(make) -> None:
-    """Chat templates take one system message, first: a capture that holds its system
-    prompt in ``messages`` too keeps one (``system_prompt`` and the captured one joined
-    when they differ), and the default stands in only when it has neither."""
+    """Chat templates take one system message, first: a capture that holds system messages
+    in ``messages`` too keeps one (``system_prompt`` and the captured ones joined in order,
+    each text once, blank ones adding nothing), and the default stands in only when it has
+    none."""
     gold = make.trace(2, turns=[make.turn(0, "submit(2)", submitted=2)])
     consistency = [make.trace(2, cells=["submit(2)"])]
 
@@ -171,10 +172,16 @@ def test_a_conversation_that_captured_its_system_message_has_one(make) -> None:
 
     episodes = [
         episode("e-null", None, ["Captured."]),
-        episode("e-same", "Captured.", ["Captured."]),
+        episode("e-same", "Captured.", ["Captured.\n"]),  # the same up to blank edges
         episode("e-both", "Own.", ["Captured.", "More."]),
         episode("e-none", None, []),
+        episode("e-empty", "", ["Captured."]),
     ]
+    late = episode("e-late", "Own.", [])  # a system message in the middle: moved first
+    late["conversation_for_sft"]["messages"].insert(1, {"role": "system", "content": "Late."})
+    blank = episode("e-blank", "Own.", [])
+    blank["conversation_for_sft"]["messages"].insert(0, {"role": "system", "content": None})
+    episodes += [late, blank]
     options = DeriveOptions(default_system_prompt="Default.")
     found = sft.derive(make.build_tables(episodes), options).collect()
     systems = {
@@ -186,6 +193,9 @@ def test_a_conversation_that_captured_its_system_message_has_one(make) -> None:
         "e-same": ["Captured."],
         "e-both": ["Own.\n\nCaptured.\n\nMore."],
         "e-none": ["Default."],
+        "e-empty": ["Captured."],
+        "e-late": ["Own.\n\nLate."],
+        "e-blank": ["Own."],
     }
     for row in found.to_dicts():
         assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant"]
@@ -248,6 +258,26 @@ def test_code_that_failed_once_and_ran_again_as_is_trains_where_it_ran(make) -> 
     episode = make.episode("ep-rt", "Fetch it.", gold, consistency, conversation=conversation)
     (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
     assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [0, 1, 1]
+
+
+def test_a_turn_that_succeeded_trains_whatever_its_output_prints(make) -> None:
+    """A turn's own success flag decides: one that caught an exception and printed its
+    traceback, then recovered, ran; the feedback rule is for flat cells, which have none."""
+    t = make.turn
+    caught = "Traceback (most recent call last):\n  ...\nUnicodeDecodeError: bad byte\nretrying"
+    gold = make.trace(
+        2,
+        turns=[t(0, "df = load()", stdout=caught), t(1, "submit(2)", submitted=2)],
+    )
+    messages: list[dict] = [{"role": "user", "content": "Load it."}]
+    messages.append({"role": "assistant", "content": "```python\ndf = load()\n```"})
+    messages.append({"role": "user", "content": f"[stdout]:\n{caught}\nValidationError: 0"})
+    messages.append({"role": "assistant", "content": "```python\nsubmit(2)\n```"})
+    conversation = {"system_prompt": "Sys.", "messages": messages}
+    consistency = [make.trace(2, cells=["submit(2)"])]
+    episode = make.episode("ep-ok", "Load it.", gold, consistency, conversation=conversation)
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [1, 1]
 
 
 def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
