@@ -119,8 +119,8 @@ def correct_column_warning(manifest: Mapping[str, Any]) -> str | None:
         told = f" Its column {', '.join(alike)} is not read: rename it to correct if it is that."
     return (
         "the sessions' actions table has no correct column, so no action is marked incorrect "
-        "and every action of a verified session trains (the seeds keep incorrect actions as "
-        f"context only).{told}"
+        "and every action of a verified session trains unless its run shows an error (the "
+        f"seeds keep incorrect actions as context only).{told}"
     )
 
 
@@ -131,7 +131,7 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     _section("rows per config", ((n, _splits(c["rows"])) for n, c in configs.items()), out)
     _section("rejects by kind", m["rejects"]["by_kind"].items(), out)
     _section("checks failed (episodes)", m["checks"]["episodes_by_kind"].items(), out)
-    hook_only = {FAILED_HOOK_CHECKS: "failed_hook_checks (prm, prm_stepwise, rl only)"}
+    hook_only = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, rl only)"}
     exclusions = ((hook_only.get(k, k), n) for k, n in m["training_exclusions"].items())
     _section("excluded from training", exclusions, out)
     if m.get("duplicate_keys"):

@@ -52,8 +52,8 @@ def fenced(code: pl.Expr) -> pl.Expr:
 
 
 def assistant_content() -> pl.Expr:
-    """From ``reasoning`` and ``code`` columns; blank reasoning counts as none (no message
-    starts with an empty line)."""
+    """From ``reasoning`` and ``code`` columns; blank reasoning counts as none (it would add
+    only an empty line)."""
     code = fenced(pl.col("code"))
     reasoning = pl.concat_str(pl.col("reasoning"), pl.lit("\n"), code)
     blank = pl.col("reasoning").fill_null("").str.strip_chars() == ""

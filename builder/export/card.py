@@ -338,7 +338,7 @@ def card_markdown(
         "## Training configs",
         "",
         *(_config_section(c) for c in objectives),
-        *recipes_section(dataset, {c.name for c in configs if any(c.rows.values())}),
+        *recipes_section(dataset, {c.name for c in configs if c.rows.get("train")}),
         "## Tables",
         "",
         *(_config_section(c) for c in tables),

@@ -152,7 +152,8 @@ trainer.train()
 
 def recipes_section(dataset: str, configs: set[str] | None = None) -> list[str]:
     """The card's recipe section: the setup, then one block per config of ``configs`` (the
-    configs with rows: ``datasets`` cannot load one without; None: all)."""
+    configs with train rows, which every block loads: ``datasets`` cannot load a split
+    without rows; None: all)."""
     parts = [
         "## Training recipes",
         "",
@@ -188,5 +189,5 @@ def recipes_section(dataset: str, configs: set[str] | None = None) -> list[str]:
         ]
     if absent:
         names = ", ".join(f"`{name}`" for name in dict.fromkeys(absent))
-        parts += [f"No recipe for {names}: this build has no rows there.", ""]
+        parts += [f"No recipe for {names}: this build has no train rows there.", ""]
     return parts

@@ -8,10 +8,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from builder.checks import MEANINGS
+from builder.derive.eligibility import FAILED_HOOK_CHECKS
 from builder.report import charts, stats
 from builder.report.folder import BuildFolder
 from builder.report.html import Node, Raw, el, num, table
 from builder.report.sections import figure, section
+
+# Left out of the configs that read hooks only: they train every other config.
+HOOK_ONLY_LABEL = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, rl only)"}
 
 
 def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
@@ -64,7 +68,10 @@ def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
                 el("h3", "Excluded from training, by reason"),
                 table(
                     ("reason", "episodes"),
-                    [(k, num(int(v), f"exclusions.{k}")) for k, v in exclusions.items()],
+                    [
+                        (HOOK_ONLY_LABEL.get(k, k), num(int(v), f"exclusions.{k}"))
+                        for k, v in exclusions.items()
+                    ],
                 ),
                 _sessions(m.get("sessions")),
             ),

@@ -104,7 +104,9 @@ def test_recipes_are_shown_only_for_configs_with_rows_and_pin_a_revision() -> No
     text = "\n".join(recipes_section("org/name", {"sft", "sft_turns", "prm_stepwise"}))
     assert "### `sft`" in text and "### `sft_turns`" in text
     assert "### `dpo`" not in text and "### `rl`" not in text
-    assert "No recipe for `self_correction`, `dpo`, `orm`, `rl`" in text
+    assert (
+        "No recipe for `self_correction`, `dpo`, `orm`, `rl`: this build has no train rows" in text
+    )
     assert 'REVISION = None  # on the Hub, pin a release: its tag, such as "v1.2.0"' in text
     for recipe in RECIPES.values():
         loads = recipe.code.count("load_dataset(DATASET")
