@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import traceback
@@ -48,6 +49,10 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+# What an episode file or glob given without its flag looks like
+_EPISODE_FILE = re.compile(r"\.(?:jsonl|ndjson|json)(?:\.gz|\.zst)?$|\*")
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors in one line, like every other mistake (subcommands inherit it)."""
 
@@ -60,8 +65,8 @@ class _Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             message = f"unrecognized arguments: {' '.join(extras)}"
-            files = [e for e in extras if not e.startswith("-")]
-            if getattr(parsed, "command", None) == "build" and files:
+            files = [e for e in extras if _EPISODE_FILE.search(e) and "://" not in e]
+            if getattr(parsed, "command", None) == "build" and files == extras:
                 # ``episodes build x.jsonl``, as ``validate`` takes them: say where they go.
                 message += f"; input files go after a flag: --episodes {' '.join(files)}"
             _command_parser(self, parsed).error(message)

@@ -98,6 +98,12 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "input files go after a flag: --episodes episodes.jsonl",
         ),
         (
+            "a value after a misspelt flag is not called a file",
+            ["build", "--workerz", "3", *out],
+            1,
+            "unrecognized arguments: --workerz 3 — see",
+        ),
+        (
             "no subcommand",
             ["sessions"],
             1,
@@ -241,7 +247,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 54
+N_CASES = 55
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
