@@ -234,7 +234,8 @@ def test_a_captured_attempt_whose_feedback_shows_an_error_is_context(make) -> No
 
 def test_code_that_failed_once_and_ran_again_as_is_trains_where_it_ran(make) -> None:
     """A transient error: the same code failed, then ran. By its text both messages would
-    be the failed turn; the feedback tells them apart."""
+    be the failed turn; their order tells them apart (the k-th occurrence of a code is the
+    k-th turn with it)."""
     t = make.turn
     gold = make.trace(
         2,
