@@ -56,27 +56,29 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
     messages that hold a failed attempt: the capture's conversation holds the attempts as
     they were made, and they train at weight 0, as in a conversation rendered from the turns.
 
-    A code (a fenced block, or a tool call's ``code`` argument) is matched to the gold turn
-    of the same code by position: its k-th occurrence in the conversation is the k-th turn
-    with that code, so code that failed once and ran again as is (a transient error) trains
-    where it ran. A flat gold trace's cells carry no success of their own: there, an
-    attempt whose feedback shows an error (``answered_by_error``) is the failed one."""
-    gold = tables["traces"].filter(pl.col("role") == "gold")
+    A message's codes (its fenced blocks and its tool calls' ``code`` arguments, each code
+    once however often the message quotes it) are matched to the gold turns by position:
+    the k-th message holding a code is the k-th turn with that code, so code that failed
+    once and ran again as is (a transient error) trains where it ran. A message matched to a
+    failed turn is context; one matched to a turn that ran trains, whatever its output
+    prints; one matched to no turn of known success (a flat trace's cells have none; code
+    written otherwise than the turn's) is context when its feedback shows an error
+    (``answered_by_error``)."""
+    gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
+    by_feedback = answered_by_error(captured)
+    failing = failed_turns(tables).join(gold, on="trace_id").select("episode_id")
+    # only the conversations with a failed gold turn or a failed-looking run to look at
+    candidates = pl.concat([failing, by_feedback.select("episode_id")]).unique()
     turns = (
         tables["turns"]
-        .join(gold.select("trace_id", "episode_id"), on="trace_id")
-        .join(
-            failed_turns(tables).with_columns(failed=pl.lit(True)),
-            on=["trace_id", "turn_index"],
-            how="left",
-        )
-        .select("episode_id", "turn_index", "failed", code=pl.col("code").str.strip_chars())
+        .join(gold, on="trace_id")
+        .join(candidates, on="episode_id", how="semi")
+        .select("episode_id", "turn_index", "success", code=pl.col("code").str.strip_chars())
         .with_columns(nth=pl.int_range(pl.len()).over("episode_id", "code", order_by="turn_index"))
     )
-    failing = turns.filter(pl.col("failed")).select("episode_id").unique()
     text = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
     answers = captured.filter(pl.col("role") == "assistant").join(
-        failing, on="episode_id", how="semi"
+        candidates, on="episode_id", how="semi"
     )
     blocks = (
         answers.select("episode_id", "message_index", code=text.str.extract_all(_FENCED))
@@ -103,6 +105,7 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
         pl.concat([blocks, calls])
         .with_columns(pl.col("code").str.strip_chars())
         .drop_nulls("code")
+        .unique(["episode_id", "message_index", "code"], keep="first", maintain_order=True)
         .with_row_index("_order")  # blocks, then calls, of each message: as written
         .with_columns(
             nth=pl.int_range(pl.len()).over(
@@ -110,12 +113,18 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
             )
         )
     )
-    matched = codes.join(turns.filter(pl.col("failed")), on=["episode_id", "code", "nth"])
-    flat = captured.join(
-        gold.filter(pl.col("form") == "flat").select("episode_id"), on="episode_id", how="semi"
+    matched = codes.join(turns, on=["episode_id", "code", "nth"]).select(
+        "episode_id", "message_index", "success"
     )
+    ran = matched.filter(pl.col("success").fill_null(False))
+    failed = matched.filter(pl.col("success").not_().fill_null(False))
     return (
-        pl.concat([matched.select("episode_id", "message_index"), answered_by_error(flat)])
+        pl.concat(
+            [
+                failed.select("episode_id", "message_index"),
+                by_feedback.join(ran, on=["episode_id", "message_index"], how="anti"),
+            ]
+        )
         .select("episode_id", "message_index", failed_attempt=pl.lit(True))
         .unique()
     )

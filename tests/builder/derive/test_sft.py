@@ -281,6 +281,45 @@ def test_a_turn_that_succeeded_trains_whatever_its_output_prints(make) -> None:
     assert [m["weight"] for m in found["messages"] if m["role"] == "assistant"] == [1, 1]
 
 
+def test_a_code_quoted_twice_in_a_message_is_one_attempt(make) -> None:
+    """Reasoning that quotes the code it is about to run says it once: the count of a
+    code's messages, not of its copies, finds its turn. Code written otherwise than the
+    turn's (a tool call's ``source`` argument) is judged by its feedback."""
+    t = make.turn
+    bad = "x = df['sex']"
+    gold = make.trace(
+        2,
+        turns=[
+            t(0, bad, success=False, stderr="KeyError: 'sex'"),
+            t(1, bad, success=False, stderr="KeyError: 'sex'"),
+            t(2, "x = df['Sex']", stdout="ok"),
+            t(3, "y = 1", success=False, stderr="NameError: z"),
+            t(4, "submit(2)", submitted=2),
+        ],
+    )
+    quoted = f"Run `{bad}` again:\n```python\n{bad}\n```\n```python\n{bad}\n```"
+    call = {"id": "c", "type": "function"}
+    call["function"] = {"name": "run_python", "arguments": json.dumps({"source": "y = 1"})}
+    messages: list[dict] = [
+        {"role": "user", "content": "Sex?"},
+        {"role": "assistant", "content": f"```python\n{bad}\n```"},
+        {"role": "user", "content": "[stderr]:\nKeyError: 'sex'"},
+        {"role": "assistant", "content": quoted},
+        {"role": "user", "content": "[stderr]:\nKeyError: 'sex'"},
+        {"role": "assistant", "content": "```python\nx = df['Sex']\n```"},
+        {"role": "user", "content": "[stdout]:\nok"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c", "content": "NameError: z"},
+        {"role": "assistant", "content": "```python\nsubmit(2)\n```"},
+    ]
+    conversation = {"system_prompt": "Sys.", "messages": messages}
+    consistency = [make.trace(2, cells=["submit(2)"])]
+    episode = make.episode("ep-q", "Sex?", gold, consistency, conversation=conversation)
+    (found,) = sft.derive(make.build_tables([episode]), DeriveOptions()).collect().to_dicts()
+    weights = [m["weight"] for m in found["messages"] if m["role"] == "assistant"]
+    assert weights == [0, 0, 1, 0, 1]
+
+
 def test_a_conversation_with_nothing_to_train_is_no_row(make) -> None:
     """A captured conversation without an assistant message has nothing to train: the gold
     trace is rendered instead, as for an episode that captured none. A gold trace whose every
