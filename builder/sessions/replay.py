@@ -288,23 +288,37 @@ def adjacent_merged(
     )
 
 
-def replay(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> Replay:
-    """The ``sft`` rows of every trainable session, and the excluded counts by reason."""
-    sessions, excluded = trainable_sessions(v)
-    rows = adjacent_merged(conversation_rows(v, sessions, options))
-    # Code written before anything was asked (the request typed only later) would train a
-    # reply to an empty user message.
-    assistant = pl.col("role") == "assistant"
-    first_code = pl.col("position").filter(assistant).min()
-    said = (pl.col("role") == "user") & (pl.col("content").str.strip_chars() != "")
-    unasked = (
-        rows.group_by("session_id")
-        .agg(asked=(said & (pl.col("position") < first_code)).any(), codes=assistant.any())
+def _unasked(rows: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+    """``session_id`` of the sessions whose first code comes before any request: a
+    non-blank initial instruction, ``set_instruction`` or ``input``."""
+    given = pl.col("action").str.strip_chars().fill_null("") != ""
+    request = pl.col("action_type").is_in(["input", "set_instruction"]) & given
+    opening = pl.col("action_id").is_null() & (pl.col("role") == "user")
+    instructed = sessions.select(
+        "session_id",
+        _instructed=pl.col("initial_instruction").str.strip_chars().fill_null("") != "",
+    )
+    code = pl.col("role") == "assistant"
+    first_code = pl.col("position").filter(code).min()
+    return (
+        rows.join(instructed, on="session_id", how="left")
+        .with_columns(_asks=request | (opening & pl.col("_instructed")))
+        .group_by("session_id")
+        .agg(asked=(pl.col("_asks") & (pl.col("position") < first_code)).any(), codes=code.any())
         .filter(pl.col("codes") & ~pl.col("asked"))
         .select("session_id")
     )
+
+
+def replay(v: Validated, options: ReplayOptions = DEFAULT_OPTIONS) -> Replay:
+    """The ``sft`` rows of every trainable session, and the excluded counts by reason."""
+    sessions, excluded = trainable_sessions(v)
+    rows = conversation_rows(v, sessions, options)
+    # Code written before anything was asked (the request typed only later) would train a
+    # reply to a message of context alone (the initial code or output) or to none.
+    unasked = _unasked(rows, sessions)
     excluded[NO_INSTRUCTION] += unasked.height
-    rows = rows.join(unasked, on="session_id", how="anti", maintain_order="left")
+    rows = adjacent_merged(rows.join(unasked, on="session_id", how="anti", maintain_order="left"))
     conversations = rows.group_by("session_id", maintain_order=True).agg(
         pl.struct(
             "role",

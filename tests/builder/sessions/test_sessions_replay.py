@@ -155,6 +155,7 @@ def test_a_session_that_asks_nothing_is_not_replayed(backend: Backend) -> None:
     chat is the question when nothing else is."""
     backend.create("asks-nothing")
     sessions = [session(1, None), session(2, "  "), session(3, None), session(4, None)]
+    sessions.append(session(5, None, "df = load()", "loaded 10 rows"))  # context alone
     backend.insert("sessions", sessions)
     backend.insert(
         "actions",
@@ -166,12 +167,14 @@ def test_a_session_that_asks_nothing_is_not_replayed(backend: Backend) -> None:
             action("e", 4, 1, "set_code", "z = 3", True, "ai"),  # asked only afterwards
             action("f", 4, 2, "input", "Now the mean.", None, "human"),
             action("g", 4, 3, "set_code", "z.mean()", True, "ai"),
+            action("h", 5, 1, "set_code", "df.head()", True, "ai"),
+            action("i", 5, 2, "input", "Now the mean.", None, "human"),
         ],
     )
     validated = validate_source(read_source(backend.url))
     result = replay(validated)
     assert result.sft["session_id"].to_list() == [3]
-    assert result.excluded["no_instruction"] == 3
+    assert result.excluded["no_instruction"] == 4
     (asked,) = validated.sessions.filter(pl.col("session_id") == 3)["question_id"].to_list()
     assert asked == question_id("Load sales.csv", None)
 
