@@ -111,7 +111,8 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
         if base is not None and not path.is_absolute():
             path = base / path
         return DatabaseURL(url, "sqlite", path)
-    if urlsplit(url).scheme in _POSTGRES_SCHEMES:
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme in _POSTGRES_SCHEMES:  # before any parser, which may fail on the password
         _check_postgres_url(url)
         return DatabaseURL(url, "postgresql")
     if _CONNINFO.match(url):
@@ -126,33 +127,52 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
     )
 
 
+def _userinfo_end(rest: str) -> int | None:
+    """Where the user info of ``rest`` (a URL after its ``://``) ends: the last ``@`` before
+    the query. A ``?`` in a password starts the query early, which is then told by an ``@``
+    in its first parameter before any ``=`` (``?cd@host/db``): a parameter is ``key=value``,
+    and an ``@`` in a value (``application_name=me@host``) is none of the user info's."""
+    query = rest.find("?")
+    head = rest if query < 0 else rest[:query]
+    at = head.rfind("@")
+    if at >= 0:
+        return at
+    if query >= 0:
+        first = rest[query + 1 :].split("&", 1)[0]
+        at, equals = first.find("@"), first.find("=")
+        if at >= 0 and (equals < 0 or at < equals):
+            return query + 1 + at
+    return None
+
+
 def _userinfo(url: str) -> str | None:
-    """Everything between ``://`` and the URL's last ``@``: the user info as a reader means
-    it, however a parser would cut it (an unencoded ``/``, ``?`` or ``#`` in a password ends
-    the authority early). None without an ``@``."""
+    """The user info as a reader means it, however a parser would cut it (an unencoded
+    ``/``, ``?``, ``#`` or ``@`` in a password ends it early). None without one."""
     rest = url.split("://", 1)[-1]
-    at = rest.rfind("@")
-    return rest[:at] if at >= 0 else None
+    end = _userinfo_end(rest)
+    return rest[:end] if end is not None else None
 
 
 def _hide_userinfo(url: str) -> str:
-    """``url`` with everything up to its last ``@`` hidden, and any password parameter."""
+    """``url`` with its user info hidden, and any password parameter."""
     scheme, _, rest = url.rpartition("://")
-    after = rest[rest.rfind("@") + 1 :]
+    end = _userinfo_end(rest)
+    after = rest[end + 1 :] if end is not None else rest
     after = re.sub(r"((?:^|[?&])(?:ssl)?password=)[^&#]*", r"\1***", after, flags=re.IGNORECASE)
     return f"{scheme}://***@{after}"
 
 
 def _check_postgres_url(url: str) -> None:
-    """Refuse a URL whose user or password holds an unencoded ``@``, ``/``, ``?`` or ``#``:
-    libpq would cut it elsewhere and could echo the rest of the password in its message."""
+    """Refuse a URL whose user or password holds an unencoded ``@``, ``/``, ``?``, ``#``,
+    ``[`` or ``]``: a parser would cut it elsewhere (or take it for an IPv6 host) and could
+    echo the rest of the password in its message."""
     info = _userinfo(url)
-    if info is not None and any(c in info for c in "@/?#"):
+    if info is not None and any(c in info for c in "@/?#[]"):
         raise DatabaseError(
             f"{_hide_userinfo(url)}: the URL's user or password holds a character that must be "
             "percent-encoded",
-            "percent-encode it (@ is %40, / is %2F, ? is %3F, # is %23, : is %3A), or put the "
-            "password in PGPASSWORD or ~/.pgpass",
+            "percent-encode it (@ is %40, / is %2F, ? is %3F, # is %23, [ is %5B, ] is %5D), "
+            "or put the password in PGPASSWORD or ~/.pgpass",
         )
 
 
@@ -160,11 +180,9 @@ def with_connect_timeout(url: str) -> str:
     """``url`` with libpq's ``connect_timeout`` appended, unless it sets its own; the rest of
     the text is left exactly as given (libpq reads ``%20``, not ``+``; ``postgresql:///db``
     has an empty host)."""
-    if any(k == "connect_timeout" for k, _ in parse_qsl(urlsplit(url).query)):
-        return url
-    base, mark, fragment = url.partition("#")
-    join = "&" if "?" in base else "?"
-    return f"{base}{join}connect_timeout={CONNECT_TIMEOUT_S}{mark}{fragment}"
+    if "#" in url or any(k == "connect_timeout" for k, _ in parse_qsl(urlsplit(url).query)):
+        return url  # libpq reads no fragment: after a '#', the timeout would join its text
+    return f"{url}{'&' if '?' in url else '?'}connect_timeout={CONNECT_TIMEOUT_S}"
 
 
 def redact(url: str) -> str:
@@ -173,7 +191,7 @@ def redact(url: str) -> str:
     if "://" not in url:
         return _SECRET_PAIR.sub(r"\1\2***", url)
     info = _userinfo(url)
-    if info is not None and any(c in info for c in "@/?#"):  # a parser would misplace it
+    if info is not None and any(c in info for c in "@/?#[]"):  # a parser would misplace it
         return _hide_userinfo(url)
     try:
         parts = urlsplit(url)

@@ -184,6 +184,8 @@ def test_a_server_that_is_down_is_still_the_environment(
         ("postgresql://postgres:p@ss:w/rd0w0rd@127.0.0.1:1/db", "must be percent-encoded"),
         ("postgresql://postgres:ab/cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
         ("postgresql://postgres:ab#cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
+        ("postgresql://postgres:ab?cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
+        ("postgresql://postgres:ab[w0rd]cd@127.0.0.1:1/db", "must be percent-encoded"),
         ("postgresql://postgres:pw@127.0.0.1:1/db?foo=bar", 'invalid URI query parameter: "foo"'),
         ("postgresql://postgres:pw@127.0.0.1:1/db?sslmode=bogus", "invalid sslmode value"),
     ],
@@ -218,6 +220,9 @@ def test_a_host_that_takes_the_connection_and_never_answers_times_out(
     # appended to the text as given: libpq reads %20, not +; an empty host stays empty
     options = url + "?options=-c%20search_path%3Dapp"
     assert db.with_connect_timeout(options) == options + "&connect_timeout=1"
+    # an '@' in a parameter's value is no user info: the URL is not refused
+    named = url + "?application_name=me@host"
+    assert db.parse_url(named).url == named
     assert db.with_connect_timeout("postgresql:///db") == "postgresql:///db?connect_timeout=1"
 
 
