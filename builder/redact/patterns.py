@@ -14,8 +14,8 @@ Kinds, in the order they are applied (``PATTERN_DOCS`` describes each):
   ``sk-admin-…``, legacy ``sk-`` + 32+ letters/digits), ``hf_token`` (``hf_`` + 34
   letters), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36,
   ``github_pat_…``), ``slack_token`` (``xox[abeprs]-<digits>-…``), ``slack_webhook``,
-  ``jwt`` (``eyJ….eyJ….…``), ``bearer_token`` (16+ token characters after ``Bearer`` as an
-  ``Authorization`` header's value);
+  ``jwt`` (``eyJ….eyJ….…``), ``bearer_token`` (16+ token characters after ``Bearer`` as the
+  value of an ``Authorization`` header, or of a name with ``auth`` in it);
 * ``url_password``: ``scheme://user:password@host`` keeps the user and the host;
 * user ``extra_patterns`` (whole match replaced), in their given order;
 * ``secret_assignment``: a value of 16+ characters assigned (``=``/``:``, quoted or not,
@@ -103,11 +103,13 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}"),
     # a JSON Web Token: base64url header and payload (both JSON objects: ``eyJ``), signature
     whole("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    # only as an Authorization header's value: "bearer" is also a word, and a column name
+    # only as the value of an Authorization header (or a name with "auth" in it): "bearer"
+    # is also a word, and a column name. The name may be quoted or indexed, the value an
+    # f-string or a JS template.
     _keep(
         "bearer_token",
-        rf"((?i:authorization)(?:{_Q})?[ \t]*[:=,][ \t]*(?:{_Q})?(?i:bearer)[ \t]+)"
-        r"[A-Za-z0-9._~+/-]{16,}=*",
+        r"((?i:[a-z_-]*auth[a-z_-]*)(?:\\*[\"'`\]])*[ \t]*(?:=>|[:=,])[ \t]*[fbrFBR]?"
+        r"(?:\\*[\"'`])?(?i:bearer)[ \t]+)[A-Za-z0-9._~+/-]{16,}=*",
     ),
     whole(
         "slack_webhook",
