@@ -118,9 +118,9 @@ def initial_message(max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> pl.Expr
             pl.lit(OUTPUT_CLOSE),
         )
     )
-    return pl.concat_str(
-        pl.col("initial_instruction").fill_null(""), code.fill_null(""), output.fill_null("")
-    ).alias("content")
+    instruction = pl.col("initial_instruction").fill_null("").str.strip_chars()
+    opening = pl.concat_str(instruction, code.fill_null(""), output.fill_null(""))
+    return opening.str.strip_chars_start().alias("content")  # no instruction: context first
 
 
 def action_message(

@@ -179,6 +179,19 @@ def test_a_session_that_asks_nothing_is_not_replayed(backend: Backend) -> None:
     assert asked == question_id("Load sales.csv", None)
 
 
+def test_an_opening_without_an_instruction_starts_with_its_context(backend: Backend) -> None:
+    sft = _sft(
+        backend,
+        [session(6, "  ", "df = load()", None)],
+        [
+            action("a", 6, 1, "input", "Now the mean.", None, "human"),
+            action("b", 6, 2, "set_code", "df.x.mean()", True, "ai"),
+        ],
+    )
+    (first, *_) = _turns(sft.row(0, named=True))
+    assert first == ("user", "Current code:\n```python\ndf = load()\n```\n\nNow the mean.", None)
+
+
 def test_unmarked_code_that_failed_and_blank_code_do_not_train(backend: Backend) -> None:
     error = "Traceback (most recent call last):\nZeroDivisionError: division by zero"
     sft = _sft(
