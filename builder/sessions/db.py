@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pyarrow as pa
 
@@ -40,6 +40,7 @@ _SECRET_PARAMS = {"password", "sslpassword"}
 # \' escapes), as libpq reads it
 _SECRET_PAIR = re.compile(r"\b((?:ssl)?password)(\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE)
 _CONNINFO = re.compile(r"^\s*[A-Za-z_]+\s*=")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 # Why a connection was refused, in libpq's words, when the URL (not the server) is at fault
 _AUTH_FAILED = ("authentication failed", "no password supplied")
 _NOT_FOUND = ("does not exist",)  # the URL's role or database
@@ -111,8 +112,9 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
         if base is not None and not path.is_absolute():
             path = base / path
         return DatabaseURL(url, "sqlite", path)
-    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    if scheme in _POSTGRES_SCHEMES:  # before any parser, which may fail on the password
+    found = _SCHEME.match(url)  # before any parser, which may fail on the password
+    scheme = found.group(1).lower() if found else ""
+    if scheme in _POSTGRES_SCHEMES:
         _check_postgres_url(url)
         return DatabaseURL(url, "postgresql")
     if _CONNINFO.match(url):
@@ -127,18 +129,28 @@ def parse_url(url: str, base: Path | None = None) -> DatabaseURL:
     )
 
 
+# An '@' followed by a host (and port) and the database's path: where a password holding a
+# '?' really ends, whatever the '?' seemed to start
+_HOST_THEN_PATH = re.compile(r"@[A-Za-z0-9.\-:\[\],%]*/")
+
+
 def _userinfo_end(rest: str) -> int | None:
     """Where the user info of ``rest`` (a URL after its ``://``) ends: the last ``@`` before
     the query. A ``?`` in a password starts the query early, which is then told by an ``@``
-    in its first parameter before any ``=`` (``?cd@host/db``): a parameter is ``key=value``,
-    and an ``@`` in a value (``application_name=me@host``) is none of the user info's."""
+    followed by a host and a path (``?s=s@db.lab:5432/app``), or by an ``@`` in the first
+    parameter before any ``=`` (``?cd@db.lab``); an ``@`` in a value
+    (``application_name=me@host``) is none of the user info's."""
     query = rest.find("?")
     head = rest if query < 0 else rest[:query]
     at = head.rfind("@")
     if at >= 0:
         return at
     if query >= 0:
-        first = rest[query + 1 :].split("&", 1)[0]
+        tail = rest[query + 1 :]
+        host = _HOST_THEN_PATH.search(tail)  # "…@db.lab:5432/app": a host, not a value
+        if host is not None:
+            return query + 1 + host.start()
+        first = tail.split("&", 1)[0]
         at, equals = first.find("@"), first.find("=")
         if at >= 0 and (equals < 0 or at < equals):
             return query + 1 + at
@@ -206,8 +218,15 @@ def redact(url: str) -> str:
         hidden = [(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in pairs]
         query = urlencode(hidden, safe="*")
     if (netloc, query) == (parts.netloc, parts.query):
-        return url  # nothing secret: unchanged (urlunsplit would rewrite sqlite:///x)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        return url  # nothing secret: unchanged
+    return _unsplit(parts.scheme, netloc, parts.path, query, parts.fragment)
+
+
+def _unsplit(scheme: str, netloc: str, path: str, query: str, fragment: str) -> str:
+    """A URL from its parts, with its ``//`` even when the host is empty (``urlunsplit``
+    writes ``postgresql:/db`` for ``postgresql:///db``, which no longer reads as a URL)."""
+    url = f"{scheme}://{netloc}{path}"
+    return url + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
 
 
 def published(url: str) -> str:
@@ -226,7 +245,7 @@ def published(url: str) -> str:
         (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() not in hidden
     ]
     host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, host, parts.path, urlencode(pairs), parts.fragment))
+    return _unsplit(parts.scheme, host, parts.path, urlencode(pairs), parts.fragment)
 
 
 def scrub(text: str, url: str) -> str:

@@ -104,7 +104,10 @@ def test_every_url_form_libpq_reads_still_connects(backend: Backend) -> None:
     user, _, password = account.partition(":")
     query = f"host={host}&port={port}&user={user}" + (f"&password={password}" if password else "")
     empty_host = f"postgresql:///{name}?{query}&options=-c%20search_path%3Dapp"
-    assert read_source(empty_host).sessions["session_id"].to_pylist() == [1]
+    source = read_source(empty_host)
+    assert source.sessions["session_id"].to_pylist() == [1]
+    assert source.source.startswith("postgresql:///")  # how the dataset names it: a URL still
+    assert parse_url(source.source).dialect == "postgresql"
     two_hosts = f"postgresql://{account}@{host}:{port},{host}:{port}/{name}?{IN_APP}"
     assert read_source(two_hosts).sessions["session_id"].to_pylist() == [1]
 
@@ -185,6 +188,11 @@ def test_a_server_that_is_down_is_still_the_environment(
         ("postgresql://postgres:ab/cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
         ("postgresql://postgres:ab#cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
         ("postgresql://postgres:ab?cdw0rd@127.0.0.1:1/db", "must be percent-encoded"),
+        ("postgresql://postgres:pa?s=s0w0rd@127.0.0.1:1/db", "must be percent-encoded"),
+        (
+            "postgresql://postgres:a?b&cw0rd@127.0.0.1:1/db?sslmode=disable",
+            "must be percent-encoded",
+        ),
         ("postgresql://postgres:ab[w0rd]cd@127.0.0.1:1/db", "must be percent-encoded"),
         ("postgresql://postgres:pw@127.0.0.1:1/db?foo=bar", 'invalid URI query parameter: "foo"'),
         ("postgresql://postgres:pw@127.0.0.1:1/db?sslmode=bogus", "invalid sslmode value"),
