@@ -14,8 +14,9 @@ Kinds, in the order they are applied (``PATTERN_DOCS`` describes each):
   ``sk-admin-…``, legacy ``sk-`` + 32+ letters/digits), ``hf_token`` (``hf_`` + 34
   letters), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36,
   ``github_pat_…``), ``slack_token`` (``xox[abeprs]-<digits>-…``), ``slack_webhook``,
-  ``jwt`` (``eyJ….eyJ….…``), ``bearer_token`` (16+ token characters after ``Bearer`` as the
-  value of an ``Authorization`` header, or of a name with ``auth`` in it);
+  ``jwt`` (``eyJ….eyJ….…``), ``bearer_token`` (a token with digits after ``Bearer``, as the
+  value of an ``Authorization`` header or of a name whose word is ``auth``, or a HAR
+  header's name/value pair);
 * ``url_password``: ``scheme://user:password@host`` keeps the user and the host;
 * user ``extra_patterns`` (whole match replaced), in their given order;
 * ``secret_assignment``: a value of 16+ characters assigned (``=``/``:``, quoted or not,
@@ -44,6 +45,9 @@ KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 _Q = r"""\\*["']"""  # a quote, possibly escaped (once or more: JSON inside JSON)
 _PEM_BODY = r"""(?:[A-Za-z0-9+/=\s:,.()-]|\\+[nrt])"""
 _VALUE_CHARS = r"A-Za-z0-9+/=_.~!@#$%^&*-"
+# A bearer token: at least two digits among token characters, then eight more (random
+# tokens have digits; words and paths seldom do)
+_TOKEN = r"(?:[A-Za-z._~+/-]*[0-9]){2,}[A-Za-z0-9._~+/-]{8,}=*"
 _SECRET_NAME = (
     r"(?i:[A-Za-z0-9_-]*(?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key"
     r"|private[_-]?key|credentials?)[A-Za-z0-9_-]*)"
@@ -103,13 +107,20 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}"),
     # a JSON Web Token: base64url header and payload (both JSON objects: ``eyJ``), signature
     whole("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-    # only as the value of an Authorization header (or a name with "auth" in it): "bearer"
-    # is also a word, and a column name. The name may be quoted or indexed, the value an
-    # f-string or a JS template.
+    # only as the value of an Authorization header, or of a name whose word is auth
+    # (auth_header, x-authorization; not author, oauth_flow), and only a token with digits in
+    # it: "bearer" is also a word, a column's value, a prose phrase. The name may be quoted
+    # or indexed, the value an f-string or a JS template; a HAR or Postman header is a
+    # name/value pair.
     _keep(
         "bearer_token",
-        r"((?i:[a-z_-]*auth[a-z_-]*)(?:\\*[\"'`\]])*[ \t]*(?:=>|[:=,])[ \t]*[fbrFBR]?"
-        r"(?:\\*[\"'`])?(?i:bearer)[ \t]+)[A-Za-z0-9._~+/-]{16,}=*",
+        r"((?i:\b(?:[a-z0-9]+[_.-])*auth(?:orization)?(?:[_.-][a-z0-9]+)*)(?:\\*[\"'`\]])*"
+        r"[ \t]*(?:=>|[:=,])[ \t]*[fbrFBR]{0,2}(?:\\*[\"'`])?(?i:bearer)[ \t]+)" + _TOKEN,
+    ),
+    _keep(
+        "bearer_token",
+        rf"((?i:{_Q}name{_Q}\s*:\s*{_Q}authorization{_Q}\s*,\s*{_Q}value{_Q}\s*:\s*{_Q}"
+        r"bearer)[ \t]+)" + _TOKEN,
     ),
     whole(
         "slack_webhook",
