@@ -74,7 +74,7 @@ def header(build: BuildFolder) -> Raw:
                 )
             ],
         ),
-        el("details", el("summary", f"{len(m['inputs'])} inputs"), inputs),
+        el("details", el("summary", _count_inputs(len(m["inputs"]), m.get("sessions"))), inputs),
     )
 
 
@@ -96,6 +96,12 @@ DISTRIBUTIONS: tuple[tuple[str, str, str, str], ...] = (
     ("correction_attempts", "Self-correction: attempts since the error", "attempts", "columns"),
     ("actions_by_source", "Session actions by source", "", "bars"),
 )
+
+
+def _count_inputs(files: int, sessions: Mapping[str, Any] | None) -> str:
+    """``3 input files``, ``3 input files and a sessions database``."""
+    said = f"{files} input file" + ("" if files == 1 else "s")
+    return said + (" and a sessions database" if sessions else "")
 
 
 def _sessions_input(summary: Mapping[str, Any] | None) -> list[tuple[Node, ...]]:

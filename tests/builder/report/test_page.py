@@ -44,6 +44,7 @@ def test_the_sessions_database_is_an_input_and_the_tiles_say_what_they_count(
     for label in ("episode lines", "rejected lines and rows", "verified episodes"):
         assert f"</b>{label}</div>" in text
     assert "</b>input lines</div>" not in text
+    assert "input files and a sessions database</summary>" in text
 
 
 def test_default_output_is_beside_the_build_folder(sample_build: BuildReport) -> None:
