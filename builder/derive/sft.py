@@ -4,8 +4,9 @@ One system message comes first (``one_system_message``: ``system_prompt`` and ev
 message the capture holds in ``messages``). Then the episode's
 ``conversation_for_sft`` messages as captured:
 
-* weight 1 on every assistant message but a failed attempt (its code block is the code of a
-  gold turn whose execution failed: weight 0, ``failed_attempts``);
+* weight 1 on every assistant message but a failed attempt (weight 0: its code is a gold
+  turn that failed, found by position, or its feedback shows an error where no turn vouches
+  for it; ``failed_attempts``);
 * list-of-parts content reduced to its text parts joined by newlines;
 * a ``tool`` message, and a ``user`` message after the first (the capture's execution
   feedback, ``Output:\n{stdout}``), ``bounded`` to ``max_output_chars`` as a rendered
