@@ -31,9 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from builder.sessions.columns import column_types, read_schema, select_sql  # noqa: E402
-from builder.sessions.db import connect, ingest, init_database, parse_url  # noqa: E402
+from builder.sessions.db import connect, ingest, init_database  # noqa: E402
 from builder.sessions.pgcluster import temporary_cluster  # noqa: E402
 from builder.sessions.read import iter_batches, read_source, read_table  # noqa: E402
+from builder.sessions.urls import parse_url  # noqa: E402
 from builder.sessions.validate import validate  # noqa: E402
 from samples.sessions import generate  # noqa: E402
 

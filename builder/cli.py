@@ -325,8 +325,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from builder.sessions.db import init_database, redact
+    from builder.sessions.db import init_database
     from builder.sessions.read import check_tables
+    from builder.sessions.urls import redact
 
     init_database(args.url)  # a DatabaseError is one line, with its exit code and hint
     check_tables(args.url)  # tables that existed may lack a column

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
-from builder.sessions.db import DatabaseError, Dialect
+from builder.sessions.urls import DatabaseError, Dialect
 from schemas.sessions import ROW_SCHEMAS
 
 INVALID_PREFIX = "_invalid_"

@@ -43,15 +43,8 @@ from builder.sessions.columns import (
     read_schema,
     select_sql,
 )
-from builder.sessions.db import (
-    CANCELED,
-    DatabaseError,
-    DatabaseURL,
-    Dialect,
-    connect,
-    driver_error,
-    parse_url,
-)
+from builder.sessions.db import CANCELED, connect, driver_error
+from builder.sessions.urls import DatabaseError, DatabaseURL, Dialect, parse_url
 from schemas.sessions import ROW_SCHEMAS
 
 __all__ = [

@@ -7,15 +7,9 @@ from pathlib import Path
 import pytest
 from sessions_support import Backend, action, session
 
-from builder.sessions.db import (
-    DatabaseError,
-    connect,
-    init_database,
-    parse_url,
-    published,
-    redact,
-)
+from builder.sessions.db import connect, init_database
 from builder.sessions.read import read_table
+from builder.sessions.urls import DatabaseError, parse_url, published, redact
 
 
 def test_parse_url_kinds(tmp_path: Path) -> None:

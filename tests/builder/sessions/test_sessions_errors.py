@@ -18,8 +18,9 @@ from builder import exit_codes
 from builder.cli import main
 from builder.errors import one_line
 from builder.sessions import read as read_module
-from builder.sessions.db import DatabaseError, check_database, init_database, parse_url, redact
+from builder.sessions.db import check_database, init_database
 from builder.sessions.read import read_source
+from builder.sessions.urls import DatabaseError, parse_url, redact
 from builder.sessions.validate import validate_source
 from schemas.sessions import ACTION_ROW, SESSION_ROW
 
@@ -215,23 +216,23 @@ def test_a_host_that_takes_the_connection_and_never_answers_times_out(
     """Without a timeout libpq waits forever, deaf to Ctrl-C; a URL's own timeout wins."""
     import socket
 
-    from builder.sessions import db
+    from builder.sessions import db, urls
 
-    monkeypatch.setattr(db, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(urls, "CONNECT_TIMEOUT_S", 1)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         url = f"postgresql://postgres:pw@127.0.0.1:{silent.getsockname()[1]}/db"
         with pytest.raises(db.DatabaseUnreachable, match="timeout expired"):
             check_database(url)
-    assert db.with_connect_timeout(url + "?connect_timeout=3") == url + "?connect_timeout=3"
+    assert urls.with_connect_timeout(url + "?connect_timeout=3") == url + "?connect_timeout=3"
     # appended to the text as given: libpq reads %20, not +; an empty host stays empty
     options = url + "?options=-c%20search_path%3Dapp"
-    assert db.with_connect_timeout(options) == options + "&connect_timeout=1"
+    assert urls.with_connect_timeout(options) == options + "&connect_timeout=1"
     # an '@' in a parameter's value is no user info: the URL is not refused
     named = url + "?application_name=me@host"
-    assert db.parse_url(named).url == named
-    assert db.with_connect_timeout("postgresql:///db") == "postgresql:///db?connect_timeout=1"
+    assert urls.parse_url(named).url == named
+    assert urls.with_connect_timeout("postgresql:///db") == "postgresql:///db?connect_timeout=1"
 
 
 @POSTGRESQL

@@ -7,9 +7,10 @@ import pyarrow.compute as pc
 from sessions_support import Backend, action, session
 
 from builder.export.card import _sessions_section
-from builder.sessions.db import connect, ingest, parse_url
+from builder.sessions.db import connect, ingest
 from builder.sessions.pipeline import run
 from builder.sessions.read import batch_schema, iter_batches, read_source, read_table
+from builder.sessions.urls import parse_url
 from samples.sessions import generate
 from schemas.sessions import ACTION_ROW
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 from sessions_support import Backend
 
-from builder.sessions.db import DatabaseURL, parse_url
 from builder.sessions.pipeline import run
+from builder.sessions.urls import DatabaseURL, parse_url
 from samples.sessions import SAMPLE_PATH, dump_sql, generate, write_sample
 from schemas.sessions import ACTION_ROW, ACTIONS, SESSION_ROW, SESSIONS
 

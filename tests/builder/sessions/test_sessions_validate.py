@@ -263,7 +263,7 @@ def test_actions_of_a_session_rejected_for_its_id_type_are_not_orphans(tmp_path:
 
 
 def test_a_database_without_the_tables_says_how_to_create_them(backend: Backend) -> None:
-    from builder.sessions.db import DatabaseError
+    from builder.sessions.urls import DatabaseError
 
     backend.execute("CREATE TABLE unrelated (x INTEGER)")
     with pytest.raises(DatabaseError, match=r"no table sessions") as caught:
