@@ -124,12 +124,13 @@ def _userinfo_end(rest: str) -> int | None:
     return None
 
 
-def _userinfo(url: str) -> str | None:
-    """The user info as a reader means it, however a parser would cut it (an unencoded
-    ``/``, ``?``, ``#`` or ``@`` in a password ends it early). None without one."""
+def _misplaced_userinfo(url: str) -> bool:
+    """Whether the user info (as a reader means it, up to ``_userinfo_end``) holds an
+    unencoded ``@``, ``/``, ``?``, ``#``, ``[`` or ``]``: a parser would cut it elsewhere,
+    or take it for an IPv6 host."""
     rest = url.split("://", 1)[-1]
     end = _userinfo_end(rest)
-    return rest[:end] if end is not None else None
+    return end is not None and any(c in rest[:end] for c in "@/?#[]")
 
 
 def _hide_userinfo(url: str) -> str:
@@ -142,11 +143,9 @@ def _hide_userinfo(url: str) -> str:
 
 
 def _check_postgres_url(url: str) -> None:
-    """Refuse a URL whose user or password holds an unencoded ``@``, ``/``, ``?``, ``#``,
-    ``[`` or ``]``: a parser would cut it elsewhere (or take it for an IPv6 host) and could
-    echo the rest of the password in its message."""
-    info = _userinfo(url)
-    if info is not None and any(c in info for c in "@/?#[]"):
+    """Refuse a URL whose user info is misplaced (``_misplaced_userinfo``): libpq's message
+    could echo the rest of the password."""
+    if _misplaced_userinfo(url):
         raise DatabaseError(
             f"{_hide_userinfo(url)}: the URL's user or password holds a character that must be "
             "percent-encoded",
@@ -169,8 +168,7 @@ def redact(url: str) -> str:
     a libpq key=value string with its ``password=`` value replaced."""
     if "://" not in url:
         return _SECRET_PAIR.sub(r"\1\2***", url)
-    info = _userinfo(url)
-    if info is not None and any(c in info for c in "@/?#[]"):  # a parser would misplace it
+    if _misplaced_userinfo(url):
         return _hide_userinfo(url)
     try:
         parts = urlsplit(url)
