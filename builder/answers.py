@@ -52,6 +52,12 @@ def answers_match(a: Any, b: Any, tolerance: float) -> bool:
     return bool(a == b)
 
 
+def matches_itself(answer: Any, tolerance: float) -> bool:
+    """Whether an answer matches itself by value: false when a NaN or an infinity is in it,
+    which match nothing, so it verifies nothing, whatever its hash."""
+    return answers_match(answer, answer, tolerance)
+
+
 def answer_texts_match(answer: str | None, expected: str | None, tolerance: float) -> bool:
     """``answers_match`` of two answers stored as canonical JSON text (the tables' form);
     no answer matches nothing."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from builder.answers import answers_match, majority
+from builder.answers import answers_match, majority, matches_itself
 from builder.fastpath import UNSET
 from builder.hashing import canonical_json, pickle_hash, question_id, rehash_json_text
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
@@ -201,10 +201,8 @@ def recompute_verified(
     )
     if by_value is None:
         return by_hash
-    # Compared by value, as the capture code compares, NaN and infinities match nothing, not
-    # even an answer with the same hash: an answer that does not match itself verifies nothing.
-    gold_answer = answer_of(gold)
-    by_hash = by_hash and answers_match(gold_answer, gold_answer, by_value.tolerance)
+    # Compared by value, as the capture code compares: not even an answer with the same hash
+    by_hash = by_hash and matches_itself(answer_of(gold), by_value.tolerance)
     return by_hash or (by_value.gold_matches and by_value.count >= 1)
 
 
@@ -233,8 +231,8 @@ def verified_by_ground_truth(episode: Episode, tolerance: float | None = None) -
     gold = episode.teacher_gold_trace
     if not (gold.execution_success and is_submitted(gold)):
         return False
-    if tolerance is not None and not answers_match(answer_of(gold), answer_of(gold), tolerance):
-        return False  # by value NaN and infinities match nothing, their own hash included
+    if tolerance is not None and not matches_itself(answer_of(gold), tolerance):
+        return False  # by value, not even the ground truth with the same hash
     if gold.final_answer_hash in accepted_hashes(episode.question):
         return True
     return tolerance is not None and gold_near_ground_truth(episode, tolerance)

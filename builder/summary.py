@@ -17,7 +17,7 @@ from builder.checks import (
     TRIANGULATION_MISMATCH,
     VERIFIED_MISMATCH,
 )
-from builder.derive.eligibility import FAILED_HOOK_CHECKS
+from builder.derive.eligibility import REASON_LABELS
 
 HASH_CHECKS = (FINAL_ANSWER_HASH_MISMATCH, EXPECTED_ANSWER_HASH_MISMATCH, GROUND_TRUTH_MISMATCH)
 
@@ -131,8 +131,7 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     _section("rows per config", ((n, _splits(c["rows"])) for n, c in configs.items()), out)
     _section("rejects by kind", m["rejects"]["by_kind"].items(), out)
     _section("checks failed (episodes)", m["checks"]["episodes_by_kind"].items(), out)
-    hook_only = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, rl only)"}
-    exclusions = ((hook_only.get(k, k), n) for k, n in m["training_exclusions"].items())
+    exclusions = ((REASON_LABELS.get(k, k), n) for k, n in m["training_exclusions"].items())
     _section("excluded from training", exclusions, out)
     if m.get("duplicate_keys"):
         _section("duplicate JSON keys (the last one was kept)", m["duplicate_keys"].items(), out)

@@ -8,14 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from builder.checks import MEANINGS
-from builder.derive.eligibility import FAILED_HOOK_CHECKS
+from builder.derive.eligibility import REASON_LABELS
 from builder.report import charts, stats
 from builder.report.folder import BuildFolder
 from builder.report.html import Node, Raw, el, num, table
 from builder.report.sections import figure, section
-
-# Left out of the configs that read hooks only: they train every other config.
-HOOK_ONLY_LABEL = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, rl only)"}
 
 
 def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
@@ -69,7 +66,7 @@ def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:
                 table(
                     ("reason", "episodes"),
                     [
-                        (HOOK_ONLY_LABEL.get(k, k), num(int(v), f"exclusions.{k}"))
+                        (REASON_LABELS.get(k, k), num(int(v), f"exclusions.{k}"))
                         for k, v in exclusions.items()
                     ],
                 ),
