@@ -31,7 +31,7 @@ from builder.export.segment import SegmentOutput
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
 from builder.rejects import RejectsWriter
-from builder.splits import SPLITS
+from schemas.vocabulary import SPLITS
 from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES

@@ -19,7 +19,7 @@ import pyarrow as pa
 from builder.config import CardConfig
 from builder.export.catalog import doc_for
 from builder.export.recipes import recipes_section
-from builder.splits import SPLITS
+from schemas.vocabulary import SPLITS
 from schemas.tables import column_docs, describe, role_of
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from builder.export.buckets import LOOKUP_SCHEMA
-from builder.splits import SPLITS
+from schemas.vocabulary import SPLITS
 from schemas.tables import empty_table
 
 # The question columns derive joins, with their declared types.

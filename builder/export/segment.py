@@ -30,7 +30,7 @@ from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
 from builder.redact.split_key import split_key_texts
-from builder.splits import SplitConfig, assign_splits
+from builder.derive.splits import SplitConfig, assign_splits
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 

@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.parquet import ARROW_VIEWS, ShardedWriter
-from builder.splits import SPLITS
+from schemas.vocabulary import SPLITS
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 from builder.report.errors import AgainstError, BuildFolderError
 from builder.report.folder import load_manifest, read_manifest
-from builder.splits import SPLITS
+from schemas.vocabulary import SPLITS
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from builder.report import charts, diff, lengths, stats
 from builder.report.folder import BuildFolder
 from builder.report.html import Node, Raw, el, num, table
 from builder.report.rows import render_row
-from builder.splits import SPLITS
+from schemas.vocabulary import SPLITS
 
 
 def figure(name: str, fig: Any, caption: str | None = None) -> Raw:

@@ -90,7 +90,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "builder.hashing",
             "builder.answers",
             "builder.parquet",
-            "builder.splits",
+            "builder.derive.splits",
             "builder.summaries",
             "builder.rewards",
             "builder.teach",

@@ -80,7 +80,7 @@ def test_a_smaller_split_gets_row_groups_in_proportion() -> None:
     """Each split's unfinished row group waits in memory: sized by the split's share, a 5 %
     split's rows wait about as long as train's, not most of the build."""
     from builder.parquet import split_group_rows
-    from builder.splits import SplitConfig
+    from builder.derive.splits import SplitConfig
 
     assert split_group_rows(1_000, SplitConfig().shares()) == {
         "train": 1_000,

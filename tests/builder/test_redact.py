@@ -34,7 +34,7 @@ from builder.redact.options import RedactionOptions
 from builder.redact.patterns import PATTERN_DOCS, looks_secret
 from builder.redact.split_key import split_key_texts
 from builder.rejects import RejectsWriter
-from builder.splits import SplitConfig, split_of
+from builder.derive.splits import SplitConfig, split_of
 from builder.staging import segment_name
 from samples.episodes import generate_episode
 from samples.files import write_jsonl

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from builder.hashing import normalize_question_text, question_id
-from builder.splits import SPLITS, SplitConfig, assign_splits, split_of, unit_interval
+from builder.derive.splits import SPLITS, SplitConfig, assign_splits, split_of, unit_interval
 
 
 def keys_frame(texts_and_hints: list[tuple[str, str | None]]) -> pl.DataFrame:

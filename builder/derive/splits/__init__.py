@@ -19,7 +19,7 @@ import polars as pl
 
 from builder.config import BuildConfig
 
-SPLITS = ("train", "validation", "test")
+from schemas.vocabulary import SPLITS
 
 
 @dataclass(frozen=True)
