@@ -27,6 +27,7 @@ from tqdm import tqdm
 from builder import export, storage
 from builder.cache import open_cache
 from builder.config import BuildConfig
+from builder.derive.splits.plan import HeldOutPlan, held_out_problems, plan_held_out
 from builder.errors import DataRefused, EnvironmentProblem, LockHeld
 from builder.export.buckets import bucket_count, partition
 from builder.export.card import CardImages
@@ -249,6 +250,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         validated = read_sessions(config, rejects)
         session_rows = sum(validated.rows_read.values()) if validated else 0
         check_reject_ratio(config, result, rejects, session_rows, refused_at)
+        plan = plan_splits(work, config, cache, validated)
         staged = work / "dataset"
         # A rebuild that reuses every segment reuses the card's YAML and images as well:
         # nothing to import or draw. One that exports a segment draws and writes them again.
@@ -261,15 +263,15 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
                 if memo is None or not memo.is_file():
                     warming.append(warm_imports(CARD_IMPORTS))
 
-        outputs = export_segments(work, staged, config, cache, card_to_come)
+        outputs = export_segments(work, staged, config, plan, cache, card_to_come)
         sessions = finish_sessions(config, validated, outputs) if validated else None
         if sessions:
-            outputs.append(export_sessions(staged, sessions, config))
+            outputs.append(export_sessions(staged, sessions, config, plan))
         for thread in warming:
             thread.join()  # the card imports these next: one thread at a time
         images = card_images_drawn_by(charts[0] if charts else None)
         manifest = export.export_dataset(
-            staged, outputs, config, result, normalizer, rejects, sessions, memo, images
+            staged, outputs, config, result, normalizer, rejects, sessions, memo, images, plan
         )
         served = None
         if cache is not None:
@@ -297,10 +299,29 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     return BuildReport(manifest, time.perf_counter() - started, out, served, cache_busy=busy)
 
 
+def plan_splits(work: Path, config: BuildConfig, cache: Any, validated: Any) -> HeldOutPlan:
+    """Every question's split and what is held out of training, before any segment is
+    derived (``builder.derive.splits.plan``); ``--strict`` refuses a leaking plan here."""
+    reused = []
+    if cache is not None:
+        reused = [
+            (stored.directory / "data", list(stored.output.files))
+            for stored in cache.segments.reused.values()
+        ]
+    sessions = validated.sessions.select("question_id", "split_text") if validated else None
+    plan = plan_held_out(work / "tables", config, sessions, reused)
+    if config.strict:
+        problems = held_out_problems(plan, config)
+        if problems:
+            raise BuildFailed("; ".join(problems) + " (--strict)", strict_checks=True)
+    return plan
+
+
 def export_segments(
     work: Path,
     staged: Path,
     config: BuildConfig,
+    plan: HeldOutPlan,
     cache: Any,
     exporting: Callable[[], None] = lambda: None,
 ) -> list[SegmentOutput]:
@@ -316,7 +337,7 @@ def export_segments(
     GIL would slow down tenfold."""
     outputs: list[Future[SegmentOutput] | SegmentOutput] = []
     known: tuple[str, ...] = ()
-    exporter = SegmentExporter(staged, config)
+    exporter = SegmentExporter(staged, config, plan)
     index = QuestionIndex(work / "questions.sqlite")
     prepass = ThreadPoolExecutor(1, thread_name_prefix="redact-prepass")
     try:

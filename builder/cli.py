@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from builder import exit_codes
 from builder.config import (
+    HUB_RELEASE,
     BuildConfig,
     ConfigError,
     find_config,
@@ -36,6 +37,7 @@ from builder.preflight import (
     check_ray_address,
 )
 from builder.storage import is_uri
+from schemas.vocabulary import GROUP_POLICIES
 
 
 class _Once(argparse.Action):
@@ -117,6 +119,23 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
+    b.add_argument(
+        "--split-by",
+        choices=GROUP_POLICIES,
+        help="questions that share a split (default near_duplicate)",
+    )
+    b.add_argument(
+        "--previous",
+        metavar="DIR|ORG/NAME@VERSION",
+        help="the build whose split assignment stands (default: the output folder's own)",
+    )
+    b.add_argument(
+        "--decontaminate",
+        action="append",
+        metavar="FILE[:FIELD]",
+        help="an eval set (JSONL, Parquet or dataset folder) no training prompt may overlap; "
+        "repeatable",
+    )
     _add_check_options(b)
 
     v = sub.add_parser("validate", help="validate input files without building")
@@ -186,6 +205,13 @@ def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
     return tuple(values) if values is not None else None
 
 
+def _local(spec: str | None) -> str | None:
+    """``--previous`` as the build reads it after moving into the config's folder."""
+    if spec is None or (HUB_RELEASE.match(spec) and not os.path.exists(spec)):
+        return spec
+    return os.path.abspath(spec)
+
+
 def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if args.upload_to is not None and not is_uri(args.upload_to):
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
@@ -208,7 +234,12 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         engine=args.engine,
         ray_address=args.ray_address,
         cache_dir=args.cache_dir,
+        split_group_by=args.split_by,
+        split_previous=_local(args.previous),
     )
+    if args.decontaminate:
+        evals = tuple(os.path.abspath(spec) for spec in args.decontaminate)
+        config = config.with_overrides(decontamination_evals=config.decontamination_evals + evals)
     config = _with_check_options(config, args)
     config, folder = relative_to_config_folder(config)
     if folder is not None and folder != Path.cwd():  # it reads inputs by the names it publishes

@@ -18,6 +18,10 @@ from typing import Any
 
 from builder.errors import UsageError
 from builder.storage import is_uri
+from schemas.vocabulary import GROUP_POLICIES
+
+# A release on the Hub, as ``--previous`` names one
+HUB_RELEASE = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)@(?P<revision>[\w./-]+)$")
 
 CONFIG_NAME = "dataset.toml"
 
@@ -62,6 +66,16 @@ class BuildConfig:
     split_validation: float = 0.05
     split_test: float = 0.05
     split_salt: str = "agent-traces/v1"
+    # which questions must share a split (``builder.derive.splits.groups``)
+    split_group_by: str = "near_duplicate"
+    split_near_duplicate_threshold: float = 0.5
+    # the build whose assignment stands: a folder or org/name@revision; empty: ``out``'s own
+    split_previous: str = ""
+    # eval sets (FILE[:FIELD]) whose items no training prompt may overlap
+    decontamination_evals: tuple[str, ...] = ()
+    decontamination_ngram: int = 8
+    decontamination_threshold: float = 0.5
+    decontamination_max_share: float = 0.02  # --strict refuses an eval matched above this
     dpo_max_pairs_per_episode: int = 4
     publish_repo: str = ""
     publish_private: bool = False
@@ -105,7 +119,16 @@ _SECTIONS = {
         "answer_tolerance",
     },
     "build": {"batch_lines", "segment_bytes", *RUN_OPTIONS},
-    "splits": {"train", "validation", "test", "salt"},
+    "splits": {
+        "train",
+        "validation",
+        "test",
+        "salt",
+        "group_by",
+        "near_duplicate_threshold",
+        "previous",
+    },
+    "decontamination": {"evals", "ngram", "threshold", "max_share"},
     "derive": {"dpo_max_pairs_per_episode", "null_correct_trains", "max_output_chars"},
     "redaction": {"enabled", "allowlist", "extra_patterns"},
     "publish": {"repo", "private"},
@@ -113,6 +136,7 @@ _SECTIONS = {
 }
 _PREFIXED = {
     "splits": "split_",
+    "decontamination": "decontamination_",
     "publish": "publish_",
     "redaction": "redaction_",
     "hashing": "hash_",
@@ -183,6 +207,10 @@ _RANGES: dict[str, tuple[float, float | None]] = {
     "split_train": (0, 1),
     "split_validation": (0, 1),
     "split_test": (0, 1),
+    "split_near_duplicate_threshold": (0.05, 1),
+    "decontamination_ngram": (1, 64),
+    "decontamination_threshold": (0, 0.999),
+    "decontamination_max_share": (0, 1),
 }
 
 
@@ -283,6 +311,14 @@ def _coerce(path: Path, base: Path, key: str, value: Any, label: str = "") -> An
                     f"{path}: [redaction.extra_patterns] {kind} is not a regular expression: {exc}"
                 ) from exc
         return tuple(sorted(value.items()))
+    if key == "split_group_by" and value not in GROUP_POLICIES:
+        raise ConfigError(
+            f"{path}: [splits] group_by must be one of {', '.join(GROUP_POLICIES)}, not {value!r}"
+        )
+    if key == "split_previous":
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: [splits] previous must be a folder or org/name@version")
+        return value if not value or HUB_RELEASE.match(value) else str(base / value)
     if key == "cache_dir":
         if not isinstance(value, str):
             raise ConfigError(f"{path}: cache_dir must be a path string")

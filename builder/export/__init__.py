@@ -9,6 +9,7 @@ script.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 from builder.config import BuildConfig
 from builder.derive.eligibility import HOOK_ONLY, REASONS
+from builder.derive.splits.plan import HeldOutPlan
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
 from builder.export.manifest import (
     CARD_DIGEST,
@@ -31,10 +33,10 @@ from builder.export.segment import SegmentOutput
 from builder.ingest import IngestResult
 from builder.normalize import Normalizer
 from builder.rejects import RejectsWriter
-from schemas.vocabulary import SPLITS
 from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
+from schemas.vocabulary import EVAL_PREFIX, SPLITS
 
 
 def _files_by_split(name: str, segments: Iterable[SegmentOutput]) -> dict[str, list[str]]:
@@ -74,6 +76,33 @@ def _total(counts: Iterable[Mapping[str, int]], keys: Iterable[str] = ()) -> dic
     return {key: total.pop(key) for key in keys} | dict(sorted(total.items()))
 
 
+def held_out_rows(segments: Iterable[SegmentOutput]) -> dict[str, dict[str, int]]:
+    """Rows kept out of each config by the held-out plan, by reason (``bridges_splits``,
+    ``eval:<name>``)."""
+    total: dict[str, Counter[str]] = {}
+    for segment in segments:
+        for name, counts in segment.held_out.items():
+            total.setdefault(name, Counter()).update(counts)
+    return {name: dict(sorted(c.items())) for name, c in sorted(total.items())}
+
+
+def decontamination_section(
+    plan: HeldOutPlan | None, segments: list[SegmentOutput]
+) -> dict[str, Any] | None:
+    """The plan's decontamination facts, with the config × eval table of rows removed."""
+    if plan is None or plan.decontamination is None:
+        return None
+    removed = {
+        name: {
+            reason.removeprefix(EVAL_PREFIX): n
+            for reason, n in counts.items()
+            if reason.startswith(EVAL_PREFIX)
+        }
+        for name, counts in held_out_rows(segments).items()
+    }
+    return {**plan.decontamination, "removed_rows": {n: c for n, c in removed.items() if c}}
+
+
 def export_dataset(
     out: Path,
     segments: list[SegmentOutput],
@@ -84,6 +113,7 @@ def export_dataset(
     sessions: Any = None,
     card_memo: Path | None = None,
     images: CardImages | None = None,
+    plan: HeldOutPlan | None = None,
 ) -> dict[str, Any]:
     """The card and manifest of the dataset folder whose configs' files the ``segments``
     (``builder.export.segment``) wrote, in segment order; ``sessions``: the session
@@ -140,7 +170,9 @@ def export_dataset(
             "enabled": config.redaction_enabled,
             "by_kind": _total(s.redactions for s in segments),
         },
-        "splits": split_section(config, segments),
+        "splits": {**split_section(config, segments), **(plan.splits if plan else {})},
+        "held_out_rows": held_out_rows(segments),
+        "decontamination": decontamination_section(plan, segments),
         "hashing": hashing_section(config.hash_precision),
         "options": {
             "strict": config.strict,

@@ -17,10 +17,15 @@ from typing import Any
 import pyarrow as pa
 
 from builder.config import CardConfig
+from builder.export.card_held_out import (
+    assignment_section,
+    audit_section,
+    decontamination_section,
+)
 from builder.export.catalog import doc_for
 from builder.export.recipes import recipes_section
-from schemas.vocabulary import SPLITS
 from schemas.tables import column_docs, describe, role_of
+from schemas.vocabulary import SPLITS
 
 
 @dataclass(frozen=True)
@@ -306,19 +311,9 @@ def card_markdown(
         counts,
         "",
         *(images.section(manifest.get("files") or {}) if images is not None else ()),
-        "## How splits were assigned",
-        "",
-        "A question's split is a keyed hash of its normalized question text (NFKC, casefolded, "
-        "whitespace collapsed) — not of its id, which includes the hint — so the same question "
-        "asked with different hints lands in one split, in every config. Sessions are split by "
-        "their normalized initial instruction the same way. The text hashed is the captured "
-        "normalized one with the secrets it shows itself replaced (credential patterns, values "
-        "assigned to secret names), so a published text redacted further than that (a value "
-        "learned from other data) may not hash to its split. Adding data never moves an existing "
-        f"question. Ratios: train {split['ratios']['train']}, validation "
-        f"{split['ratios']['validation']}, test {split['ratios']['test']}; "
-        f"salt `{split['salt']}`.",
-        "",
+        *assignment_section(split),
+        *audit_section(split),
+        *decontamination_section(manifest.get("decontamination")),
         "## How labels were derived",
         "",
         "Only episodes whose `verified` flag holds — as captured *and* recomputed from the "

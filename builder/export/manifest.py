@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from builder.config import BuildConfig
+from schemas.vocabulary import GROUP_BY_QUESTION
 
 MANIFEST_NAME = "manifest.json"
 CARD_NAME = "README.md"
@@ -64,7 +65,12 @@ def split_section(config: BuildConfig, segments: Sequence[Any]) -> dict[str, Any
         counts.update(segment.questions_per_split)
     lines = "\n".join(s.assignment_sha256 for s in segments if s.questions_per_split)
     return {
-        "method": "sha256(salt \\x00 normalized question text) as a fraction of 2**64",
+        "method": (
+            "sha256(salt \\x00 normalized question text) as a fraction of 2**64"
+            if config.split_group_by == GROUP_BY_QUESTION
+            else "groups ordered by sha256(salt \\x00 smallest text) as a fraction of 2**64, "
+            "walked with their rows against the ratios"
+        ),
         "salt": config.split_salt,
         "ratios": {
             "train": config.split_train,

@@ -24,13 +24,13 @@ import pyarrow as pa
 from builder.config import BuildConfig
 from builder.derive.eligibility import HOOK_ONLY, REASONS, exclusion_counts
 from builder.derive.options import PLAN_ENGINE
+from builder.derive.splits import SplitConfig
+from builder.derive.splits.plan import HeldOutPlan
 from builder.engine import ThreadEngine, default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, Redact, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
-from builder.redact.split_key import split_key_texts
-from builder.derive.splits import SplitConfig, assign_splits
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 
@@ -48,6 +48,8 @@ class SegmentOutput:
     questions_per_split: dict[str, int] = field(default_factory=dict)
     assignment_sha256: str = ""  # of its ``question_id<TAB>split`` lines, in id order
     excluded: dict[str, int] = field(default_factory=dict)  # training exclusions by reason
+    # config -> reason -> rows held out of it (``bridges_splits``, ``eval:<name>``)
+    held_out: dict[str, dict[str, int]] = field(default_factory=dict)
     redactions: dict[str, int] = field(default_factory=dict)  # replacements by kind
     secret_values: list[str] = field(default_factory=list)  # redacted from here on
 
@@ -144,10 +146,10 @@ class SegmentExporter:
     one bucket waits to be written. The ``questions`` config is written at once, so the next
     segment can look its questions up."""
 
-    def __init__(self, out: Path, config: BuildConfig) -> None:
+    def __init__(self, out: Path, config: BuildConfig, plan: HeldOutPlan) -> None:
         from builder.derive import DeriveOptions
 
-        self.out, self.config = out, config
+        self.out, self.config, self.plan = out, config, plan
         self.options = DeriveOptions(
             dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
             max_output_chars=config.max_output_chars,
@@ -173,32 +175,35 @@ class SegmentExporter:
         its output once its files are written."""
         writers = _Writers(self.out, segment, self.config)
         tally, excluded = SplitTally(), Counter({reason: 0 for reason in (*REASONS, *HOOK_ONLY)})
-        for published, exclusions, pieces in self._derive.map(
+        held_out: dict[str, Counter[str]] = {}
+        for published, exclusions, removed, pieces in self._derive.map(
             self._bucket, ((p, redact) for p in parts)
         ):
             tally.add(published)
             excluded.update(exclusions)
+            for name, counts in removed.items():
+                held_out.setdefault(name, Counter()).update(counts)
             writers.write("questions", *self.layouts["questions"], pieces.pop("questions"))
             self._submit(functools.partial(self._write_all, writers, pieces))
-        output = SegmentOutput(segment, excluded=dict(excluded)).tallied(tally)
+        output = SegmentOutput(
+            segment,
+            excluded=dict(excluded),
+            held_out={n: dict(sorted(c.items())) for n, c in sorted(held_out.items())},
+        ).tallied(tally)
         writers.close(output, ["questions"])
         return self._submit(functools.partial(writers.close, output, pool=self._writers))
 
     def _bucket(
         self, part: Bucket, redact: Redact | None
-    ) -> tuple[pl.DataFrame, dict[str, int], dict[str, pl.DataFrame]]:
+    ) -> tuple[pl.DataFrame, dict[str, int], dict[str, dict[str, int]], dict[str, pl.DataFrame]]:
         """One bucket read, redacted and derived (on a derive thread): its questions'
-        splits, its training exclusions and every config's piece, by config."""
+        splits, its training exclusions, the rows held out of each config by reason and
+        every config's piece, by config."""
         from builder.derive import OBJECTIVE_MODULES, RESHAPED
 
         loaded = load(part, redact)
         captured = loaded[SPLIT_TEXTS].collect()
-        key = split_key_texts(
-            captured["normalized_text"], dict(self.config.redaction_extra_patterns)
-        )
-        assigned = assign_splits(
-            captured.select("question_id", normalized_text=key), SplitConfig.of(self.config)
-        )
+        assigned = self.plan.split_of(captured.select("question_id"))
         own = loaded["questions"].select("question_id", "normalized_text").collect()
         published = own.join(
             assigned.select("question_id", "split"), on="question_id", how="left"
@@ -210,19 +215,30 @@ class SegmentExporter:
             [loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP].select(LOOKUP_COLUMNS)]
         )
         sources = {**loaded, "questions": every_question.sort("question_id")}
-        frames = {
+        held = held_out_keys(self.plan, loaded["episodes"])
+        derived = {
             name: m.derive(sources, self.options)
             for name, m in OBJECTIVE_MODULES.items()
             if name not in RESHAPED
         }
+        frames = {name: without(frame, held) for name, frame in derived.items()}
+        removed = {name: removed_rows(frame, held) for name, frame in derived.items()}
         frames |= {name: loaded[name] for name in TABLES}
-        plans = [keys.attach(f) for f in frames.values()]
+        plans = [keys.attach(f) for f in frames.values()] + list(removed.values())
         collected = pl.collect_all(plans, engine=PLAN_ENGINE)
-        pieces = dict(zip(frames, collected, strict=True)) | {"splits": published}
+        pieces = dict(zip(frames, collected[: len(frames)], strict=True)) | {"splits": published}
+        counts = {
+            name: dict(frame.iter_rows())
+            for name, frame in zip(removed, collected[len(frames) :], strict=True)
+        }
         for name, (source, reshape) in RESHAPED.items():
             rows = reshape(pieces[source].lazy().drop("split"))
             pieces[name] = keys.attach(rows).collect(engine=PLAN_ENGINE)
-        return published, exclusion_counts(loaded), {name: pieces[name] for name in self.layouts}
+            every = reshape(derived[source].collect(engine=PLAN_ENGINE).lazy())
+            counts[name] = dict(removed_rows(every, held).collect(engine=PLAN_ENGINE).iter_rows())
+        counts = {name: c for name, c in counts.items() if c}
+        pieces = {name: pieces[name] for name in self.layouts}
+        return published, exclusion_counts(loaded), counts, pieces
 
     def _write_all(self, writers: _Writers, pieces: dict[str, pl.DataFrame]) -> None:
         jobs = [
@@ -244,17 +260,82 @@ class SegmentExporter:
             self._writers.shutdown()
 
 
-def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOutput:
+def held_out_keys(plan: HeldOutPlan, episodes: pl.LazyFrame) -> pl.DataFrame:
+    """``episode_id``, ``question_id``, ``reason``: what the plan keeps out of training, for
+    one bucket (its episodes of excluded questions, and the episodes excluded themselves)."""
+    of_questions = (
+        episodes.select("episode_id", "question_id")
+        .collect()
+        .join(plan.excluded_questions, on="question_id")
+    )
+    return pl.concat(
+        [
+            of_questions,
+            plan.excluded_questions.select(
+                "question_id", "reason", episode_id=pl.lit(None, pl.String)
+            ),
+            plan.excluded_episodes.select(
+                "episode_id", question_id=pl.lit(None, pl.String), reason="reason"
+            ),
+        ],
+        how="diagonal_relaxed",
+    ).unique(["episode_id", "question_id"], keep="first", maintain_order=True)
+
+
+def _held(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
+    """Each row of ``frame`` with the reason it is held out, null when it trains."""
+    names = frame.collect_schema().names()
+    by_episode = (
+        held.filter(pl.col("episode_id").is_not_null())
+        .select("episode_id", r1="reason")
+        .unique("episode_id", keep="first", maintain_order=True)
+    )
+    by_question = (
+        held.filter(pl.col("episode_id").is_null())
+        .select("question_id", r2="reason")
+        .unique("question_id", keep="first", maintain_order=True)
+    )
+    if "episode_id" in names:
+        out = frame.join(by_episode.lazy(), on="episode_id", how="left", maintain_order="left")
+    else:
+        out = frame.with_columns(r1=pl.lit(None, pl.String))
+    if "question_id" in names:
+        out = out.join(by_question.lazy(), on="question_id", how="left", maintain_order="left")
+    else:
+        out = out.with_columns(r2=pl.lit(None, pl.String))
+    return out.with_columns(_held_out=pl.coalesce("r2", "r1")).drop("r1", "r2")
+
+
+def without(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
+    """``frame`` less the rows the plan holds out."""
+    if not held.height:
+        return frame
+    return _held(frame, held).filter(pl.col("_held_out").is_null()).drop("_held_out")
+
+
+def removed_rows(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
+    """``reason``, ``len``: the rows of ``frame`` held out, by reason."""
+    if not held.height:
+        return pl.LazyFrame(schema={"reason": pl.String, "len": pl.UInt32})
+    return (
+        _held(frame, held)
+        .filter(pl.col("_held_out").is_not_null())
+        .group_by(reason="_held_out")
+        .len()
+        .sort("reason")
+    )
+
+
+def export_sessions(
+    out: Path, sessions: Any, config: BuildConfig, plan: HeldOutPlan
+) -> SegmentOutput:
     """The sessions segment (``builder.sessions.pipeline``: tables in memory): its ``sft``
     and ``self_correction`` rows, the session tables and the split assignment of the
     sessions' questions that no episode segment in ``out`` listed already."""
     from builder.derive import OBJECTIVE_MODULES
 
-    extra = dict(config.redaction_extra_patterns)
-    ids = sessions.split_texts.select(
-        "question_id", normalized_text=split_key_texts(sessions.split_texts["split_text"], extra)
-    )
-    splits = assign_splits(ids.sort("question_id"), SplitConfig.of(config))
+    ids = sessions.split_texts.select("question_id").unique().sort("question_id")
+    splits = plan.split_of(ids)
     keys = SplitKeys.of_questions(splits)
     published = _frame(sessions.tables["sessions"]).select(
         "question_id", normalized_text="normalized_instruction"
@@ -277,8 +358,15 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
         "sft_turns": OBJECTIVE_MODULES["sft_turns"].from_sft(sessions.sft.lazy()),
         "self_correction": sessions.self_correction.lazy(),
     }
+    held = plan.excluded_questions.select(
+        episode_id=pl.lit(None, pl.String), question_id="question_id", reason="reason"
+    )
+    held_out = {}
     for name, frame in pieces.items():
-        piece = keys.attach(frame).collect(engine=PLAN_ENGINE)
+        removed = dict(removed_rows(frame, held).collect(engine=PLAN_ENGINE).iter_rows())
+        if removed:
+            held_out[name] = removed
+        piece = keys.attach(without(frame, held)).collect(engine=PLAN_ENGINE)
         writers.write(name, OBJECTIVE_MODULES[name].SCHEMA, CONVERSATION_GROUP_ROWS, piece)
     for name, schema in SESSION_TABLES.items():
         piece = keys.attach(_frame(sessions.tables[name]).lazy()).collect(engine=PLAN_ENGINE)
@@ -286,7 +374,7 @@ def export_sessions(out: Path, sessions: Any, config: BuildConfig) -> SegmentOut
     writers.write("splits", SPLIT_ASSIGNMENT, TABLE_GROUP_ROWS, splits)
     tally = SplitTally()
     tally.add(splits)
-    output = SegmentOutput(SESSION_SEGMENT, redactions=dict(sessions.redactions))
+    output = SegmentOutput(SESSION_SEGMENT, redactions=dict(sessions.redactions), held_out=held_out)
     return writers.close(output.tallied(tally))
 
 

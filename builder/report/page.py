@@ -15,6 +15,7 @@ from pathlib import Path
 from builder.report import funnel, lengths, sections, stats, style
 from builder.report.errors import OutputInBuildError, ReportOutputError
 from builder.report.folder import BuildFolder
+from builder.report.held_out import held_out_section
 from builder.report.html import Raw, el, render
 
 ROWS_PER_CONFIG = 3
@@ -41,6 +42,7 @@ def html_page(build: BuildFolder, options: Options) -> str:
             sections.distributions_section(stats.distributions(build)),
             sections.lengths_section(found),
             sections.splits_section(build, stats.leakage(build)),
+            held_out_section(build.manifest),
             sections.rows_section(build, options.rows_per_config),
             sections.changes_section(build, options.against),
         ),

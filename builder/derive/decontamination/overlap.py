@@ -1,0 +1,126 @@
+"""Which prompts match which eval items: n-gram overlap, computed as joins of n-gram columns
+(no loop over rows), so 100,000 prompts against 10,000 items cost seconds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from builder.derive.decontamination.evals import EvalSet
+from builder.derive.splits.shingles import WORD, ngram_frame
+from schemas.vocabulary import EVAL_PREFIX
+
+MOST_MATCHED = 10
+PROMPTS = {"kind": pl.String, "key": pl.String, "text": pl.String}
+QUESTION, EPISODE = "question", "episode"
+
+
+@dataclass(frozen=True)
+class Contamination:
+    questions: pl.DataFrame  # question_id, reason (``eval:<name>``)
+    episodes: pl.DataFrame  # episode_id, reason
+    summary: dict[str, Any]  # the manifest's ``decontamination`` section, rows aside
+
+
+def _lower(texts: pl.Series) -> pl.Series:
+    return texts.str.to_lowercase()
+
+
+def _matches(prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: float) -> pl.DataFrame:
+    """``prompt`` (row of ``prompts``), ``eval``, ``item``, ``share``: every item matched."""
+    items = pl.DataFrame(
+        [(e.name, i, text) for e in evals for i, text in enumerate(e.items)],
+        schema={"eval": pl.String, "item": pl.Int64, "text": pl.String},
+        orient="row",
+    ).with_columns(
+        size=pl.min_horizontal(_lower(pl.col("text")).str.count_matches(WORD), pl.lit(n))
+    )
+    items = items.filter(pl.col("size") > 0)
+    found = []
+    texts = _lower(prompts.get_column("text").fill_null(""))
+    for size in items.get_column("size").unique().sort().to_list():
+        of_size = items.filter(pl.col("size") == size).with_row_index("e")
+        grams = ngram_frame(_lower(of_size.get_column("text")), size).rename({"row": "e"})
+        totals = grams.group_by("e").len("total")
+        prompt_grams = ngram_frame(texts, size).rename({"row": "prompt"})
+        shared = (
+            grams.join(prompt_grams, on="gram")
+            .group_by("e", "prompt")
+            .len("shared")
+            .join(totals, on="e")
+            .with_columns(share=pl.col("shared") / pl.col("total"))
+            .filter(pl.col("share") > threshold)
+        )
+        found.append(
+            shared.join(of_size.select("e", "eval", "item"), on="e").select(
+                "prompt", "eval", "item", "share"
+            )
+        )
+    schema = {"prompt": pl.UInt32, "eval": pl.String, "item": pl.Int64, "share": pl.Float64}
+    if not found:
+        return pl.DataFrame(schema=schema)
+    return pl.concat([f.cast(schema) for f in found]).sort("prompt", "eval", "item")
+
+
+def decontaminate(
+    prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: float
+) -> Contamination:
+    """``prompts`` (``PROMPTS``: ``kind`` question or episode, its ``key``, its ``text``)."""
+    matches = _matches(prompts, evals, n, threshold)
+    order = {e.name: i for i, e in enumerate(evals)}
+    keyed = (
+        prompts.with_row_index("prompt")
+        .join(matches, on="prompt")
+        .with_columns(rank=pl.col("eval").replace_strict(order, return_dtype=pl.Int64))
+    )
+    first = (
+        keyed.sort("rank")
+        .group_by("kind", "key", maintain_order=True)
+        .first()
+        .select("kind", "key", reason=pl.lit(EVAL_PREFIX) + pl.col("eval"))
+        .sort("kind", "key")
+    )
+    questions = first.filter(pl.col("kind") == QUESTION).select(question_id="key", reason="reason")
+    episodes = first.filter(pl.col("kind") == EPISODE).select(episode_id="key", reason="reason")
+    per_eval = []
+    for e in evals:
+        mine = keyed.filter(pl.col("eval") == e.name)
+        matched = mine.get_column("item").n_unique()
+        per_eval.append(
+            {
+                "name": e.name,
+                "file": e.path,
+                "field": e.field,
+                "items": len(e.items),
+                "matched_items": matched,
+                "matched_share": round(matched / len(e.items), 6) if e.items else 0.0,
+                "matched_questions": mine.filter(pl.col("kind") == QUESTION)
+                .get_column("key")
+                .n_unique(),
+                "matched_episodes": mine.filter(pl.col("kind") == EPISODE)
+                .get_column("key")
+                .n_unique(),
+            }
+        )
+    texts = {e.name: e.items for e in evals}
+    most = (
+        keyed.group_by("eval", "item")
+        .agg(prompts=pl.len())
+        .sort("prompts", "eval", "item", descending=[True, False, False])
+        .head(MOST_MATCHED)
+    )
+    summary = {
+        "evals": per_eval,
+        "most_matched": [
+            {
+                "eval": r["eval"],
+                "item": r["item"],
+                "text": texts[r["eval"]][r["item"]][:300],
+                "prompts": r["prompts"],
+            }
+            for r in most.iter_rows(named=True)
+        ],
+    }
+    return Contamination(questions, episodes, summary)

@@ -1,0 +1,41 @@
+"""Split groups: questions that must share a split.
+
+Every policy joins questions whose split key is the same text. Beyond that:
+
+- ``near_duplicate`` joins any two texts whose word 3-gram Jaccard reaches the threshold,
+  transitively (``similarity_join``: exact, no pair missed);
+- ``dataset`` joins the questions about one CSV file, ``template`` those made from one
+  template; a question whose label is unknown is joined to its near-duplicates instead
+  (counted as having fallen back);
+- ``question`` joins nothing more (the exact normalized text, as before groups existed).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from builder.derive.splits.similarity_join import components, connect, similar_pairs
+from schemas.vocabulary import GROUP_BY_NEAR_DUPLICATE, GROUP_BY_QUESTION
+
+
+def group_texts(
+    texts: pl.DataFrame, grams: pl.DataFrame, policy: str, threshold: float
+) -> tuple[pl.Series, int]:
+    """``texts``: one row per distinct key text with ``label`` (the dataset or the template;
+    null when unknown); ``grams``: their hashed n-grams. The group of each row (its smallest
+    row joined to it) and how many rows fell back to near-duplicates for want of a label."""
+    size = texts.height
+    if policy == GROUP_BY_QUESTION:
+        return pl.Series("group", range(size), dtype=pl.UInt32), 0
+    if policy == GROUP_BY_NEAR_DUPLICATE:
+        return components(grams, size, threshold).get_column("label").alias("group"), 0
+    rows = texts.select("label").with_row_index("row").with_columns(pl.col("row").cast(pl.UInt32))
+    unknown = rows.filter(pl.col("label").is_null()).get_column("row")
+    same_label = (
+        rows.filter(pl.col("label").is_not_null())
+        .with_columns(first=pl.col("row").min().over("label"))
+        .select(a="first", b="row")
+    )
+    near = similar_pairs(grams, threshold, unknown, rows.get_column("row")).select("a", "b")
+    edges = pl.concat([same_label.cast(pl.UInt32), near.cast(pl.UInt32)])
+    return connect(size, edges).get_column("label").alias("group"), unknown.len()

@@ -1,0 +1,133 @@
+"""The assignment an earlier build made, so that no question moves between versions.
+
+Read from ``--previous`` (a build folder, or ``org/name@revision``: a release on the Hub) or,
+without it, from the output folder's own last build; and from the splits files of every
+segment the cache reuses (their files are kept as they were built). An earlier build made
+under other split settings (group policy, threshold, salt or ratios) pins nothing: its
+assignment answers another question, and the manifest says it was not followed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from builder.config import HUB_RELEASE
+from builder.derive.splits.assign import PINNED_COLUMNS, SplitPolicy
+from builder.errors import UsageError
+from schemas.vocabulary import GROUP_BY_QUESTION
+
+MANIFEST = "manifest.json"
+
+
+class PreviousUnreadable(UsageError, ValueError):
+    """``--previous`` names nothing this builder can read."""
+
+
+@dataclass(frozen=True)
+class Previous:
+    pinned: pl.DataFrame  # PINNED_COLUMNS
+    info: dict[str, Any]  # for the manifest: where from, followed or not and why
+
+
+def settings_of(policy: SplitPolicy) -> dict[str, Any]:
+    """The split settings a build's manifest records, which an earlier build must share."""
+    ratios = policy.ratios
+    return {
+        "group_by": policy.group_by,
+        "threshold": policy.threshold if policy.group_by != GROUP_BY_QUESTION else None,
+        "salt": ratios.salt,
+        "ratios": {"train": ratios.train, "validation": ratios.validation, "test": ratios.test},
+    }
+
+
+def _recorded(manifest: dict[str, Any]) -> dict[str, Any]:
+    splits = manifest.get("splits") or {}
+    group_by = splits.get("group_by", GROUP_BY_QUESTION)  # builds before groups
+    return {
+        "group_by": group_by,
+        "threshold": splits.get("threshold") if group_by != GROUP_BY_QUESTION else None,
+        "salt": splits.get("salt"),
+        "ratios": splits.get("ratios"),
+    }
+
+
+def _empty() -> pl.DataFrame:
+    return pl.DataFrame(schema=PINNED_COLUMNS)
+
+
+def _read_splits(files: Iterable[Path]) -> pl.DataFrame:
+    files = sorted(files)
+    if not files:
+        return _empty()
+    frame = pl.read_parquet(files, columns=["question_id", "normalized_text", "split"])
+    return frame.select("question_id", text="normalized_text", split="split").cast(PINNED_COLUMNS)
+
+
+def hub_folder(spec: str) -> Path:
+    """A release's manifest and splits files, downloaded (``org/name@revision``)."""
+    match = HUB_RELEASE.match(spec)
+    assert match is not None
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import HfHubHTTPError
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        raise PreviousUnreadable(f"--previous {spec}: huggingface_hub is missing") from exc
+    try:
+        return Path(
+            snapshot_download(
+                match["repo"],
+                repo_type="dataset",
+                revision=match["revision"],
+                allow_patterns=[MANIFEST, "splits/*"],
+            )
+        )
+    except (HfHubHTTPError, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PreviousUnreadable(
+            f"--previous {spec}: cannot read that release from the Hub ({first}); check the "
+            "repository and revision, or give a local build folder"
+        ) from exc
+
+
+def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
+    """The earlier assignment to keep: ``spec`` (``--previous``) or ``out``'s last build."""
+    if spec and HUB_RELEASE.match(spec) and not Path(spec).exists():
+        folder, source = hub_folder(spec), spec
+    elif spec:
+        folder, source = Path(spec), spec
+        if not (folder / MANIFEST).is_file():
+            raise PreviousUnreadable(
+                f"--previous {spec}: no build there (no {MANIFEST}); give a build folder or "
+                "org/name@version"
+            )
+    else:
+        folder, source = out, str(out)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Previous(_empty(), {"source": None})
+    wanted, recorded = settings_of(policy), _recorded(manifest)
+    if recorded != wanted:
+        differ = sorted(k for k in wanted if wanted[k] != recorded.get(k))
+        info = {"source": source, "followed": False, "differs": differ}
+        return Previous(_empty(), info)
+    pinned = _read_splits((folder / "splits").glob("*.parquet"))
+    return Previous(pinned, {"source": source, "followed": True, "questions": pinned.height})
+
+
+def with_reused(previous: Previous, reused: Iterable[tuple[Path, list[str]]]) -> Previous:
+    """``previous`` with the assignments of the cache's reused segments (their data folder,
+    their files): those files are linked in as they are, so their splits stand."""
+    files = [data / f for data, names in reused for f in names if f.startswith("splits/")]
+    if not files:
+        return previous
+    pinned = pl.concat([_read_splits(files), previous.pinned]).unique(
+        "question_id", keep="first", maintain_order=True
+    )
+    return Previous(pinned, {**previous.info, "reused_segments_questions": len(files)})
