@@ -24,6 +24,11 @@ class Dataset:
     rows: int
     columns: tuple[Column, ...]
 
+    @property
+    def stem(self) -> str:
+        """The dataset's name as the capture side's banks give it: the file without .csv."""
+        return self.file.removesuffix(".csv")
+
     def of_kind(self, *kinds: str) -> list[Column]:
         return [c for c in self.columns if c.kind in kinds]
 
@@ -119,6 +124,116 @@ DATASETS: tuple[Dataset, ...] = (
             _num("flipper_length_mm", 172.0, 231.0, missing=True),
             _num("body_mass_g", 2700.0, 6300.0, missing=True),
             _cat("sex", "male", "female"),
+        ),
+    ),
+)
+
+# More datasets, for the sample's groups of near-copy questions: a question bank spans many
+# CSVs (the capture project's, 65), and questions about other columns are other questions.
+MORE_DATASETS: tuple[Dataset, ...] = (
+    Dataset(
+        "insurance.csv",
+        "policyholders",
+        1338,
+        (
+            _int("age", 18, 64),
+            _cat("sex", "female", "male"),
+            _num("bmi", 15.96, 53.13),
+            _code("children", 0, 5),
+            _cat("smoker", "yes", "no"),
+            _cat("region", "southwest", "southeast", "northwest", "northeast"),
+            _num("charges", 1121.87, 63770.43),
+        ),
+    ),
+    Dataset(
+        "wine_quality.csv",
+        "wines",
+        1599,
+        (
+            _num("fixed_acidity", 4.6, 15.9),
+            _num("residual_sugar", 0.9, 15.5),
+            _num("pH", 2.74, 4.01),
+            _num("alcohol", 8.4, 14.9),
+            _code("quality", 3, 8),
+            _cat("color", "red", "white"),
+        ),
+    ),
+    Dataset(
+        "student_performance.csv",
+        "students",
+        1000,
+        (
+            _cat("gender", "female", "male"),
+            _cat("race_ethnicity", "group A", "group B", "group C", "group D", "group E"),
+            _cat("lunch", "standard", "free/reduced"),
+            _int("math_score", 0, 100),
+            _int("reading_score", 17, 100),
+            _int("writing_score", 10, 100),
+        ),
+    ),
+    Dataset(
+        "heart_failure.csv",
+        "patients",
+        918,
+        (
+            _int("Age", 28, 77),
+            _cat("Sex", "M", "F"),
+            _cat("ChestPainType", "ASY", "NAP", "ATA", "TA"),
+            _int("Cholesterol", 0, 603),
+            _int("MaxHR", 60, 202),
+            _num("Oldpeak", -2.6, 6.2),
+            _code("HeartDisease", 0, 1),
+        ),
+    ),
+    Dataset(
+        "video_game_sales.csv",
+        "games",
+        16598,
+        (
+            _cat("Platform", "PS2", "DS", "PS3", "Wii", "X360"),
+            _cat("Genre", "Action", "Sports", "Misc", "Role-Playing", "Shooter"),
+            _num("User_Score", 0.0, 9.7, missing=True),
+            _num("NA_Sales", 0.0, 41.49),
+            _num("EU_Sales", 0.0, 29.02),
+            _num("Global_Sales", 0.01, 82.74),
+        ),
+    ),
+    Dataset(
+        "avocado_prices.csv",
+        "weekly records",
+        18249,
+        (
+            _num("AveragePrice", 0.44, 3.25),
+            _num("Total_Volume", 84.56, 62505646.52),
+            _cat("type", "conventional", "organic"),
+            _code("year", 2015, 2018),
+            _cat("region", "Albany", "Atlanta", "Boston", "Chicago", "Denver", "Houston"),
+        ),
+    ),
+    Dataset(
+        "netflix_titles.csv",
+        "titles",
+        8807,
+        (
+            _cat("type", "Movie", "TV Show"),
+            _cat("rating", "TV-MA", "TV-14", "PG-13", "R"),
+            _int("release_year", 1925, 2021),
+            _num("duration_minutes", 3.0, 312.0, missing=True),
+            _cat("country", "United States", "India", "United Kingdom", "Japan"),
+        ),
+    ),
+    Dataset(
+        "bank_churn.csv",
+        "customers",
+        10000,
+        (
+            _cat("Geography", "France", "Spain", "Germany"),
+            _cat("Gender", "Female", "Male"),
+            _int("CreditScore", 350, 850),
+            _num("Balance", 0.0, 250898.09),
+            _num("EstimatedSalary", 11.58, 199992.48),
+            _code("Tenure", 0, 10),
+            _code("Exited", 0, 1),
         ),
     ),
 )

@@ -166,6 +166,13 @@ def generate_episode(rng: random.Random, index: int, *, form: str | None = None)
     return _detached(_episode(rng, index, make_problem(rng), form))
 
 
+def episode_on(
+    problem: Problem, rng: random.Random, index: int, *, form: str | None = None, day: int = 0
+) -> dict:
+    """One episode on ``problem`` (a question the caller chose, paraphrases included)."""
+    return _detached(_episode(rng, index, problem, form, day))
+
+
 def iter_episodes(n: int, seed: int, question_pool: int | None) -> Iterator[dict[str, Any]]:
     pool = question_pool or max(1, n // 2)
     rng = random.Random(f"episodes:{seed}")

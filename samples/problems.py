@@ -39,6 +39,7 @@ class Problem:
     answer_hash: str
     wrong: tuple[Variant, ...]
     created_at: str | None
+    template: str | None = None  # the template's name, as a capture bank's template_name
 
     @property
     def id(self) -> str:
@@ -55,10 +56,11 @@ class Problem:
         }
 
 
-def make_problem(rng: random.Random) -> Problem:
-    """A fresh question and its solution. Parameters come from ``rng``; every other detail
-    is seeded by the question text, so equal text always means equal answer."""
-    ds = rng.choice(DATASETS)
+def make_problem(rng: random.Random, datasets: tuple[Dataset, ...] = DATASETS) -> Problem:
+    """A fresh question and its solution, about one of ``datasets``. Parameters come from
+    ``rng``; every other detail is seeded by the question text, so equal text always means
+    equal answer."""
+    ds = rng.choice(datasets)
     usable = usable_templates(ds)
     template = rng.choices([t for t, _ in usable], [w for _, w in usable])[0]
     # Templates draw parameters from rng and details from the second generator: a dry run
@@ -72,7 +74,8 @@ def make_problem(rng: random.Random) -> Problem:
         replay = random.Random()
         replay.setstate(state)
         built = template(ds, replay, random.Random(f"{ds.file}|{text}"))
-        problem = _problem(ds, built, random.Random(f"meta|{ds.file}|{text}"))
+        meta = random.Random(f"meta|{ds.file}|{text}")
+        problem = _problem(ds, built, meta, template.__name__.removeprefix("_t_"))
         if len(_BY_TEXT) >= 16384:
             _BY_TEXT.clear()
         _BY_TEXT[key] = problem
@@ -82,7 +85,7 @@ def make_problem(rng: random.Random) -> Problem:
 _BY_TEXT: dict[tuple[str, str, str], Problem] = {}
 
 
-def _problem(ds: Dataset, built: Built, r: random.Random) -> Problem:
+def _problem(ds: Dataset, built: Built, r: random.Random, template: str | None) -> Problem:
     text, hint, alt, difficulty, steps, ans, wrong = built
     answer_hash = steps[-1].hash
     variants = tuple(
@@ -101,6 +104,7 @@ def _problem(ds: Dataset, built: Built, r: random.Random) -> Problem:
         answer_hash=answer_hash,
         wrong=variants,
         created_at=iso(created) if r.random() < 0.9 else None,
+        template=template,
     )
 
 

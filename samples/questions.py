@@ -1,5 +1,6 @@
 """Question-bank lines: synthetic questions (with ground truth, from the problem pool) and
-LLM-written ones."""
+LLM-written ones. As the capture side's banks do, every question names its ``dataset`` (the
+CSV's name without ``.csv``) and a synthetic one its ``template_name``."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def _synthetic_question(problem: Problem) -> dict[str, Any]:
     record = problem.question()
     record["ground_truth"] = problem.answer
     record["ground_truth_hash"] = problem.answer_hash
+    record["dataset"] = problem.dataset.stem
+    record["template_name"] = problem.template
     return record
 
 
@@ -49,4 +52,5 @@ def _llm_question(rng: random.Random) -> dict[str, Any]:
         "difficulty": problem.difficulty if rng.random() < 0.8 else None,
         "n_steps": problem.n_steps if rng.random() < 0.7 else None,
         "created_at": problem.created_at,
+        "dataset": problem.dataset.stem,  # LLM-written: a dataset, no template
     }

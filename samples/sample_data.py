@@ -1,17 +1,26 @@
-"""The committed sample in ``data/``: episodes (both layouts), both question banks and the
-bad-lines file with what each line is expected to give. ``write_sample`` rewrites it byte
-for byte (``tests/samples/test_synthetic.py`` checks that it does)."""
+"""The committed sample in ``data/``: episodes (both layouts), both question banks, groups of
+near-copy questions with their episodes (``groups.jsonl`` beside each) and the bad-lines
+file with what each line is expected to give. ``write_sample`` rewrites it byte for byte
+(``tests/samples/test_synthetic.py`` checks that it does)."""
 
 from __future__ import annotations
 
 import random
+import re
+import string
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from samples.episodes import generate_episode, generate_episodes
+from builder.hashing import normalize_question_text, question_id
+from samples.datasets import DATASETS, MORE_DATASETS
+from samples.episodes import episode_on, generate_episode, generate_episodes
 from samples.files import write_jsonl
+from samples.problems import Problem, make_problem, pool_problem
 from samples.questions import generate_questions
 from samples.variants import as_producer_writes, to_capture_v2
 
@@ -21,6 +30,26 @@ SAMPLE_SEED = 20251221
 SAMPLE_EPISODES = 150
 SAMPLE_QUESTIONS = 40
 V2_SAMPLE_EPISODES = 16  # the sample's episodes in the capture project's later layout
+# Questions as templated banks hold them: groups of near-copies (a question, a reworded
+# copy, an LLM-written copy naming its dataset), each group with one episode rich enough to
+# give every training config rows, so splits that keep near-copies together still give
+# every config rows in every split. ~12 KB an episode.
+SAMPLE_GROUPS = 165
+RICH_CHOICES = 2  # the smaller of two rich episodes keeps the sample small
+_PUNCTUATION = string.punctuation
+# The rewordings: the opening of each template's question, swapped for a synonym.
+_REWORDINGS = (
+    (r"^What is the mean ", "What is the average "),
+    (r"^What is the average ", "What is the mean "),
+    (r"^How many ", "What number of "),
+    (r"^Which ", "What "),
+    (r"^List the top ", "Give the top "),
+    (r"^Is the average ", "Is the mean "),
+    (r"^For each ", "For every "),
+    (r"^Among ", "Of the "),
+    (r"^What is the most common ", "What is the most frequent "),
+    (r"^What is the Pearson correlation ", "What is the Pearson correlation coefficient "),
+)
 
 
 def _bad_lines(seed: int) -> list[tuple[bytes, str, str]]:
@@ -95,14 +124,141 @@ def _expected_md(lines: list[tuple[bytes, str, str]]) -> str:
     )
 
 
+def _reworded(text: str) -> str:
+    for pattern, swap in _REWORDINGS:
+        if re.match(pattern, text):
+            return re.sub(pattern, swap, text, count=1)
+    raise ValueError(f"no rewording for {text!r}")
+
+
+def _rich(episode: dict[str, Any]) -> bool:
+    """Verified, with a conversation, an expected answer, a consistency run that missed it
+    (a preference pair) and a corrected turn: rows in every training config."""
+    gold, runs = episode["teacher_gold_trace"], episode["consistency_traces"]
+    turns = [turn for t in (gold, *runs) for turn in t.get("turns") or []]
+    return (
+        episode["verified"]
+        and "conversation_for_sft" in episode
+        and "rl_verification_data" in episode
+        and any(t["final_answer_hash"] != gold["final_answer_hash"] for t in runs)
+        and any(turn["correction"] is not None for turn in turns)
+    )
+
+
+def _bank_record(problem: Problem) -> dict[str, Any]:
+    return problem.question() | {
+        "ground_truth": problem.answer,
+        "ground_truth_hash": problem.answer_hash,
+        "dataset": problem.dataset.stem,
+        "template_name": problem.template,
+    }
+
+
+def _shingles(text: str) -> list[frozenset[tuple[str, ...]]]:
+    """Word 3-grams of the normalized text, for two ways to cut words: at whitespace with
+    punctuation stripped at word ends, and as runs of word characters."""
+    normalized = normalize_question_text(text)
+    cuts = (
+        [w.strip(_PUNCTUATION) for w in normalized.split(" ")],
+        re.findall(r"\w+", normalized),
+    )
+    return [
+        frozenset(tuple(words[i : i + 3]) for i in range(max(1, len(words) - 2)))
+        for words in ([w for w in cut if w] for cut in cuts)
+    ]
+
+
+class _Apart:
+    """The shingles of the questions so far, indexed by 3-gram: is a question a near-copy
+    (word 3-gram Jaccard at least 0.5, that is 3 * shared >= both sizes, for either way to
+    cut words) of any of them?"""
+
+    def __init__(self) -> None:
+        self.sizes: list[list[int]] = []  # a question's number of 3-grams, for each cut
+        self.index: dict[tuple[int, tuple[str, ...]], list[int]] = {}
+
+    def near(self, text: str) -> bool:
+        for cut, shingles in enumerate(_shingles(text)):
+            shared = Counter(i for gram in shingles for i in self.index.get((cut, gram), ()))
+            if any(3 * c >= len(shingles) + self.sizes[i][cut] for i, c in shared.items()):
+                return True
+        return False
+
+    def add(self, text: str) -> None:
+        cuts = _shingles(text)
+        for cut, shingles in enumerate(cuts):
+            for gram in shingles:
+                self.index.setdefault((cut, gram), []).append(len(self.sizes))
+        self.sizes.append([len(shingles) for shingles in cuts])
+
+
+def _taken(seed: int) -> _Apart:
+    """Every question the rest of the sample asks."""
+    texts = {pool_problem(seed, i).text for i in range(SAMPLE_EPISODES // 2)}
+    texts |= {pool_problem(seed + 1, i).text for i in range(V2_SAMPLE_EPISODES // 2)}
+    for kind in ("synthetic", "llm"):
+        texts |= {q["question_text"] for q in generate_questions(SAMPLE_QUESTIONS, seed, kind)}
+    taken = _Apart()
+    for text in sorted(texts):
+        taken.add(text)
+    return taken
+
+
+def _groups(n: int, seed: int) -> Iterator[tuple[bytes, dict, dict, dict]]:
+    """``n`` groups of near-copies: (episode line, synthetic question, its rewording, LLM-written
+    copy), each group's questions apart (below 0.5) from every other question of the
+    sample. The episode asks the question or, every other group, its rewording, and is the
+    smaller of two rich ones; it carries its ``csv_source`` and ``template_name`` as the
+    capture side writes them."""
+    taken = _taken(seed)
+    index = 0
+    for g in range(n):
+        while True:
+            if index > 100 * n:
+                raise ValueError(f"fewer than {n} groups of questions apart from the others")
+            rng = random.Random(f"group:{seed}:{index}")
+            base = make_problem(rng, DATASETS + MORE_DATASETS)
+            index += 1
+            reworded = replace(base, text=_reworded(base.text))
+            text = f"Using the {base.dataset.file} dataset, {base.text[0].lower()}{base.text[1:]}"
+            own = (base.text, reworded.text, text)
+            if not any(taken.near(t) for t in own):
+                for t in own:
+                    taken.add(t)
+                break
+        asked = base if g % 2 == 0 else reworded
+        rng = random.Random(f"group-episode:{seed}:{g}")
+        rich: list[bytes] = []
+        while len(rich) < RICH_CHOICES:
+            episode = episode_on(asked, rng, g, day=1)
+            if _rich(episode):
+                episode["question"]["template_name"] = asked.template
+                episode["csv_source"] = asked.dataset.file
+                rich.append(orjson.dumps(episode))
+        llm = {
+            "id": question_id(text, None),
+            "question_text": text,
+            "hint": None,
+            "difficulty": base.difficulty,
+            "n_steps": base.n_steps,
+            "created_at": base.created_at,
+            "dataset": base.dataset.stem,
+        }
+        yield min(rich, key=len), _bank_record(base), _bank_record(reworded), llm
+
+
 def write_sample(data_dir: Path) -> list[Path]:
-    """Write the committed sample: episodes, both question banks, the bad-lines file."""
+    """Write the committed sample: episodes, both question banks, the groups of near-copy
+    questions with their episodes, the bad-lines file."""
     data_dir = Path(data_dir)
     paths = {
         "episodes": data_dir / "episodes" / "episodes.jsonl",
         "capture_v2": data_dir / "episodes" / "capture_v2.jsonl",
         "synthetic": data_dir / "questions" / "synthetic" / "questions.jsonl",
         "llm": data_dir / "questions" / "llm" / "questions.jsonl",
+        "groups": data_dir / "episodes" / "groups.jsonl",
+        "synthetic_groups": data_dir / "questions" / "synthetic" / "groups.jsonl",
+        "llm_groups": data_dir / "questions" / "llm" / "groups.jsonl",
         "bad": data_dir / "bad" / "bad_lines.jsonl",
         "expected": data_dir / "bad" / "EXPECTED.md",
     }
@@ -112,6 +268,11 @@ def write_sample(data_dir: Path) -> list[Path]:
     write_jsonl(paths["capture_v2"], lines)
     write_jsonl(paths["synthetic"], generate_questions(SAMPLE_QUESTIONS, SAMPLE_SEED, "synthetic"))
     write_jsonl(paths["llm"], generate_questions(SAMPLE_QUESTIONS, SAMPLE_SEED, "llm"))
+    groups = list(_groups(SAMPLE_GROUPS, SAMPLE_SEED))
+    write_jsonl(paths["groups"], (episode for episode, *_ in groups))
+    synthetic = (q for _, base, reworded, _ in groups for q in (base, reworded))
+    write_jsonl(paths["synthetic_groups"], synthetic)
+    write_jsonl(paths["llm_groups"], (llm for *_, llm in groups))
     bad = _bad_lines(SAMPLE_SEED)
     write_jsonl(paths["bad"], (line for line, _, _ in bad))
     paths["expected"].write_text(_expected_md(bad), encoding="utf-8")

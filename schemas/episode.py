@@ -100,6 +100,8 @@ class Question(Record):
     tags: list[StrictStr] | None = None
     template_name: StrictStr | None = None
     template_params: Any = None
+    # The CSV dataset the question is about, as the capture side's banks name it.
+    dataset: StrictStr | None = None
     output_type: StrictStr | None = None
     output_schema: Any = None
 

@@ -138,6 +138,13 @@ QUESTIONS = table_schema(
     column("tags", STRINGS, "Question tags, as captured", role=LABEL),
     column("template_name", pa.string(), "Template that generated the question", role=LABEL),
     column("template_params", pa.string(), "Its parameters (canonical JSON)", role=JSON),
+    column(
+        "dataset",
+        pa.string(),
+        "The CSV dataset the question is about: the record's dataset, else the folder of a "
+        "bank written as <dataset>/questions.json (null when unknown)",
+        role=LABEL,
+    ),
     column("output_type", pa.string(), "Expected answer type, as captured", role=LABEL),
     column("output_schema", pa.string(), "Expected answer shape (canonical JSON)", role=JSON),
     column("source_file", pa.string(), "Input file the row was read from", role=SOURCE),

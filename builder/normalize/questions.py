@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 from builder import checks
@@ -17,6 +18,19 @@ def question_key(question: Any) -> str:
     slip) fails ``question_id_mismatch`` on its episode, but never claims the row, the
     prompt or the split of the question it happens to name."""
     return question_id(question.question_text, question.hint)
+
+
+# The file a bank of one dataset is written as, in a folder named after the dataset
+BANK_DOCUMENT = "questions.json"
+
+
+def bank_dataset(file: str, source: str) -> str | None:
+    """The dataset a bank's folder names (the capture side writes one
+    ``<dataset>/questions.json`` per CSV), for records that do not say it themselves."""
+    if source == "episode":
+        return None
+    path = PurePosixPath(file.replace("\\", "/"))
+    return path.parent.name or None if path.name == BANK_DOCUMENT else None
 
 
 def question_row(
@@ -44,6 +58,7 @@ def question_row(
         tags=question.tags,
         template_name=question.template_name,
         template_params=json_text(question, "template_params"),
+        dataset=question.dataset or bank_dataset(file, source),
         output_type=question.output_type,
         output_schema=json_text(question, "output_schema"),
         source_file=file,

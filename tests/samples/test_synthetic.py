@@ -30,6 +30,9 @@ SAMPLE_FILES = (
     "episodes/episodes.jsonl",
     "questions/synthetic/questions.jsonl",
     "questions/llm/questions.jsonl",
+    "episodes/groups.jsonl",
+    "questions/synthetic/groups.jsonl",
+    "questions/llm/groups.jsonl",
     "bad/bad_lines.jsonl",
     "bad/EXPECTED.md",
 )
@@ -168,7 +171,7 @@ def test_committed_sample_equals_a_fresh_generation(tmp_path: Path) -> None:
 
 
 def test_committed_sample_is_small() -> None:
-    assert sum((DATA / name).stat().st_size for name in SAMPLE_FILES) < 1_800_000
+    assert sum((DATA / name).stat().st_size for name in SAMPLE_FILES) < 4_200_000
 
 
 # --------------------------------------------------------------------------- (d) coverage

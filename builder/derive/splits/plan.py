@@ -59,7 +59,7 @@ def _questions(tables: Path, sessions: pl.DataFrame | None, extra: dict[str, str
     folders = sorted(p for p in tables.glob("*") if p.is_dir())
     questions = _read(
         [f / "questions.parquet" for f in folders],
-        ["question_id", "normalized_text", "template_name"],
+        ["question_id", "normalized_text", "template_name", "dataset"],
     )
     episodes = _read([f / "episodes.parquet" for f in folders], ["question_id", "csv_source"])
     parts = []
@@ -70,6 +70,7 @@ def _questions(tables: Path, sessions: pl.DataFrame | None, extra: dict[str, str
                 "question_id",
                 text=split_key_texts(questions.get_column("normalized_text"), extra),
                 template="template_name",
+                named="dataset",
             )
             .unique("question_id", keep="first", maintain_order=True)
         )

@@ -1,0 +1,282 @@
+"""Held-out integrity, end to end: the sample's splits, a build that grows, decontamination
+against a planted eval file, and what --strict refuses."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from builder.build import BuildReport, build
+from builder.config import BuildConfig
+from schemas.objectives import OBJECTIVES
+from tests.builder.derive.splits.paraphrases import paraphrase, questions
+from tests.builder.derive.splits.test_assign import leaks, similarity
+from tests.e2e.held_out_data import write_episodes
+
+TRAINING = list(OBJECTIVES)
+
+
+def read(folder: Path, config: str) -> pl.DataFrame:
+    files = sorted((folder / config).glob("*.parquet"))
+    return pl.concat(
+        [pl.read_parquet(f).with_columns(split=pl.lit(f.name.split("-", 1)[0])) for f in files],
+        how="diagonal_relaxed",
+    )
+
+
+def test_every_training_config_of_the_sample_has_rows_in_every_split(
+    sample_build: BuildReport,
+) -> None:
+    rows = sample_build.manifest["configs"]
+    for name in TRAINING:
+        assert all(rows[name]["rows"].get(s, 0) > 0 for s in ("train", "validation", "test")), (
+            name,
+            rows[name]["rows"],
+        )
+
+
+def test_the_sample_holds_out_no_near_copy(sample_build: BuildReport) -> None:
+    splits = read(sample_build.out, "splits").rename({"normalized_text": "text"})
+    assert leaks(splits, 0.5) == []
+    audit = sample_build.manifest["splits"]["audit"]
+    assert audit["at_or_above_threshold"] == 0
+    assert audit["held_out_questions"] == splits.filter(pl.col("split") != "train").height
+
+
+def test_the_card_and_the_report_show_the_audit(sample_build: BuildReport, tmp_path: Path) -> None:
+    card = (sample_build.out / "README.md").read_text()
+    assert "## Held-out integrity" in card and "## How splits were assigned" in card
+    page = tmp_path / "report.html"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "builder",
+            "report",
+            str(sample_build.out),
+            "--out",
+            str(page),
+            "--rejects",
+            str(sample_build.out.parent / "rejects.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert 'id="held-out"' in html and 'data-metric="held_out.at_or_above_threshold"' in html
+    assert 'data-chart="held-out-similarity"' in html
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A build of 400 questions, then the same output rebuilt with 10 % more: near-copies of
+    held-out questions, bridges between two splits, and unrelated ones."""
+    root = tmp_path_factory.mktemp("grown")
+    texts = [t for t, _, _ in questions(400, seed=41)]
+    first = write_episodes(root / "first.jsonl", texts, seed=1)
+    config = BuildConfig(
+        episodes=(str(first),), out=root / "dataset", rejects=root / "rejects.jsonl"
+    )
+    config = replace(config, split_train=0.8, split_validation=0.1, split_test=0.1)
+    before = build(config)
+    splits = read(root / "dataset", "splits").select("question_id", "normalized_text", "split")
+    rng = random.Random(2)
+    held = splits.filter(pl.col("split") == "test").get_column("normalized_text").to_list()
+    trains = splits.filter(pl.col("split") == "train").get_column("normalized_text").to_list()
+    copies = []
+    for text in held:
+        copy = paraphrase(text, rng)
+        if copy not in texts and similarity(copy, text) >= 0.5:
+            copies.append(copy)
+    bridges = []
+    for a in held:
+        for b in trains:
+            joined = a + " " + b
+            if similarity(joined, a) >= 0.5 and similarity(joined, b) >= 0.5:
+                bridges.append(joined)
+                break
+        if len(bridges) == 3:
+            break
+    extra = copies[:20] + bridges + [t for t, _, _ in questions(20, seed=77)]
+    second = write_episodes(root / "second.jsonl", extra, seed=2)
+    after = build(replace(config, episodes=(str(first), str(second))))
+    return {
+        "before": splits,
+        "after": read(root / "dataset", "splits"),
+        "copies": copies[:20],
+        "bridges": bridges,
+        "manifest": after.manifest,
+        "out": root / "dataset",
+        "first_manifest": before.manifest,
+    }
+
+
+def test_no_question_already_assigned_moves(grown: dict) -> None:
+    joined = grown["before"].join(
+        grown["after"].select("question_id", after="split"), on="question_id"
+    )
+    assert joined.height == grown["before"].height
+    assert joined.filter(pl.col("split") != pl.col("after")).height == 0
+    assert grown["manifest"]["splits"]["previous"]["followed"] is True
+
+
+def test_near_copies_follow_their_group(grown: dict) -> None:
+    after = grown["after"].with_columns(text=pl.col("normalized_text"))
+    copies = after.filter(pl.col("text").is_in([c.lower() for c in grown["copies"]]))
+    assert copies.height == len(grown["copies"]) >= 5
+    # a copy also as close to a training question bridges the two splits: held out
+    elsewhere = copies.filter(pl.col("split") != "test").get_column("question_id")
+    assert elsewhere.len() < copies.height / 2
+    for name in TRAINING:
+        if (grown["out"] / name).is_dir():
+            rows = read(grown["out"], name)
+            assert rows.filter(pl.col("question_id").is_in(elsewhere.implode())).height == 0
+
+
+def test_bridges_are_held_out_of_every_training_config_and_counted(grown: dict) -> None:
+    bridges = [b.lower() for b in grown["bridges"]]
+    assert bridges
+    groups = grown["manifest"]["splits"]["groups"]
+    assert groups["bridges_splits"] >= len(bridges)
+    ids = grown["after"].filter(pl.col("normalized_text").is_in(bridges)).get_column("question_id")
+    assert ids.len() == len(bridges)
+    for name in TRAINING:
+        if (grown["out"] / name).is_dir():
+            rows = read(grown["out"], name)
+            assert rows.filter(pl.col("question_id").is_in(ids.implode())).height == 0, name
+    # kept in the tables
+    questions_table = read(grown["out"], "questions")
+    assert questions_table.filter(pl.col("question_id").is_in(ids.implode())).height == len(bridges)
+    removed = grown["manifest"]["held_out_rows"]
+    assert sum(c.get("bridges_splits", 0) for c in removed.values()) > 0
+
+
+def test_a_previous_build_under_other_settings_pins_nothing(grown: dict, tmp_path: Path) -> None:
+    source = grown["out"].parent / "first.jsonl"
+    config = BuildConfig(
+        episodes=(str(source),),
+        out=tmp_path / "dataset",
+        rejects=tmp_path / "rejects.jsonl",
+        split_previous=str(grown["out"]),
+        split_salt="another salt",
+    )
+    report = build(config)
+    previous = report.manifest["splits"]["previous"]
+    assert previous["followed"] is False and previous["differs"] == ["ratios", "salt"]
+
+
+def test_decontamination_removes_matched_rows_from_every_training_config(
+    grown: dict, tmp_path: Path
+) -> None:
+    texts = grown["before"].get_column("normalized_text").to_list()
+    planted = [texts[0], texts[1].upper(), texts[2]]
+    unrelated = ["an item about something else entirely, nothing to do with any dataset here"]
+    evals = tmp_path / "dabench-dev.jsonl"
+    evals.write_text("".join(json.dumps({"question": q}) + "\n" for q in planted + unrelated))
+    source = grown["out"].parent / "first.jsonl"
+    out = tmp_path / "dataset"
+    config = BuildConfig(
+        episodes=(str(source),),
+        out=out,
+        rejects=tmp_path / "rejects.jsonl",
+        decontamination_evals=(str(evals),),
+        split_train=0.8,
+        split_validation=0.1,
+        split_test=0.1,
+    )
+    report = build(config)
+    found = report.manifest["decontamination"]
+    [summary] = found["evals"]
+    assert (summary["name"], summary["items"], summary["matched_items"]) == ("dabench-dev", 4, 3)
+    assert summary["matched_questions"] == 3
+    ids = (
+        grown["before"].filter(pl.col("normalized_text").is_in(texts[:3])).get_column("question_id")
+    )
+    removed = 0
+    for name in TRAINING:
+        if (out / name).is_dir():
+            rows = read(out, name)
+            assert rows.filter(pl.col("question_id").is_in(ids.implode())).height == 0, name
+    for name, counts in found["removed_rows"].items():
+        removed += counts["dabench-dev"]
+        assert name in TRAINING
+    assert removed > 0
+    assert read(out, "questions").filter(pl.col("question_id").is_in(ids.implode())).height == 3
+    assert "## Decontamination" in (out / "README.md").read_text()
+
+
+def run_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "builder", *argv], capture_output=True, text=True, cwd=cwd
+    )
+
+
+def test_strict_refuses_held_out_near_copies(grown: dict, tmp_path: Path) -> None:
+    source = grown["out"].parent / "first.jsonl"
+    done = run_cli(
+        "build",
+        "--episodes",
+        str(source),
+        "--out",
+        str(tmp_path / "d"),
+        "--rejects",
+        str(tmp_path / "r.jsonl"),
+        "--split-by",
+        "question",
+        "--strict",
+        "--no-progress",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 3, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "held-out questions have a training question" in lines[0]
+    assert not (tmp_path / "d").exists()
+
+
+def test_strict_refuses_an_eval_matched_above_its_share(grown: dict, tmp_path: Path) -> None:
+    texts = grown["before"].get_column("normalized_text").to_list()
+    evals = tmp_path / "small.jsonl"
+    evals.write_text("".join(json.dumps({"prompt": q}) + "\n" for q in [*texts[:2], "unrelated"]))
+    source = grown["out"].parent / "first.jsonl"
+    done = run_cli(
+        "build",
+        "--episodes",
+        str(source),
+        "--out",
+        str(tmp_path / "d"),
+        "--rejects",
+        str(tmp_path / "r.jsonl"),
+        "--decontaminate",
+        f"{evals}:prompt",
+        "--strict",
+        "--no-progress",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "eval set small: 66.7% of its items match" in done.stderr
+
+
+def test_a_missing_eval_file_is_one_line(tmp_path: Path, grown: dict) -> None:
+    source = grown["out"].parent / "first.jsonl"
+    done = run_cli(
+        "build",
+        "--episodes",
+        str(source),
+        "--out",
+        str(tmp_path / "d"),
+        "--decontaminate",
+        "nowhere.jsonl",
+        "--no-progress",
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "nowhere.jsonl: no such eval file" in lines[0], done.stderr
