@@ -67,15 +67,16 @@ class Assignment:
     null, or ``bridges_splits``) and what the audit reads."""
 
     frame: pl.DataFrame
-    texts: pl.DataFrame  # text, label, group; a row per distinct key text
+    texts: pl.DataFrame  # text, labels, group; a row per distinct key text
     grams: pl.DataFrame  # row (of ``texts``), h: their hashed word 3-grams
     stats: dict[str, int] = field(default_factory=dict)
 
 
 def _distinct_texts(everyone: pl.DataFrame, policy: str) -> pl.DataFrame:
     label = {GROUP_BY_DATASET: "dataset", GROUP_BY_TEMPLATE: "template"}.get(policy)
-    labels = pl.col(label).drop_nulls().sort().first() if label else pl.lit(None, pl.String)
-    return everyone.group_by("text").agg(label=labels).sort("text")
+    # every label of a text: one text asked about two datasets joins the two
+    labels = pl.col(label).drop_nulls().unique().sort() if label else pl.lit([], pl.List(pl.String))
+    return everyone.group_by("text").agg(labels=labels).sort("text")
 
 
 def assign(questions: pl.DataFrame, pinned: pl.DataFrame, policy: SplitPolicy) -> Assignment:

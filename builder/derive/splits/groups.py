@@ -21,19 +21,20 @@ from schemas.vocabulary import GROUP_BY_NEAR_DUPLICATE, GROUP_BY_QUESTION
 def group_texts(
     texts: pl.DataFrame, grams: pl.DataFrame, policy: str, threshold: float
 ) -> tuple[pl.Series, int]:
-    """``texts``: one row per distinct key text with ``label`` (the dataset or the template;
-    null when unknown); ``grams``: their hashed n-grams. The group of each row (its smallest
+    """``texts``: one row per distinct key text with ``labels`` (its datasets or templates;
+    empty when unknown); ``grams``: their hashed n-grams. The group of each row (its smallest
     row joined to it) and how many rows fell back to near-duplicates for want of a label."""
     size = texts.height
     if policy == GROUP_BY_QUESTION:
         return pl.Series("group", range(size), dtype=pl.UInt32), 0
     if policy == GROUP_BY_NEAR_DUPLICATE:
         return components(grams, size, threshold).get_column("label").alias("group"), 0
-    rows = texts.select("label").with_row_index("row").with_columns(pl.col("row").cast(pl.UInt32))
-    unknown = rows.filter(pl.col("label").is_null()).get_column("row")
+    rows = texts.select("labels").with_row_index("row").with_columns(pl.col("row").cast(pl.UInt32))
+    unknown = rows.filter(pl.col("labels").list.len() == 0).get_column("row")
     same_label = (
-        rows.filter(pl.col("label").is_not_null())
-        .with_columns(first=pl.col("row").min().over("label"))
+        rows.explode("labels")
+        .filter(pl.col("labels").is_not_null())
+        .with_columns(first=pl.col("row").min().over("labels"))
         .select(a="first", b="row")
     )
     near = similar_pairs(grams, threshold, unknown, rows.get_column("row")).select("a", "b")

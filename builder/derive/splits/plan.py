@@ -88,16 +88,21 @@ def _questions(tables: Path, sessions: pl.DataFrame | None, extra: dict[str, str
     rows = [episodes.select("question_id", "csv_source")] if episodes.height else []
     if sessions is not None and sessions.height:
         rows.append(sessions.select("question_id", csv_source=pl.lit(None, pl.String)))
+    # a CSV named by its file's stem, as banks name their datasets
+    stem = pl.col("csv_source").str.extract(r"([^/\\]+?)(?:\.[^./\\]*)?$")
     counts = (
-        pl.concat(rows)
-        .group_by("question_id")
-        .agg(n=pl.len(), dataset=pl.col("csv_source").drop_nulls().sort().first())
+        pl.concat(rows).group_by("question_id").agg(n=pl.len(), csv=stem.drop_nulls().min())
         if rows
-        else pl.DataFrame(schema={"question_id": pl.String, "n": pl.UInt32, "dataset": pl.String})
+        else pl.DataFrame(schema={"question_id": pl.String, "n": pl.UInt32, "csv": pl.String})
     )
+    if "named" not in every.columns:
+        every = every.with_columns(named=pl.lit(None, pl.String))
     return (
         every.join(counts, on="question_id", how="left")
-        .with_columns(weight=1 + pl.col("n").fill_null(0).cast(pl.Int64))
+        .with_columns(
+            weight=1 + pl.col("n").fill_null(0).cast(pl.Int64),
+            dataset=pl.coalesce("named", "csv"),
+        )
         .select(list(QUESTION_COLUMNS))
         .cast(QUESTION_COLUMNS)
         .sort("question_id")
