@@ -10,7 +10,7 @@
 - ``text`` blocks show output or layouts and are not run.
 - A block that cannot run here is preceded by ``<!-- no-run: why -->``; the reason is required.
 
-Blocks run concurrently (one module fixture, a few at a time); each test reports one block
+Blocks run concurrently (one module fixture, three at a time); each test reports one block
 (a page, for Python). The capture contract's snippets are also checked against its test
 vectors and against the project's own hashing functions.
 """
@@ -251,7 +251,7 @@ def _run_python(page: Path, workspace: Workspace) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def outcomes(workspace: Workspace) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Every runnable block's result (Python: a page's), run three at a time."""
+    """Every runnable block's result (Python: a page's), three at a time."""
     jobs = {b.name: (_run_shell, b) for b in SHELL_BLOCKS}
     jobs |= {f"{p.relative_to(ROOT)} (python)": (_run_python, p) for p in PYTHON_PAGES}
     with ThreadPoolExecutor(max_workers=3) as pool:
