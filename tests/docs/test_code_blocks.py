@@ -250,10 +250,20 @@ def _run_python(page: Path, workspace: Workspace) -> subprocess.CompletedProcess
 
 
 @pytest.fixture(scope="module")
-def outcomes(workspace: Workspace) -> dict[str, subprocess.CompletedProcess[str]]:
-    """Every runnable block's result (Python: a page's), three at a time."""
-    jobs = {b.name: (_run_shell, b) for b in SHELL_BLOCKS}
-    jobs |= {f"{p.relative_to(ROOT)} (python)": (_run_python, p) for p in PYTHON_PAGES}
+def outcomes(
+    request: pytest.FixtureRequest, workspace: Workspace
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """The result of every selected block (Python: of a page's blocks), three at a time."""
+    selected = {
+        param
+        for item in request.session.items
+        if (callspec := getattr(item, "callspec", None)) is not None
+        for param in callspec.params.values()
+    }
+    jobs = {b.name: (_run_shell, b) for b in SHELL_BLOCKS if b in selected}
+    jobs |= {
+        f"{p.relative_to(ROOT)} (python)": (_run_python, p) for p in PYTHON_PAGES if p in selected
+    }
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {name: pool.submit(run, what, workspace) for name, (run, what) in jobs.items()}
         return {name: future.result() for name, future in futures.items()}
