@@ -1,9 +1,10 @@
 """Every fenced code block of ``README.md`` and ``docs/*.md`` runs, as written.
 
 - ``bash``/``sh`` blocks run with bash (``-e -o pipefail``), each in a fresh copy of a
-  checkout-like folder (``dataset.toml`` and ``data/``) whose sample is already built into
-  ``build/dataset`` and published as ``org/agent-traces`` ``v1.3.0`` to a local Hub-compatible
-  server; ``episodes`` is the console script installed beside this interpreter.
+  checkout-like folder (``dataset.toml`` and ``data/``) whose sample the README's first
+  build (its first shell block, run once) has built into ``build/dataset``; that build is
+  then published as ``org/agent-traces`` ``v1.3.0`` to a local Hub-compatible server.
+  ``episodes`` is the console script installed beside this interpreter.
 - ``python`` blocks of one page run in order in one namespace, in one fresh process per page,
   in such a copy too.
 - ``toml`` blocks must be configurations ``episodes`` accepts.
@@ -93,6 +94,9 @@ def parse(page: Path) -> list[Block]:
 
 BLOCKS = [block for page in PAGES for block in parse(page)]
 SHELL_BLOCKS = [b for b in BLOCKS if b.language in SHELLS and b.no_run is None]
+# The README's first runnable shell block is its first build: it builds the workspace every
+# other block starts from, so it runs once, in the fixture.
+FIRST_BUILD = next(b for b in SHELL_BLOCKS if b.page.name == "README.md")
 PYTHON_PAGES = sorted({b.page for b in BLOCKS if b.language == "python" and b.no_run is None})
 
 
@@ -178,6 +182,7 @@ def _env(home: Path, hub_url: str) -> dict[str, str]:
 class Workspace:
     checkout: Path  # dataset.toml, data/, build/dataset (the sample, built)
     env: dict[str, str]
+    first_build: subprocess.CompletedProcess[str]  # FIRST_BUILD, run in ``checkout``
 
     def copy(self) -> Path:
         where = Path(tempfile.mkdtemp(prefix="block-", dir=self.checkout.parent))
@@ -202,14 +207,16 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workspace]:
         checkout.mkdir()
         shutil.copy(ROOT / "dataset.toml", checkout)
         shutil.copytree(ROOT / "data", checkout / "data")
-        release = ["--repo", "org/agent-traces", "--version", "1.3.0"]
-        for args in (
-            ["episodes", "build", "--no-progress"],
-            ["episodes", "publish", "build/dataset", *release],
-        ):
+        first_build = _run_shell(FIRST_BUILD, checkout, env)
+        commands = [["episodes", "publish", "build/dataset", "--repo", "org/agent-traces"]]
+        commands[0] += ["--version", "1.3.0"]
+        if not (checkout / "build" / "dataset" / "manifest.json").exists():
+            # FIRST_BUILD's own test fails; the sample is built here for the other blocks
+            commands.insert(0, ["episodes", "build", "--no-progress"])
+        for args in commands:
             done = _run(args, checkout, env)
             assert done.returncode == 0, f"{' '.join(args)}:\n{done.stdout}\n{done.stderr}"
-        yield Workspace(checkout, env)
+        yield Workspace(checkout, env, first_build)
     finally:
         hub.stop()
 
@@ -229,11 +236,16 @@ for line, code in blocks:
 """
 
 
-def _run_shell(block: Block, workspace: Workspace) -> subprocess.CompletedProcess[str]:
-    folder = workspace.copy()
-    script = folder.parent / "block.sh"
+def _run_shell(block: Block, folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    script = folder.parent / f"block-{block.line}.sh"
     script.write_text(block.code)
-    return _run(["bash", "-e", "-o", "pipefail", str(script)], folder, workspace.env)
+    return _run(["bash", "-e", "-o", "pipefail", str(script)], folder, env)
+
+
+def _run_shell_in_a_copy(block: Block, workspace: Workspace) -> subprocess.CompletedProcess[str]:
+    if block == FIRST_BUILD:
+        return workspace.first_build
+    return _run_shell(block, workspace.copy(), workspace.env)
 
 
 def _run_python(page: Path, workspace: Workspace) -> subprocess.CompletedProcess[str]:
@@ -260,7 +272,7 @@ def outcomes(
         if (callspec := getattr(item, "callspec", None)) is not None
         for param in callspec.params.values()
     }
-    jobs = {b.name: (_run_shell, b) for b in SHELL_BLOCKS if b in selected}
+    jobs = {b.name: (_run_shell_in_a_copy, b) for b in SHELL_BLOCKS if b in selected}
     jobs |= {
         f"{p.relative_to(ROOT)} (python)": (_run_python, p) for p in PYTHON_PAGES if p in selected
     }
