@@ -1,5 +1,5 @@
 """``make bench``: every benchmark in turn
-(``python -m benchmarks [build|incremental|sessions]``)."""
+(``python -m benchmarks [build|incremental|sessions|held_out]``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from benchmarks import bench_build
 
 
 def main() -> None:
-    which = sys.argv[1:] or ["build", "incremental", "sessions"]
+    which = sys.argv[1:] or ["build", "incremental", "sessions", "held_out"]
     if "build" in which:
         print("## build (episodes → dataset folder)")
         bench_build.main([])
@@ -23,6 +23,11 @@ def main() -> None:
 
         print("\n## sessions (PostgreSQL → actions table)")
         bench_sessions.main([])
+    if "held_out" in which:
+        from benchmarks import bench_held_out
+
+        print("\n## held-out integrity (near-duplicate groups, audit, decontamination)")
+        bench_held_out.main([])
 
 
 if __name__ == "__main__":

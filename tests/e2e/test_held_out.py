@@ -16,7 +16,7 @@ import pytest
 from builder.build import BuildReport, build
 from builder.config import BuildConfig
 from schemas.objectives import OBJECTIVES
-from tests.builder.derive.splits.paraphrases import paraphrase, questions
+from samples.paraphrases import paraphrase, questions
 from tests.builder.derive.splits.test_assign import leaks, similarity
 from tests.e2e.held_out_data import write_episodes
 

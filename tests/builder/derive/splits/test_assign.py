@@ -11,7 +11,7 @@ import pytest
 
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.assign import PINNED_COLUMNS, QUESTION_COLUMNS, SplitPolicy, assign
-from tests.builder.derive.splits.paraphrases import paraphrase, questions
+from samples.paraphrases import paraphrase, questions
 
 POLICY = SplitPolicy("near_duplicate", 0.5, SplitConfig(0.8, 0.1, 0.1, "test-salt"))
 

@@ -7,7 +7,7 @@ import polars as pl
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.assign import SplitPolicy, assign
 from builder.derive.splits.audit import audit
-from tests.builder.derive.splits.paraphrases import questions
+from samples.paraphrases import questions
 from tests.builder.derive.splits.test_assign import frame, leaks, no_pins
 
 RATIOS = SplitConfig(0.8, 0.1, 0.1, "policies")

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from builder.derive.splits.similarity_join import components, hashed_ngrams, similar_pairs
-from tests.builder.derive.splits.paraphrases import paraphrase, questions
+from samples.paraphrases import paraphrase, questions
 from tests.builder.derive.splits.test_assign import similarity
 
 
