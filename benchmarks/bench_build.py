@@ -75,9 +75,10 @@ def per_config(frames, kwargs):
 
 def instrument():
     import polars as pl
-    import builder.build as b
-    import builder.ingest as i
-    from builder import fastpath, redact, validate
+    import builder.pipeline as b
+    import builder.ingest.files as i
+    from builder.validate import fastpath, validator as validate
+    from builder import redact
     from builder.export import writer
 
     wrap(fastpath, "decode", "parse (typed decode)")
@@ -114,11 +115,11 @@ def main():
             options[key] = Path(options[key])
     options["episodes"] = tuple(options["episodes"])
     config = BuildConfig(**options)
-    import builder.cli
+    import builder.cli.episodes
 
     # What `episodes build` does before importing the build (an older builder: nothing).
     getattr(builder.cli, "start_ingest_workers", lambda config: None)(config)
-    import builder.build as b
+    import builder.pipeline as b
 
     try:  # what the command does next (an older builder: nothing)
         from builder.engine.no_pandas import arrow_without_pandas
@@ -145,7 +146,7 @@ WRITE_FLOOR = """
 import sys, time
 from pathlib import Path
 import pyarrow as pa, pyarrow.parquet as pq
-from builder.parquet import WRITE_OPTIONS
+from builder.fs.parquet import WRITE_OPTIONS
 files = sorted(Path(sys.argv[1]).rglob("*.parquet"))
 tables = [(pq.read_table(f), pq.ParquetFile(f).metadata) for f in files]
 started = time.perf_counter()

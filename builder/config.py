@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
-from builder.storage import is_uri
+from builder.fs.storage import is_uri
 
 CONFIG_NAME = "dataset.toml"
 

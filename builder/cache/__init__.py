@@ -82,7 +82,7 @@ class IngestCache:
     def ingest_job(
         self, config: Any, sink: Any, rejects: Any, on_bytes: Any, engine: Any
     ) -> CachedIngest:
-        """The ingest (``builder.ingest.Ingest``) with this cache around it: stored segments
+        """The ingest (``builder.ingest.files.Ingest``) with this cache around it: stored segments
         are restored, files it holds are replayed, the others normalized and stored."""
         return CachedIngest(
             config,

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from builder.checks import HOOK_CYCLE, HOOK_LISTING_MISMATCH, HOOK_UNKNOWN_DEPENDENCY
 from builder.derive.options import PLAN_ENGINE
+from schemas.vocabulary import HOOK_CYCLE, HOOK_LISTING_MISMATCH, HOOK_UNKNOWN_DEPENDENCY
 
 NOT_VERIFIED = "not_verified"
 VERIFIED_MISMATCH = "verified_mismatch"

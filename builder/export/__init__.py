@@ -1,7 +1,7 @@
 """Export stage: derived objectives and tables → a Hugging Face dataset folder.
 
 Layout: ``{config}/{split}-{segment}-NNNNN-of-NNNNN.parquet`` for every config (a segment
-per run of inputs, ``builder.staging``; its export: ``builder.export.segment``),
+per run of inputs, ``builder.ingest.staging``; its export: ``builder.export.segment``),
 ``README.md`` (the card, whose YAML declares the configs) and ``manifest.json``. No loading
 script.
 """
@@ -28,13 +28,13 @@ from builder.export.manifest import (
     write_manifest,
 )
 from builder.export.segment import SegmentOutput
-from builder.ingest import IngestResult
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.results import IngestResult
 from builder.normalize import Normalizer
-from builder.rejects import RejectsWriter
-from schemas.vocabulary import SPLITS
 from schemas.episode import SCHEMA_VERSION
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
+from schemas.vocabulary import SPLITS
 
 
 def _files_by_split(name: str, segments: Iterable[SegmentOutput]) -> dict[str, list[str]]:
@@ -58,7 +58,7 @@ def layout_counts(out: Path, segments: Iterable[SegmentOutput]) -> dict[str, int
 
 
 def hashing_section(precision: int | None) -> dict[str, Any]:
-    """The hash scheme every recomputed hash of this build used (``builder.hashing``)."""
+    """The hash scheme every recomputed hash of this build used (``builder.contract.hashing``)."""
     return {"scheme": "exact" if precision is None else "rounded", "precision": precision}
 
 

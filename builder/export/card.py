@@ -19,8 +19,8 @@ import pyarrow as pa
 from builder.config import CardConfig
 from builder.export.catalog import doc_for
 from builder.export.recipes import recipes_section
-from schemas.vocabulary import SPLITS
 from schemas.tables import column_docs, describe, role_of
+from schemas.vocabulary import SPLITS
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ def _hashing_section(hashing: Mapping[str, Any] | None) -> list[str]:
         "(a pandas DataFrame or Series becomes a scalar, list, dict or records; numpy "
         "scalars become Python ones; anything else is serialised with `str()`). The `rl` "
         "config carries it per row as `hash_precision` (null: exact); pass it to the reward "
-        "functions (`builder.rewards`) so a student's answer is hashed the same way.",
+        "functions (`builder.contract.rewards`) so a student's answer is hashed the same way.",
         "",
         "Columns documented as canonical JSON hold Python's `json.dumps(value, "
         "sort_keys=True)` text: a NaN or infinite value is the bare token `NaN`, `Infinity` "

@@ -18,8 +18,8 @@ from pathlib import Path
 import polars as pl
 
 from builder.export.buckets import LOOKUP_SCHEMA
-from schemas.vocabulary import SPLITS
 from schemas.tables import empty_table
+from schemas.vocabulary import SPLITS
 
 # The question columns derive joins, with their declared types.
 COLUMNS = dict(pl.from_arrow(empty_table(LOOKUP_SCHEMA)).schema)  # type: ignore[union-attr]

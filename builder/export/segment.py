@@ -24,13 +24,13 @@ import pyarrow as pa
 from builder.config import BuildConfig
 from builder.derive.eligibility import HOOK_ONLY, REASONS, exclusion_counts
 from builder.derive.options import PLAN_ENGINE
+from builder.derive.splits import SplitConfig, assign_splits
 from builder.engine import ThreadEngine, default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, Redact, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
-from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
+from builder.fs.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
 from builder.redact.split_key import split_key_texts
-from builder.derive.splits import SplitConfig, assign_splits
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from builder.errors import DataRefused
 from builder.export.manifest import CARD_DIGEST, CARD_NAME, MANIFEST_NAME
-from builder.storage import file_sha256
+from builder.fs.storage import file_sha256
 
 
 class GateRefused(DataRefused, RuntimeError):

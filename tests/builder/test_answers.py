@@ -1,4 +1,4 @@
-"""``builder.answers``: answers compared by value within a float tolerance, as the capture
+"""``builder.contract.answers``: answers compared by value within a float tolerance, as the capture
 code compares them when it verifies."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from builder.answers import answers_match, majority
+from builder.contract.answers import answers_match, majority
 
 MATCH = [
     (54.36, 54.3249),

@@ -23,10 +23,11 @@ from typing import Any
 import datasets
 import pytest
 
-import builder.build as build_module
-from builder.build import BuildLocked, build, output_lock
+import builder.fs.output as output_module
 from builder.config import BuildConfig
-from builder.rejects import RejectsWriter
+from builder.fs.output import BuildLocked, output_lock
+from builder.ingest.rejects import RejectsWriter
+from builder.pipeline import build
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 
@@ -129,12 +130,12 @@ KILL_WHEN_MOVED_ASIDE = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from builder.cli import main
+    from builder.cli.episodes import main
 
     out = Path(sys.argv[1])
     if sys.argv[2] == "no-exchange":  # an OS without an atomic directory exchange
-        import builder.build
-        builder.build._exchange = lambda a, b: False
+        import builder.fs.output
+        builder.fs.output.exchange = lambda a, b: False
 
     def killing(rename):
         def moved(source, *args, **kwargs):
@@ -235,7 +236,7 @@ def test_a_lock_file_its_holder_removed_is_not_trusted(
         opened.append(handle)
         return handle
 
-    monkeypatch.setattr(build_module, "open", open_stale_first, raising=False)
+    monkeypatch.setattr(output_module, "open", open_stale_first, raising=False)
     with output_lock(out):
         assert len(opened) == 2 and stale.closed  # the stale file was dropped
         assert os.stat(path).st_ino == os.fstat(opened[1].fileno()).st_ino
@@ -289,7 +290,7 @@ def test_two_builds_sharing_a_rejects_file_do_not_share_its_partial_file(
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from builder.rejects import RejectsWriter;"
+            "import sys; from pathlib import Path; from builder.ingest.rejects import RejectsWriter;"
             "w = RejectsWriter(Path(sys.argv[1])); w.close()",
             str(path),
         ],

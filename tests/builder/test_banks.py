@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from builder.banks import bank_lines
-from builder.build import build
+from builder.cli.validate_files import validate_files
 from builder.config import BuildConfig
-from builder.hashing import question_id, value_hash
-from builder.rejects import RejectsWriter
-from builder.sources import InputFile
-from builder.validate import Reject, Validator
-from builder.validate_files import validate_files
+from builder.contract.hashing import question_id, value_hash
+from builder.ingest.rejects import RejectsWriter
+from builder.pipeline import build
+from builder.sources.banks import bank_lines
+from builder.sources.inputs import InputFile
+from builder.validate.reject import Reject
+from builder.validate.validator import Validator
 from schemas.episode import Question
 
 DATA = Path(__file__).resolve().parents[2] / "data"

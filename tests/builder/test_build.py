@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-import builder.build as build_module
-from builder.build import BuildFailed, BuildReport, build
+import builder.pipeline as build_module
 from builder.config import BuildConfig, load_config
+from builder.pipeline import BuildFailed, BuildReport, build
 from builder.sessions.db import DatabaseUnreachable
 from schemas.tables import TABLES
 
@@ -158,7 +158,7 @@ def test_manifest_exclusions_equal_those_of_the_published_tables(
 
 
 def test_an_empty_sessions_database_still_declares_its_configs(tmp_path: Path) -> None:
-    from builder.cli import main
+    from builder.cli.episodes import main
 
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
     assert main(["sessions", "init", url]) == 0

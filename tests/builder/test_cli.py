@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from builder.hashing import value_hash
+from builder.contract.hashing import value_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data/episodes/episodes.jsonl"

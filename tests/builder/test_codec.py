@@ -1,13 +1,13 @@
-"""``builder.engine.codec``: a batch's share of each file it spans."""
+"""``builder.ingest.codec``: a batch's share of each file it spans."""
 
 from __future__ import annotations
 
 import orjson
 import pyarrow as pa
 
-from builder.engine.codec import batch_from_record_batches, batch_to_record_batches
-from builder.ingest import normalize_batch
-from builder.sources import SourceLine
+from builder.ingest.codec import batch_from_record_batches, batch_to_record_batches
+from builder.ingest.files import normalize_batch
+from builder.sources.inputs import SourceLine
 from samples.episodes import generate_episodes
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from builder.cli import main
+from builder.cli.episodes import main
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 from samples.questions import generate_questions

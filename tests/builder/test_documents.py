@@ -1,4 +1,4 @@
-"""Episode files written as one JSON document (``builder.documents``): a pretty-printed
+"""Episode files written as one JSON document (``builder.sources.documents``): a pretty-printed
 episode, as the capture side's fixtures are, or a list of them, reads as one record per
 episode numbered by the line it starts on; JSONL streams as before."""
 
@@ -14,14 +14,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builder import documents
-from builder.build import build
+from builder.cli.validate_files import validate_files
 from builder.config import BuildConfig
-from builder.documents import records
-from builder.rejects import RejectsWriter
+from builder.ingest.rejects import RejectsWriter
+from builder.pipeline import build
 from builder.report.stats import funnel
-from builder.sources import InputError, InputFile, SourceLine
-from builder.validate_files import validate_files
+from builder.sources import documents
+from builder.sources.documents import records
+from builder.sources.inputs import InputError, InputFile, SourceLine
 from schemas.episode import Episode
 
 EPISODES = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-import builder.build as build_module
-from builder.build import build
+import builder.pipeline as build_module
 from builder.config import BuildConfig
 from builder.engine import InlineEngine, LocalEngine, PerRunEngine
-from builder.ingest import ingest_files
-from builder.rejects import RejectsWriter
+from builder.ingest.files import ingest_files
+from builder.ingest.rejects import RejectsWriter
+from builder.pipeline import build
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 from samples.questions import generate_questions
@@ -89,7 +89,7 @@ def test_by_default_a_large_file_gets_one_worker_per_core(tmp_path: Path, monkey
     """No ``--workers``: files under ``POOL_FROM_BYTES`` are normalized in this process, a
     file of that size or more starts a pool of one worker per core, which then serves the
     files after it; the build writes the same bytes either way."""
-    from builder import ingest as ingest_module
+    from builder.ingest import files as ingest_module
 
     config = tricky_input(tmp_path)
     first, second = (Path(p).stat().st_size for p in config.episodes)
@@ -167,7 +167,7 @@ def test_the_command_starts_the_workers_server_ahead_only_for_a_pool(
     from multiprocessing import forkserver
 
     import builder.engine as engine_module
-    from builder.cli import start_ingest_workers
+    from builder.cli.episodes import start_ingest_workers
 
     config = tricky_input(tmp_path)
     monkeypatch.setattr(engine_module, "default_workers", lambda: 2)
@@ -252,8 +252,8 @@ def test_a_ctrl_c_during_a_submit_is_acted_on_after_it() -> None:
 SCRIPT = """
 import sys
 print("top level ran", flush=True)
-from builder import ingest
-from builder.build import build
+from builder.ingest import files as ingest
+from builder.pipeline import build
 from builder.config import BuildConfig
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The fast typed decode (``builder.fastpath``) against pydantic, the contract.
+"""The fast typed decode (``builder.validate.fastpath``) against pydantic, the contract.
 
 Whenever the fast path accepts a line, pydantic must accept it too and the normalized rows
 must be the same; whatever the fast path declines goes to pydantic anyway. Checked on
@@ -18,12 +18,13 @@ import pytest
 from pydantic import BaseModel
 
 import schemas.episode as episode_models
-from builder import fastpath
 from builder.normalize.episode import emit_episode
 from builder.normalize.questions import question_row
 from builder.normalize.rows import EPISODE_TABLES, empty_rows
-from builder.sources import SourceLine
-from builder.validate import Reject, Valid, Validator
+from builder.sources.inputs import SourceLine
+from builder.validate import fastpath
+from builder.validate.reject import Reject
+from builder.validate.validator import Valid, Validator
 from samples.episodes import generate_episodes
 from schemas.episode import Episode
 

@@ -29,11 +29,11 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builder.build import BuildFailed, build
 from builder.config import BuildConfig
-from builder.ingest import ingest_files
-from builder.rejects import RejectsWriter
-from builder.staging import read_staged
+from builder.ingest.files import ingest_files
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.staging import read_staged
+from builder.pipeline import BuildFailed, build
 from samples.episodes import generate_episode, generate_episodes
 
 FUZZ = settings(

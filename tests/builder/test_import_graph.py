@@ -66,7 +66,7 @@ def test_the_detector_finds_a_cycle() -> None:
 
 def test_the_graph_sees_imports_inside_functions() -> None:
     graph = import_graph()
-    assert "builder.engine.ray_engine" in graph["builder.ingest"]  # imported where it is used
+    assert "builder.ingest.ray_engine" in graph["builder.ingest.files"]  # imported where it is used
 
 
 def test_builder_has_no_import_cycle() -> None:
@@ -84,47 +84,24 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "builder",
             "builder.errors",
-            "builder.exit_codes",
             "builder.config",
-            "builder.storage",
-            "builder.hashing",
-            "builder.answers",
-            "builder.parquet",
+            "builder.fs",
+            "builder.contract",
             "builder.derive.splits",
-            "builder.summaries",
-            "builder.rewards",
-            "builder.teach",
+            "builder.validate.teach",
             "builder.engine",
         ),
     ),
-    ("sources", ("builder.sources", "builder.documents", "builder.banks")),
-    ("validate", ("builder.validate", "builder.fastpath", "builder.rejects")),
-    ("normalize", ("builder.checks", "builder.explain", "builder.normalize", "builder.redact")),
-    (
-        "ingest",
-        (
-            "builder.staging",
-            "builder.ingest",
-            "builder.validate_files",
-            "builder.engine.codec",
-            "builder.engine.ray_engine",
-        ),
-    ),
+    ("sources", ("builder.sources",)),
+    ("validate", ("builder.validate", "builder.ingest.rejects")),
+    ("normalize", ("builder.normalize", "builder.redact")),
+    ("ingest", ("builder.ingest", "builder.cli.validate_files")),
     ("derive", ("builder.derive",)),
     ("sessions", ("builder.sessions",)),
     ("export", ("builder.export",)),
     ("wrappers", ("builder.cache",)),
     ("readers", ("builder.report", "builder.publish")),
-    (
-        "commands",
-        (
-            "builder.build",
-            "builder.summary",
-            "builder.preflight",
-            "builder.cli",
-            "builder.__main__",
-        ),
-    ),
+    ("commands", ("builder.pipeline", "builder.cli", "builder.__main__")),
 )
 
 
@@ -153,7 +130,7 @@ def test_the_layer_check_finds_an_import_against_the_flow() -> None:
     assert backward_imports(graph) == [
         "builder.export.card (export) imports builder.report.card_images (readers)"
     ]
-    assert layer_of("builder.engine.codec") > layer_of("builder.engine")
+    assert layer_of("builder.ingest.codec") > layer_of("builder.engine")
 
 
 def test_imports_follow_the_data() -> None:

@@ -20,10 +20,10 @@ import polars as pl
 import pytest
 
 import builder.cache as cache_module
-import builder.ingest as ingest_module
-from builder.build import build
+import builder.ingest.files as ingest_module
 from builder.cache import cached_ingest, keys, memo
 from builder.config import BuildConfig
+from builder.pipeline import build
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 from samples.questions import generate_questions
@@ -267,7 +267,7 @@ def test_a_run_whose_middle_files_changed_replays_the_files_around_them(
 IMPORTED_BY_A_BUILD = """
 import json, sys
 from pathlib import Path
-from builder.build import build
+from builder.pipeline import build
 from builder.cache import cached_ingest, keys, memo
 from tests.builder.test_incremental import config_for
 
@@ -480,7 +480,7 @@ def test_a_cache_in_use_by_another_build_is_bypassed(
 ) -> None:
     import fcntl
 
-    from builder.summary import print_summary
+    from builder.cli.summary import print_summary
 
     files = write_inputs(tmp_path)
     cache = tmp_path / "cache"
@@ -553,7 +553,7 @@ def test_segment_keys_follow_the_options_that_change_the_output(tmp_path: Path, 
 def test_the_summary_says_what_the_cache_served(
     tmp_path: Path, spy: Spy, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from builder.summary import print_summary
+    from builder.cli.summary import print_summary
 
     files = write_inputs(tmp_path)
     cache = tmp_path / "cache"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildFailed, build
+from builder.cli.preflight import FolderProblem, check_rejects_path, check_replaceable
 from builder.config import BuildConfig
-from builder.preflight import FolderProblem, check_rejects_path, check_replaceable
+from builder.pipeline import BuildFailed, build
 from builder.report.folder import default_rejects, read_rejects
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,10 +14,10 @@ import polars as pl
 import pytest
 
 from builder import export
-from builder.build import BuildReport, build
 from builder.config import load_config
 from builder.engine import ThreadEngine
 from builder.export import buckets, segment, writer
+from builder.pipeline import BuildReport, build
 from builder.report import card_images
 from tests.builder.test_build import ROOT, folder_digest
 

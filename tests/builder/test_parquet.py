@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builder.parquet import ShardedWriter, compact
+from builder.fs.parquet import ShardedWriter, compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("text", pa.string())])
 
@@ -79,8 +79,8 @@ def test_pending_rows_hold_only_their_own_bytes(tmp_path: Path) -> None:
 def test_a_smaller_split_gets_row_groups_in_proportion() -> None:
     """Each split's unfinished row group waits in memory: sized by the split's share, a 5 %
     split's rows wait about as long as train's, not most of the build."""
-    from builder.parquet import split_group_rows
     from builder.derive.splits import SplitConfig
+    from builder.fs.parquet import split_group_rows
 
     assert split_group_rows(1_000, SplitConfig().shares()) == {
         "train": 1_000,

@@ -17,9 +17,9 @@ import pytest
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
 
-from builder.build import build  # noqa: E402
 from builder.config import BuildConfig  # noqa: E402
-from builder.engine.ray_engine import RayEngine  # noqa: E402
+from builder.ingest.ray_engine import RayEngine  # noqa: E402
+from builder.pipeline import build  # noqa: E402
 from samples.episodes import generate_episodes  # noqa: E402
 from samples.files import write_jsonl  # noqa: E402
 from samples.questions import generate_questions  # noqa: E402
@@ -122,6 +122,6 @@ def test_results_come_back_in_order(local_ray: None) -> None:
 
 
 def _echo(lines: list[Any], limit: int, precision: int | None, tolerance: float | None) -> Any:
-    from builder.ingest import normalize_batch
+    from builder.ingest.files import normalize_batch
 
     return normalize_batch(lines, limit, precision, tolerance)

@@ -24,18 +24,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from builder.build import build
 from builder.config import BuildConfig
+from builder.contract.hashing import (
+    canonical_json,
+    normalize_question_text,
+    question_id,
+    value_hash,
+)
+from builder.derive.splits import SplitConfig, split_of
 from builder.export.buckets import PARTITION_BATCH_ROWS
-from builder.hashing import canonical_json, normalize_question_text, question_id, value_hash
-from builder.ingest import ingest_files
+from builder.ingest.files import ingest_files
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.staging import segment_name
+from builder.pipeline import build
 from builder.redact import REDACTED_COLUMNS, TableRedactor, redact_strings
 from builder.redact.options import RedactionOptions
 from builder.redact.patterns import PATTERN_DOCS, looks_secret
 from builder.redact.split_key import split_key_texts
-from builder.rejects import RejectsWriter
-from builder.derive.splits import SplitConfig, split_of
-from builder.staging import segment_name
 from samples.episodes import generate_episode
 from samples.files import write_jsonl
 from schemas.tables import JSON, TABLES, TEXT, role_of

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from builder.build import build
 from builder.config import BuildConfig
-from builder.hashing import value_hash
-from builder.rewards import (
+from builder.contract.hashing import value_hash
+from builder.contract.rewards import (
     ProcessReward,
     make_outcome_reward,
     make_process_reward,
     outcome_reward,
     process_reward,
 )
-from builder.summaries import hook_record
+from builder.contract.stored_values import hook_record
+from builder.pipeline import build
 from samples.episodes import generate_episodes
 
 # ---------------------------------------------------------------- outcome_reward

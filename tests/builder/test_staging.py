@@ -1,10 +1,10 @@
-"""How episode files are cut into segments (``builder.staging.plan_segments``)."""
+"""How episode files are cut into segments (``builder.ingest.staging.plan_segments``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from builder.staging import MIN_SEGMENT_BYTES, plan_segments, segment_threshold
+from builder.ingest.staging import MIN_SEGMENT_BYTES, plan_segments, segment_threshold
 
 
 def files(folder: Path, sizes: list[int]) -> list[str]:

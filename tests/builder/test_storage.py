@@ -18,12 +18,12 @@ import polars as pl
 import pyarrow.fs as pafs
 import pytest
 
-import builder.ingest as ingest_module
-from builder import storage
-from builder.build import UploadFailed, build
-from builder.cli import main
+import builder.ingest.files as ingest_module
+from builder.cli.episodes import main
 from builder.config import BuildConfig
-from builder.sources import InputError, expand_inputs
+from builder.fs import storage
+from builder.pipeline import UploadFailed, build
+from builder.sources.inputs import InputError, expand_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data/episodes/episodes.jsonl"

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.hashing import canonical_json, normalize_value, value_hash
-from builder.summaries import (
+from builder.contract.hashing import canonical_json, normalize_value, value_hash
+from builder.contract.stored_values import (
     DATAFRAME_BUDGET,
     LARGE_VALUE_BYTES,
     bound_stored_value,
@@ -251,7 +251,7 @@ def test_bound_stored_value_keeps_small_text_and_bounds_large_text() -> None:
 def test_capture_and_reward_modules_import_without_the_build_machinery() -> None:
     heavy = ["polars", "pyarrow", "datasets", "pandas", "numpy", "pydantic"]
     code = (
-        "import sys, builder.summaries, builder.rewards; "
+        "import sys, builder.contract.stored_values, builder.contract.rewards; "
         f"print([m for m in {heavy!r} if m in sys.modules])"
     )
     out = subprocess.run(

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import cli, exit_codes
+from builder import errors as exit_codes
+from builder.cli import episodes as cli
 
 EPISODES = Path(sys.executable).parent / "episodes"
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"
@@ -394,7 +395,7 @@ def test_a_cache_whose_contents_cannot_be_written_is_refused_before_any_work(
 ) -> None:
     # A cache made by another user: writable at its top, its lock and entries not. (The test
     # runs as root, for whom every mode is writable: the OS's answer is what is replaced.)
-    from builder import preflight
+    from builder.cli import preflight
 
     cache = tmp_path / "c"
     (cache / "entries").mkdir(parents=True)

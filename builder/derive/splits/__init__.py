@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import polars as pl
 
 from builder.config import BuildConfig
-
 from schemas.vocabulary import SPLITS
 
 

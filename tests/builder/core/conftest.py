@@ -1,4 +1,4 @@
-"""Episode factory for the core tests: hand-written dicts with ids and hashes from builder.hashing.
+"""Episode factory for the core tests: hand-written dicts with ids and hashes from builder.contract.hashing.
 
 Everything derived (question id, answer hashes, hook hashes, triangulation metadata, the
 verified flag, rl_verification_data) is computed from the parts a test passes, so a factory
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from builder.hashing import question_id, value_hash
-from builder.sources import SourceLine
-from builder.validate import Valid
+from builder.contract.hashing import question_id, value_hash
+from builder.sources.inputs import SourceLine
+from builder.validate.validator import Valid
 from schemas.episode import Episode
 
 MISSING = object()

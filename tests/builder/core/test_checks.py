@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from builder import checks, cli, exit_codes
-from builder.hashing import question_id, value_hash
-from builder.normalize import Normalizer
+from builder import errors as exit_codes
+from builder.cli import episodes as cli
+from builder.contract.hashing import question_id, value_hash
+from builder.normalize import Normalizer, checks
+from schemas import vocabulary
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 
 
@@ -38,10 +40,10 @@ def test_factory_episodes_are_clean(make: SimpleNamespace) -> None:
 def test_question_id_mismatch(make: SimpleNamespace) -> None:
     record = make.episode()
     record["question"]["question_text"] += " (in euros)"
-    assert failed(make, record) == [checks.QUESTION_ID_MISMATCH]
+    assert failed(make, record) == [vocabulary.QUESTION_ID_MISMATCH]
     record = make.episode()
     record["question"]["hint"] = "Another hint."
-    assert failed(make, record) == [checks.QUESTION_ID_MISMATCH]
+    assert failed(make, record) == [vocabulary.QUESTION_ID_MISMATCH]
 
 
 def test_question_id_with_empty_hint_matches_null_hint(make: SimpleNamespace) -> None:
@@ -54,7 +56,7 @@ def test_question_check_on_a_bank_question(make: SimpleNamespace) -> None:
     good = Question.model_validate(make.question())
     assert checks.check_question(good) == []
     bad = Question.model_validate(make.question() | {"id": "0" * 16})
-    assert checks.check_question(bad) == [checks.QUESTION_ID_MISMATCH]
+    assert checks.check_question(bad) == [vocabulary.QUESTION_ID_MISMATCH]
 
 
 # ---------------------------------------------------------------- answer hashes
@@ -63,13 +65,13 @@ def test_question_check_on_a_bank_question(make: SimpleNamespace) -> None:
 def test_final_answer_hash_mismatch_on_gold(make: SimpleNamespace) -> None:
     record = make.episode()
     record["teacher_gold_trace"]["final_answer"] = "42"  # the string, hash is of the number
-    assert failed(make, record) == [checks.FINAL_ANSWER_HASH_MISMATCH]
+    assert failed(make, record) == [vocabulary.FINAL_ANSWER_HASH_MISMATCH]
 
 
 def test_final_answer_hash_mismatch_on_a_consistency_trace(make: SimpleNamespace) -> None:
     record = make.episode()
     record["consistency_traces"][1]["final_answer"] = 42.0
-    assert failed(make, record) == [checks.FINAL_ANSWER_HASH_MISMATCH]
+    assert failed(make, record) == [vocabulary.FINAL_ANSWER_HASH_MISMATCH]
 
 
 def test_unsubmitted_trace_has_no_answer_hash_to_check(make: SimpleNamespace) -> None:
@@ -83,7 +85,7 @@ def test_unsubmitted_trace_has_no_answer_hash_to_check(make: SimpleNamespace) ->
 def test_final_answer_check_direct(make: SimpleNamespace) -> None:
     trace = Episode.model_validate(make.episode()).teacher_gold_trace
     assert checks.check_final_answer(trace, "42") == []
-    assert checks.check_final_answer(trace, '"42"') == [checks.FINAL_ANSWER_HASH_MISMATCH]
+    assert checks.check_final_answer(trace, '"42"') == [vocabulary.FINAL_ANSWER_HASH_MISMATCH]
 
 
 @pytest.mark.parametrize("configured", [None, 2])
@@ -95,9 +97,9 @@ def test_a_hash_of_the_other_scheme_is_named_as_such(make: SimpleNamespace, conf
     assert checks.check_final_answer(trace, "54.321", captured) == []
     other = checks.check_final_answer(trace, "54.321", configured)
     if configured is None:  # rounded to 1 place: neither exact nor the default rounding
-        assert other == [checks.FINAL_ANSWER_HASH_MISMATCH]
+        assert other == [vocabulary.FINAL_ANSWER_HASH_MISMATCH]
     else:
-        assert other == [checks.HASH_SCHEME_MISMATCH]
+        assert other == [vocabulary.HASH_SCHEME_MISMATCH]
     record = make.episode(gold=make.turns_trace(54.321))  # hashed exactly
     assert failed(make, record) == []
     for rounded in (record["teacher_gold_trace"], *record["consistency_traces"]):
@@ -105,16 +107,16 @@ def test_a_hash_of_the_other_scheme_is_named_as_such(make: SimpleNamespace, conf
             rounded["final_answer_hash"] = value_hash(54.321, 2)
     assert checks.check_final_answer(
         ExecutionTrace.model_validate(record["teacher_gold_trace"]), "54.321"
-    ) == [checks.HASH_SCHEME_MISMATCH]
+    ) == [vocabulary.HASH_SCHEME_MISMATCH]
 
 
 def test_expected_answer_hash_mismatch(make: SimpleNamespace) -> None:
     record = make.episode()
     record["rl_verification_data"]["expected_final_answer"] = "42"
-    assert failed(make, record) == [checks.EXPECTED_ANSWER_HASH_MISMATCH]
+    assert failed(make, record) == [vocabulary.EXPECTED_ANSWER_HASH_MISMATCH]
     record = make.episode()
     record["rl_verification_data"]["expected_final_answer_hash"] = value_hash(41)
-    assert failed(make, record) == [checks.EXPECTED_ANSWER_HASH_MISMATCH]
+    assert failed(make, record) == [vocabulary.EXPECTED_ANSWER_HASH_MISMATCH]
 
 
 def test_expected_answer_without_rl_data_is_not_checked(make: SimpleNamespace) -> None:
@@ -143,7 +145,7 @@ def test_triangulation_mismatch_on_each_field(
     record = make.episode()
     meta = record["triangulation_metadata"]
     meta[field] = change(meta[field])
-    assert failed(make, record) == [checks.TRIANGULATION_MISMATCH]
+    assert failed(make, record) == [vocabulary.TRIANGULATION_MISMATCH]
 
 
 def test_triangulation_holds_for_a_tie_and_for_no_submissions(make: SimpleNamespace) -> None:
@@ -169,12 +171,12 @@ def test_the_seeds_code_wrote_verified_as_gold_matches_majority(make: SimpleName
     assert (meta["majority_answer_hash"], meta["majority_count"]) == (value_hash(60), 2)
     meta["gold_matches_majority"] = True
     # By hash the gold is not verified (checked apart); the triangulation is as written.
-    assert failed(make, record) == [checks.VERIFIED_MISMATCH]
+    assert failed(make, record) == [vocabulary.VERIFIED_MISMATCH]
     meta["majority_count"] = 4  # the majority is still counted by exact hash
-    assert failed(make, record) == [checks.TRIANGULATION_MISMATCH, checks.VERIFIED_MISMATCH]
+    assert failed(make, record) == [vocabulary.TRIANGULATION_MISMATCH, vocabulary.VERIFIED_MISMATCH]
     meta["majority_count"] = 2
     record["verified"] = False  # neither the hashes nor ``verified`` say the gold matches
-    assert failed(make, record) == [checks.TRIANGULATION_MISMATCH]
+    assert failed(make, record) == [vocabulary.TRIANGULATION_MISMATCH]
     meta["gold_matches_majority"] = False
     assert failed(make, record) == []
 
@@ -203,7 +205,7 @@ def test_with_a_tolerance_a_nan_answer_verifies_nothing(make: SimpleNamespace) -
     )
     assert failed(make, record) == []  # by hash: gold is the majority
     tolerant = Normalizer(answer_tolerance=0.1)
-    assert failed(make, record, tolerant) == [checks.VERIFIED_MISMATCH]
+    assert failed(make, record, tolerant) == [vocabulary.VERIFIED_MISMATCH]
     record["verified"] = False
     record["triangulation_metadata"]["gold_matches_majority"] = False
     tolerant = Normalizer(answer_tolerance=0.1)
@@ -234,26 +236,26 @@ def test_no_triangulation_metadata_means_no_triangulation_check(make: SimpleName
 
 def test_verified_mismatch_gold_did_not_submit(make: SimpleNamespace) -> None:
     record = make.episode(gold=make.turns_trace(42, submitted=False), verified=True)
-    assert failed(make, record) == [checks.VERIFIED_MISMATCH]
+    assert failed(make, record) == [vocabulary.VERIFIED_MISMATCH]
 
 
 def test_verified_mismatch_gold_run_failed(make: SimpleNamespace) -> None:
     record = make.episode(gold=make.turns_trace(42, success=False), verified=True)
-    assert failed(make, record) == [checks.VERIFIED_MISMATCH]
+    assert failed(make, record) == [vocabulary.VERIFIED_MISMATCH]
 
 
 def test_verified_mismatch_gold_is_not_the_majority(make: SimpleNamespace) -> None:
     consistency = [make.flat_trace(7), make.flat_trace(7), make.flat_trace(42)]
     record = make.episode(consistency=consistency, verified=True)
-    assert failed(make, record) == [checks.VERIFIED_MISMATCH]
+    assert failed(make, record) == [vocabulary.VERIFIED_MISMATCH]
 
 
 def test_verified_mismatch_no_consistency_trace_matched(make: SimpleNamespace) -> None:
     consistency = [make.flat_trace(0, success=False, submitted=False)] * 2
     record = make.episode(consistency=consistency, verified=True)
-    assert failed(make, record) == [checks.VERIFIED_MISMATCH]
+    assert failed(make, record) == [vocabulary.VERIFIED_MISMATCH]
     record = make.episode(consistency=[], verified=True)
-    assert failed(make, record) == [checks.VERIFIED_MISMATCH]
+    assert failed(make, record) == [vocabulary.VERIFIED_MISMATCH]
 
 
 def test_recompute_verified_direct(make: SimpleNamespace) -> None:
@@ -270,29 +272,31 @@ def test_recompute_verified_direct(make: SimpleNamespace) -> None:
 
 def test_ground_truth_mismatch_question_carries_a_different_answer(make: SimpleNamespace) -> None:
     q = make.question(ground_truth=43, ground_truth_hash=value_hash(43))
-    assert failed(make, make.episode(q=q)) == [checks.GROUND_TRUTH_MISMATCH]
+    assert failed(make, make.episode(q=q)) == [vocabulary.GROUND_TRUTH_MISMATCH]
     q = make.question(ground_truth=42, ground_truth_hash=value_hash(42))
     assert failed(make, make.episode(q=q)) == []
 
 
 def test_ground_truth_mismatch_hash_disagrees_with_carried_truth(make: SimpleNamespace) -> None:
     q = make.question(ground_truth="42", ground_truth_hash=value_hash(42))
-    assert failed(make, make.episode(q=q)) == [checks.GROUND_TRUTH_MISMATCH]
+    assert failed(make, make.episode(q=q)) == [vocabulary.GROUND_TRUTH_MISMATCH]
 
 
 def test_ground_truth_hash_alone_is_compared_with_the_gold_answer(make: SimpleNamespace) -> None:
     # A question may carry only the hash of its answer; absent ground_truth is not `null`.
     assert failed(make, make.episode(q=make.question(ground_truth_hash=value_hash(42)))) == []
     bad = make.question(ground_truth_hash=value_hash(41))
-    assert failed(make, make.episode(q=bad)) == [checks.GROUND_TRUTH_MISMATCH]
+    assert failed(make, make.episode(q=bad)) == [vocabulary.GROUND_TRUTH_MISMATCH]
     # but an explicit null ground truth is a value, and is checked
     null = make.question(ground_truth=None, ground_truth_hash=value_hash(42))
-    assert checks.check_question(Question.model_validate(null)) == [checks.GROUND_TRUTH_MISMATCH]
+    assert checks.check_question(Question.model_validate(null)) == [
+        vocabulary.GROUND_TRUTH_MISMATCH
+    ]
 
 
 def test_ground_truth_mismatch_via_the_question_bank(make: SimpleNamespace) -> None:
     q = make.question()
-    for truth, expected in ((43, [checks.GROUND_TRUTH_MISMATCH]), (42, [])):
+    for truth, expected in ((43, [vocabulary.GROUND_TRUTH_MISMATCH]), (42, [])):
         normalizer = Normalizer()
         bank = Question.model_validate(
             q | {"ground_truth": truth, "ground_truth_hash": value_hash(truth)}
@@ -314,9 +318,9 @@ def test_an_unverified_episode_whose_answer_is_not_the_ground_truth_fails_no_che
     honest = make.episode(q=q, consistency=others)
     assert honest["verified"] is False
     assert failed(make, honest) == []
-    assert failed(make, make.episode(q=q, verified=True)) == [checks.GROUND_TRUTH_MISMATCH]
+    assert failed(make, make.episode(q=q, verified=True)) == [vocabulary.GROUND_TRUTH_MISMATCH]
     # the consistency traces agree with the gold answer, so it recomputes verified
-    assert failed(make, make.episode(q=q, verified=False)) == [checks.GROUND_TRUTH_MISMATCH]
+    assert failed(make, make.episode(q=q, verified=False)) == [vocabulary.GROUND_TRUTH_MISMATCH]
     normalizer = Normalizer()  # a bank's ground truth alike
     bank = make.question()
     normalizer.question(
@@ -327,7 +331,7 @@ def test_an_unverified_episode_whose_answer_is_not_the_ground_truth_fails_no_che
     )
     assert failed(make, make.episode(q=bank, consistency=others), normalizer) == []
     assert failed(make, make.episode(q=bank, verified=True), normalizer) == [
-        checks.GROUND_TRUTH_MISMATCH
+        vocabulary.GROUND_TRUTH_MISMATCH
     ]
 
 
@@ -346,22 +350,22 @@ def test_hook_listing_mismatch_when_trace_level_hash_differs(make: SimpleNamespa
     gold["hooks"] = [make.copy(h) for h in listed]
     assert failed(make, make.episode(gold=gold)) == []
     gold["hooks"][1]["value_hash"] = value_hash(41)
-    assert failed(make, make.episode(gold=gold)) == [checks.HOOK_LISTING_MISMATCH]
+    assert failed(make, make.episode(gold=gold)) == [vocabulary.HOOK_LISTING_MISMATCH]
 
 
 def test_hook_listing_mismatch_when_a_checkpoint_is_listed_only_once(make: SimpleNamespace) -> None:
     gold = make.turns_trace(42)
     listed = [h for t in gold["turns"] for h in t["execution"]["hooks"]]
     gold["hooks"] = [make.copy(listed[0])]  # the trace-level listing lacks "n"
-    assert failed(make, make.episode(gold=gold)) == [checks.HOOK_LISTING_MISMATCH]
+    assert failed(make, make.episode(gold=gold)) == [vocabulary.HOOK_LISTING_MISMATCH]
     gold["hooks"] = [make.copy(h) for h in listed] + [make.hook("extra", 0)]
-    assert failed(make, make.episode(gold=gold)) == [checks.HOOK_LISTING_MISMATCH]
+    assert failed(make, make.episode(gold=gold)) == [vocabulary.HOOK_LISTING_MISMATCH]
 
 
 def test_hook_unknown_dependency(make: SimpleNamespace) -> None:
     hooks = [make.hook("a", 1), make.hook("b", 2, ["a", "nowhere"])]
     record = make.episode(gold=make.flat_trace(42, hooks=hooks))
-    assert failed(make, record) == [checks.HOOK_UNKNOWN_DEPENDENCY]
+    assert failed(make, record) == [vocabulary.HOOK_UNKNOWN_DEPENDENCY]
 
 
 def test_hook_dependency_by_code_line_when_unnamed(make: SimpleNamespace) -> None:
@@ -372,9 +376,9 @@ def test_hook_dependency_by_code_line_when_unnamed(make: SimpleNamespace) -> Non
 def test_hook_cycle(make: SimpleNamespace) -> None:
     hooks = [make.hook("a", 1, ["c"]), make.hook("b", 2, ["a"]), make.hook("c", 3, ["b"])]
     record = make.episode(gold=make.flat_trace(42, hooks=hooks))
-    assert failed(make, record) == [checks.HOOK_CYCLE]
+    assert failed(make, record) == [vocabulary.HOOK_CYCLE]
     record = make.episode(gold=make.flat_trace(42, hooks=[make.hook("self", 1, ["self"])]))
-    assert failed(make, record) == [checks.HOOK_CYCLE]
+    assert failed(make, record) == [vocabulary.HOOK_CYCLE]
 
 
 def test_hook_dag_checks_in_turn_form(make: SimpleNamespace) -> None:
@@ -384,7 +388,7 @@ def test_hook_dag_checks_in_turn_form(make: SimpleNamespace) -> None:
         make.turn(2, "submit(b)", submitted=42),
     ]
     record = make.episode(gold=make.turns_trace(42, turns=turns))
-    assert failed(make, record) == [checks.HOOK_CYCLE]
+    assert failed(make, record) == [vocabulary.HOOK_CYCLE]
 
 
 @pytest.mark.parametrize(
@@ -393,11 +397,14 @@ def test_hook_dag_checks_in_turn_form(make: SimpleNamespace) -> None:
         ([], []),
         ([("a", []), ("b", ["a"]), ("c", ["a"]), ("d", ["b", "c"])], []),  # diamond
         ([("a", []), ("a", ["a"])], []),  # reassignment: df = df.dropna()
-        ([("a", ["a"])], [checks.HOOK_CYCLE]),  # depends on itself, nothing earlier
+        ([("a", ["a"])], [vocabulary.HOOK_CYCLE]),  # depends on itself, nothing earlier
         ([("b", ["a"]), ("a", [])], []),  # out of execution order, still a DAG
-        ([("a", ["b"]), ("b", ["a"]), ("a", [])], [checks.HOOK_CYCLE]),  # b needs the first a
-        ([("a", ["b"])], [checks.HOOK_UNKNOWN_DEPENDENCY]),
-        ([("a", ["b", "x"]), ("b", ["a"])], [checks.HOOK_UNKNOWN_DEPENDENCY, checks.HOOK_CYCLE]),
+        ([("a", ["b"]), ("b", ["a"]), ("a", [])], [vocabulary.HOOK_CYCLE]),  # b needs the first a
+        ([("a", ["b"])], [vocabulary.HOOK_UNKNOWN_DEPENDENCY]),
+        (
+            [("a", ["b", "x"]), ("b", ["a"])],
+            [vocabulary.HOOK_UNKNOWN_DEPENDENCY, vocabulary.HOOK_CYCLE],
+        ),
     ],
 )
 def test_check_hook_dag_direct(edges: list[tuple[str, list[str]]], expected: list[str]) -> None:
@@ -407,7 +414,7 @@ def test_check_hook_dag_direct(edges: list[tuple[str, list[str]]], expected: lis
 def test_check_hook_dag_long_chain_without_recursion() -> None:
     chain = [(f"h{i}", [f"h{i - 1}"] if i else []) for i in range(20_000)]
     assert checks.check_hook_dag(chain) == []
-    assert checks.check_hook_dag([*chain[1:], ("h0", ["h19999"])]) == [checks.HOOK_CYCLE]
+    assert checks.check_hook_dag([*chain[1:], ("h0", ["h19999"])]) == [vocabulary.HOOK_CYCLE]
 
 
 # ---------------------------------------------------------------- corrections
@@ -437,16 +444,16 @@ def test_correction_of_an_earlier_failed_turn_is_valid(make: SimpleNamespace) ->
 def test_correction_target_invalid(make: SimpleNamespace, target: int, target_failed: bool) -> None:
     turns = correction_turns(make, target, target_failed)
     record = make.episode(gold=make.turns_trace(42, turns=turns))
-    assert failed(make, record) == [checks.CORRECTION_TARGET_INVALID]
+    assert failed(make, record) == [vocabulary.CORRECTION_TARGET_INVALID]
 
 
 def test_check_corrections_direct(make: SimpleNamespace) -> None:
     turns = [Turn.model_validate(t) for t in correction_turns(make, 1)]
     assert checks.check_corrections(turns) == []
-    assert checks.check_corrections(turns[2:]) == [checks.CORRECTION_TARGET_INVALID]
+    assert checks.check_corrections(turns[2:]) == [vocabulary.CORRECTION_TARGET_INVALID]
 
 
 def test_all_check_kinds_are_listed_with_their_meaning() -> None:
-    named = {v for k, v in vars(checks).items() if isinstance(v, str) and v == k.lower()}
-    assert set(checks.ALL_CHECKS) == named and len(named) == 14
-    assert all(checks.MEANINGS[kind].strip() for kind in checks.ALL_CHECKS)
+    used = {v for k, v in vars(checks).items() if isinstance(v, str) and v == k.lower()}
+    assert used <= set(vocabulary.ALL_CHECKS) and len(vocabulary.ALL_CHECKS) == 14
+    assert all(vocabulary.MEANINGS[kind].strip() for kind in vocabulary.ALL_CHECKS)

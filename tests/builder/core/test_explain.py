@@ -1,4 +1,4 @@
-"""Where a failed check is (builder.explain): the JSON path of the field that disagrees and
+"""Where a failed check is (builder.normalize.explain): the JSON path of the field that disagrees and
 what it should be, as a ``--strict`` reject says it, in the line's own layout."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from builder.build import build
 from builder.config import BuildConfig
-from builder.explain import explain_line
-from builder.hashing import question_id, value_hash
-from builder.sources import SourceLine
+from builder.contract.hashing import question_id, value_hash
+from builder.normalize.explain import explain_line
+from builder.pipeline import build
+from builder.sources.inputs import SourceLine
 from samples.variants import to_capture_v2
 
 

@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from builder import checks
-from builder.build import build
+from builder.cli.summary import hash_scheme_warning, pickle_scheme_warning
 from builder.config import BuildConfig, ConfigError, load_config
-from builder.hashing import pickle_hash, value_hash
-from builder.rewards import make_outcome_reward, make_process_reward, outcome_reward
-from builder.summary import hash_scheme_warning, pickle_scheme_warning
+from builder.contract.hashing import pickle_hash, value_hash
+from builder.contract.rewards import make_outcome_reward, make_process_reward, outcome_reward
+from builder.normalize import checks
+from builder.pipeline import build
+from schemas import vocabulary
 
 ROOT = Path(__file__).resolve().parents[3]
 ANSWER = 54.321  # hashes differently under the exact and the rounded scheme
@@ -88,7 +89,7 @@ def test_the_wrong_scheme_is_named_in_the_checks_and_the_summary(
 ) -> None:
     manifest = build_once(tmp_path, episodes(make, 6, 2))  # captured rounded, built exact
     by_kind = manifest["checks"]["episodes_by_kind"]
-    assert by_kind == {checks.HASH_SCHEME_MISMATCH: 6}
+    assert by_kind == {vocabulary.HASH_SCHEME_MISMATCH: 6}
     assert manifest["training_exclusions"]["failed_checks"] == 6
     warning = hash_scheme_warning(manifest)
     assert warning is not None and "--hash-precision 2" in warning
@@ -132,7 +133,7 @@ def test_answers_hashed_by_the_first_scheme_are_named_in_the_checks_and_the_summ
         )
         lines.append(make.line(repickled(record, answer)))
     manifest = build_once(tmp_path, lines)
-    assert manifest["checks"]["episodes_by_kind"] == {checks.PICKLE_HASH_SCHEME: 4}
+    assert manifest["checks"]["episodes_by_kind"] == {vocabulary.PICKLE_HASH_SCHEME: 4}
     assert manifest["training_exclusions"]["failed_checks"] == 4
     assert hash_scheme_warning(manifest) is None
     warning = pickle_scheme_warning(manifest)

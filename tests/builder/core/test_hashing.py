@@ -14,7 +14,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from builder.hashing import (
+from builder.contract.hashing import (
     canonical_json,
     hash_canonical_json,
     normalize_question_text,
@@ -278,7 +278,7 @@ def test_stored_text_rehashes_under_either_scheme() -> None:
 
 def test_hashing_imports_neither_numpy_nor_pandas() -> None:
     code = (
-        "import sys; from builder.hashing import value_hash; from builder import rewards;"
+        "import sys; from builder.contract.hashing import value_hash; from builder.contract import rewards;"
         "value_hash({'a': [1.5]}, 2); rewards.outcome_reward(3, value_hash(3));"
         "print(sorted(m for m in ('numpy', 'pandas', 'polars') if m in sys.modules))"
     )

@@ -16,15 +16,17 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from builder import checks
 from builder.config import BuildConfig
-from builder.hashing import value_hash
-from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
+from builder.contract.hashing import value_hash
+from builder.ingest.files import ingest_files
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.results import IngestResult
+from builder.ingest.staging import read_staged
 from builder.normalize import Normalizer
-from builder.rejects import RejectsWriter
-from builder.sources import InputError
-from builder.staging import read_staged
+from builder.sources.inputs import InputError
+from schemas import vocabulary
 from schemas.tables import TABLES
+from schemas.vocabulary import CHECK_FAILED
 
 
 def ingest(
@@ -243,7 +245,7 @@ def test_duplicate_episode_id_is_rejected_and_counted(
     assert f"{first}:1" in reject["message"]
     assert sorted(r["episode_id"] for r in staged["episodes"]) == ["other", "same"]
     # counted once, as the reject it is: not also as a failed check of a kept row
-    assert checks.DUPLICATE_EPISODE_ID not in normalizer.stats.checks
+    assert vocabulary.DUPLICATE_EPISODE_ID not in normalizer.stats.checks
     assert result.counts[str(second)].rejected == 1
 
 
@@ -263,9 +265,9 @@ def test_check_failures_are_flagged_not_rejected_by_default(
     result, normalizer, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
     assert rejects == []
     episodes = {r["episode_id"]: r for r in staged["episodes"]}
-    assert episodes["bad"]["checks"] == [checks.TRIANGULATION_MISMATCH]
+    assert episodes["bad"]["checks"] == [vocabulary.TRIANGULATION_MISMATCH]
     assert episodes["ok"]["checks"] == []
-    assert normalizer.stats.checks == {checks.TRIANGULATION_MISMATCH: 1}
+    assert normalizer.stats.checks == {vocabulary.TRIANGULATION_MISMATCH: 1}
     assert result.counts[str(path)].valid == 2
 
 
@@ -356,7 +358,7 @@ def test_question_banks_are_read_first_and_keep_their_source(
     sources = {r["question_id"]: r["source"] for r in staged["questions"]}
     assert sources == {synthetic["id"]: "synthetic", llm["id"]: "llm"}
     # the gold answer 42 disagrees with the bank's ground truth 41
-    assert staged["episodes"][0]["checks"] == [checks.GROUND_TRUTH_MISMATCH]
+    assert staged["episodes"][0]["checks"] == [vocabulary.GROUND_TRUTH_MISMATCH]
     assert result.kinds == {
         str(syn_path): "questions",
         str(llm_path): "questions",
@@ -390,7 +392,7 @@ def test_too_long_line_is_rejected_with_a_prefix_and_neighbours_kept(
 
 
 def test_validate_files_reports_what_ingest_rejects(make: SimpleNamespace, tmp_path: Path) -> None:
-    from builder.validate_files import validate_files
+    from builder.cli.validate_files import validate_files
     from schemas.episode import Episode
 
     plan = ["valid", "truncated", "empty", "non_utf8", "valid", "missing"]
@@ -448,14 +450,14 @@ def test_a_duplicated_key_is_a_counted_check_with_its_path(
     _, normalizer, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
     assert rejects == []  # kept, with its check: nothing is lost
     episodes = {r["episode_id"]: r for r in staged["episodes"]}
-    assert checks.DUPLICATE_JSON_KEY in episodes["twice"]["checks"]
+    assert vocabulary.DUPLICATE_JSON_KEY in episodes["twice"]["checks"]
     assert episodes["clean"]["checks"] == []
     assert normalizer.stats.duplicate_keys == {
         "$.verified": 1,
         "$.teacher_gold_trace.turns[*].execution.hooks[*].variable_name": 1,
     }
     # no key of the question repeats: its row is not flagged, nor counted among questions'
-    assert checks.DUPLICATE_JSON_KEY not in normalizer.stats.question_checks
+    assert vocabulary.DUPLICATE_JSON_KEY not in normalizer.stats.question_checks
     assert all(q["checks"] == [] for q in staged["questions"])
 
 
@@ -464,7 +466,7 @@ def test_a_batch_spans_the_files_of_a_run(
 ) -> None:
     """Small files share batches: one ``normalize_batch`` call for a run of six files, with
     every file's lines, blanks, rejects and stats exactly as in batches of one line each."""
-    import builder.ingest as ingest_module
+    import builder.ingest.files as ingest_module
 
     good = {i: make.line(make.episode(f"ep-{i}")) for i in range(5)}
     document = json.dumps(make.episode("ep-doc"), indent=2).encode()

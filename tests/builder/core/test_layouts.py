@@ -11,18 +11,20 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from builder.build import build
+from builder.cli.summary import tolerance_hint
 from builder.config import BuildConfig
+from builder.contract.hashing import question_id, value_hash
 from builder.derive import OBJECTIVE_MODULES
-from builder.hashing import question_id, value_hash
-from builder.sources import SourceLine
-from builder.summary import tolerance_hint
-from builder.validate import SCHEMA, Reject, Valid, Validator
+from builder.pipeline import build
+from builder.sources.inputs import SourceLine
+from builder.validate.reject import Reject
+from builder.validate.validator import Valid, Validator
 from samples.episodes import generate_episodes
 from samples.variants import to_capture_v2, without_v2_fields
 from schemas.episode import Episode
 from schemas.json_schema import episode_json_schema
 from schemas.layouts import CAPTURE_V2, LAYOUTS
+from schemas.vocabulary import SCHEMA
 
 DATA = Path(__file__).resolve().parents[3] / "data"
 

@@ -10,9 +10,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from builder import checks, rewards
-from builder.hashing import canonical_json, normalize_value, question_id, value_hash
+from builder.contract import rewards
+from builder.contract.hashing import canonical_json, normalize_value, question_id, value_hash
 from builder.normalize import Normalizer
+from schemas import vocabulary
 from schemas.episode import Question
 from schemas.tables import TABLES
 
@@ -159,9 +160,9 @@ def test_disagreeing_listings_are_flagged_and_nothing_is_lost(make: SimpleNamesp
         ("only_here", "trace"),
     ]
     trace = next(r for r in rows(tables, "traces") if r["trace_id"] == "ep-0001:gold")
-    assert trace["checks"] == [checks.HOOK_LISTING_MISMATCH]
-    assert rows(tables, "episodes")[0]["checks"] == [checks.HOOK_LISTING_MISMATCH]
-    assert normalizer.stats.checks == {checks.HOOK_LISTING_MISMATCH: 1}
+    assert trace["checks"] == [vocabulary.HOOK_LISTING_MISMATCH]
+    assert rows(tables, "episodes")[0]["checks"] == [vocabulary.HOOK_LISTING_MISMATCH]
+    assert normalizer.stats.checks == {vocabulary.HOOK_LISTING_MISMATCH: 1}
 
 
 def test_repeated_hook_names_are_matched_by_occurrence(make: SimpleNamespace) -> None:
@@ -179,7 +180,7 @@ def test_repeated_hook_names_are_matched_by_occurrence(make: SimpleNamespace) ->
     ]
     swapped = make.turns_trace(42, turns=turns, hooks=[make.hook("x", 2), make.hook("x", 1)])
     tables, _ = run(make, make.episode(gold=swapped))
-    assert rows(tables, "episodes")[0]["checks"] == [checks.HOOK_LISTING_MISMATCH]
+    assert rows(tables, "episodes")[0]["checks"] == [vocabulary.HOOK_LISTING_MISMATCH]
 
 
 def test_unnamed_hooks_are_named_by_their_code_line(make: SimpleNamespace) -> None:
@@ -449,9 +450,12 @@ def test_a_wrong_question_id_is_the_episodes_check_and_the_row_keeps_its_address
     (row,) = rows(tables, "questions")
     address = question_id(q["question_text"], q["hint"])
     assert (row["question_id"], row["checks"]) == (address, [])
-    assert normalizer.stats.question_checks == {checks.QUESTION_ID_MISMATCH: 1}
+    assert normalizer.stats.question_checks == {vocabulary.QUESTION_ID_MISMATCH: 1}
     (episode,) = rows(tables, "episodes")
-    assert (episode["question_id"], episode["checks"]) == (address, [checks.QUESTION_ID_MISMATCH])
+    assert (episode["question_id"], episode["checks"]) == (
+        address,
+        [vocabulary.QUESTION_ID_MISMATCH],
+    )
 
 
 def test_an_episode_naming_another_questions_id_does_not_take_its_row(
@@ -468,7 +472,7 @@ def test_an_episode_naming_another_questions_id_does_not_take_its_row(
     assert texts == {a["id"]: a["question_text"], c["id"]: c["question_text"]}
     keyed = {r["episode_id"]: (r["question_id"], r["checks"]) for r in rows(tables, "episodes")}
     assert keyed == {
-        "ep-b": (c["id"], [checks.QUESTION_ID_MISMATCH]),
+        "ep-b": (c["id"], [vocabulary.QUESTION_ID_MISMATCH]),
         "ep-a": (a["id"], []),
         "ep-c": (c["id"], []),
     }
@@ -479,8 +483,8 @@ def test_flagged_episode_is_kept_with_its_checks(make: SimpleNamespace) -> None:
     tables, normalizer = run(make, record)
     (episode,) = rows(tables, "episodes")
     assert episode["verified"] is True and episode["verified_recomputed"] is False
-    assert episode["checks"] == [checks.VERIFIED_MISMATCH]
-    assert normalizer.stats.checks == {checks.VERIFIED_MISMATCH: 1}
+    assert episode["checks"] == [vocabulary.VERIFIED_MISMATCH]
+    assert normalizer.stats.checks == {vocabulary.VERIFIED_MISMATCH: 1}
 
 
 # ---------------------------------------------------------------- mark / rollback
@@ -580,7 +584,7 @@ def test_rollback_forgets_what_the_rolled_back_episode_taught(make: SimpleNamesp
     mark = normalizer.mark()
     wrong = make.question(ground_truth_hash=value_hash(41))
     assert normalizer.episode(make.valid(make.episode("rejected", q=wrong))) == [
-        checks.GROUND_TRUTH_MISMATCH
+        vocabulary.GROUND_TRUTH_MISMATCH
     ]
     normalizer.rollback(mark)
     assert normalizer.ground_truth == {}
@@ -598,11 +602,11 @@ def test_a_bank_ground_truth_whose_hash_is_wrong_judges_no_episode(
     bank = {**record["question"], "ground_truth": answer, "ground_truth_hash": "0" * 16}
     normalizer = Normalizer()
     failed = normalizer.question(Question.model_validate(bank), "synthetic", "bank.jsonl", 1)
-    assert failed == [checks.GROUND_TRUTH_MISMATCH]
+    assert failed == [vocabulary.GROUND_TRUTH_MISMATCH]
     assert normalizer.episode(make.valid(record)) == []
     truthful = {**bank, "ground_truth_hash": value_hash(answer)}
     other = Normalizer()
     other.question(Question.model_validate(truthful), "synthetic", "bank.jsonl", 1)
     wrong = make.copy(record)
     wrong["teacher_gold_trace"]["final_answer_hash"] = value_hash("another answer")
-    assert checks.GROUND_TRUTH_MISMATCH in other.episode(make.valid(wrong))
+    assert vocabulary.GROUND_TRUTH_MISMATCH in other.episode(make.valid(wrong))

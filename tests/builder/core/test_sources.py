@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from builder.sources import InputError, InputFile, expand_inputs
+from builder.sources.inputs import InputError, InputFile, expand_inputs
 
 LINES = [
     b'{"episode_id": "a", "text": "caf\xc3\xa9"}',
@@ -322,7 +322,7 @@ def test_zstd_cut_anywhere_but_a_frame_boundary_is_an_error(tmp_path: Path) -> N
 def test_digest_covers_bytes_left_after_the_decompressor_stopped() -> None:
     import io
 
-    from builder.sources import _DigestingReader
+    from builder.sources.inputs import _DigestingReader
 
     digest = _DigestingReader(io.BytesIO(b"abc" * 1000))
     assert digest.read(10) == b"abcabcabca"

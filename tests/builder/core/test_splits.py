@@ -9,7 +9,7 @@ import random
 import polars as pl
 import pytest
 
-from builder.hashing import normalize_question_text, question_id
+from builder.contract.hashing import normalize_question_text, question_id
 from builder.derive.splits import SPLITS, SplitConfig, assign_splits, split_of, unit_interval
 
 

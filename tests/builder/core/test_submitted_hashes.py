@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from builder.hashing import (
+from builder.contract.hashing import (
     EXACT,
     ROUNDED,
     Submitted,
@@ -26,7 +26,7 @@ from builder.hashing import (
     submitted_forms,
     value_hash,
 )
-from builder.rewards import outcome_reward, process_reward
+from builder.contract.rewards import outcome_reward, process_reward
 
 FRAME = pd.DataFrame(
     {"k": [1, 2, 2, 10, 10, 10, 3, 3, 3, 3], "v": [0.5, 1, 2, 3, 4, 5, 6, 7, 8, 9.25]}

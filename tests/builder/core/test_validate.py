@@ -12,23 +12,13 @@ from typing import Any
 
 import pytest
 
-from builder.hashing import question_id, value_hash
-from builder.sources import SourceLine
-from builder.validate import (
-    INVALID_JSON,
-    INVALID_UTF8,
-    LINE_TOO_LONG,
-    SCHEMA,
-    Reject,
-    Valid,
-    Validator,
-    duplicate_keys,
-    has_long_digit_run,
-    is_blank,
-    json_path,
-    parse_line,
-)
+from builder.contract.hashing import question_id, value_hash
+from builder.sources.inputs import SourceLine
+from builder.validate.json_lines import duplicate_keys, has_long_digit_run, is_blank, parse_line
+from builder.validate.reject import Reject
+from builder.validate.validator import Valid, Validator, json_path
 from schemas.episode import Episode, Question
+from schemas.vocabulary import INVALID_JSON, INVALID_UTF8, LINE_TOO_LONG, SCHEMA
 
 
 def validate(raw: bytes, number: int = 1, path: str = "runs/a.jsonl") -> Valid | Reject:

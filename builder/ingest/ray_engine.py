@@ -4,7 +4,7 @@ The driver reads the inputs and cuts them into batches of lines exactly as the l
 do (``builder.ingest``); each batch becomes one row of an Arrow table (its lines as an Arrow
 IPC blob), and ``Dataset.map_batches(..., batch_format="pyarrow")`` runs the same pure
 Arrow→Arrow step as the local engine — ``normalize_batch`` with its result encoded by
-``builder.engine.codec`` — on the Ray workers. Results come back in input order (rows carry
+``builder.ingest.codec`` — on the Ray workers. Results come back in input order (rows carry
 their sequence number) and the driver commits them with the same build-wide commit, so the
 output is byte-identical to the local engine's (``tests/builder/test_ray_engine.py``).
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from builder.engine.codec import (
+from builder.ingest.codec import (
     BATCH_SCHEMAS,
     LINES,
     batch_from_record_batches,

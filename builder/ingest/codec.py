@@ -2,7 +2,7 @@
 as one Arrow table.
 
 One encoding, two users: the incremental-build cache (``builder.cache``) stores a batch's
-tables as Arrow IPC files, and the Ray engine (``builder.engine.ray_engine``) ships lines to
+tables as Arrow IPC files, and the Ray engine (``builder.ingest.ray_engine``) ships lines to
 workers and results back as Arrow. A decoded batch is the same as the one
 ``normalize_batch`` returned (same values, one chunk per column), so the commit that
 follows writes the same bytes.
@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from builder.normalize.episode import EpisodeInfo
 from builder.normalize.rows import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS
-from builder.sources import SourceLine
-from builder.validate import FieldError, Reject
+from builder.sources.inputs import SourceLine
+from builder.validate.reject import FieldError, Reject
 from schemas.tables import TABLES
 
 STRINGS = pa.list_(pa.string())

@@ -4,7 +4,7 @@ A line whose question id or answer hash is not 16 lowercase hex characters (capt
 fixtures write ``"q001"`` or ``"hash0"``) is a schema reject: the patterns are the contract,
 and such a line cannot be checked against its capture. It is kept in the rejects file with
 the raw line, and its message names the value the field should hold, computed from the line
-itself with ``builder.hashing``, so fixing the producer is one copy.
+itself with ``builder.contract.hashing``, so fixing the producer is one copy.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from builder.hashing import question_id, value_hash
+from builder.contract.hashing import question_id, value_hash
 
 _STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 HEX16 = "16 lowercase hex characters"

@@ -1,12 +1,13 @@
 """Answers compared by value, within a float tolerance: how the capture code verifies.
 
 The seeds define the verified guarantees by answer hashes, and the checks hold episodes to
-exactly that (``builder.checks``). The capture code that wrote them decides ``verified``, the
+exactly that (``builder.normalize.checks``). The capture code that wrote them decides ``verified``,
+the
 majority answer and ``gold_matches_majority`` by comparing answer *values* instead: two numbers
 match within an absolute tolerance (±0.1 by default), so a gold answer of 54.36 is verified by
 consistency answers 54.33 and 54.29, whose hashes all differ. With ``[checks]
 answer_tolerance`` set, the checks also accept a triangulation that holds under this
-comparison (``builder.checks``).
+comparison (``builder.normalize.checks``).
 
 The rule here is the capture code's core one, in our words:
 

@@ -6,17 +6,13 @@ so a failed build (too many rejects, a crash) leaves the previous dataset untouc
 
 from __future__ import annotations
 
-import ctypes
-import fcntl
 import functools
 import importlib
-import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,22 +20,31 @@ from typing import Any
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from builder import export, storage
+from builder import export
 from builder.cache import open_cache
 from builder.config import BuildConfig
-from builder.errors import DataRefused, EnvironmentProblem, LockHeld
+from builder.errors import DataRefused, EnvironmentProblem
 from builder.export.buckets import bucket_count, partition
 from builder.export.card import CardImages
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput, export_sessions
-from builder.ingest import CHECK_FAILED, IngestResult, ingest_files
-from builder.preflight import build_manifest, refused_rejects
+from builder.fs import storage
+from builder.fs.output import (
+    build_manifest,
+    output_lock,
+    recover_interrupted_swap,
+    refused_rejects,
+    swap,
+)
+from builder.ingest.files import ingest_files
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.results import IngestResult
+from builder.ingest.staging import plan_segments, segment_names
 from builder.redact import RedactionOptions, TableRedactor
-from builder.rejects import RejectsWriter
 from builder.report import card_images
 from builder.report.chart_process import ChartDrawer, chart_drawer
-from builder.sources import expand_inputs
-from builder.staging import plan_segments, segment_names
+from builder.sources.inputs import expand_inputs
+from schemas.vocabulary import CHECK_FAILED
 
 # A segment's buckets follow its episodes, or its questions (the banks' segment has only those).
 BUCKET_SIZED = ("episodes", "questions")
@@ -79,10 +84,6 @@ class BuildFailed(DataRefused, RuntimeError):
     def __init__(self, message: str, strict_checks: bool = False) -> None:
         super().__init__(message)
         self.strict_checks = strict_checks
-
-
-class BuildLocked(LockHeld, RuntimeError):
-    """Another build into the same output folder is running."""
 
 
 class UploadFailed(EnvironmentProblem, RuntimeError):
@@ -139,40 +140,6 @@ def check_reject_ratio(
             f"{kept_at or config.rejects}",
             strict_checks=checks > 0,
         )
-
-
-@contextmanager
-def output_lock(out: Path) -> Iterator[None]:
-    """One build per output folder. The OS drops the lock when the process dies, even by
-    SIGKILL, so a crashed build never blocks the next one. The lock file is removed when
-    the build ends, so nothing is left beside the output."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    path = out.parent / f".{out.name}.lock"
-    while True:
-        handle = open(path, "a+")  # noqa: SIM115 - closed below
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            raise BuildLocked(
-                f"another build into {out} is running — wait for it to finish, or build into "
-                "another --out"
-            ) from None
-        # The holder before us may have removed the file between our open and our lock:
-        # a lock on a removed file guards nothing, so take the one now at the path.
-        try:
-            same = os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        handle.close()
-    try:
-        yield
-    finally:
-        path.unlink(missing_ok=True)  # removed while still locked: no one else can hold it
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
 
 
 def build(config: BuildConfig, progress: bool = False) -> BuildReport:
@@ -280,7 +247,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
                 "files replayed from cached batches": cache.hits,
                 "files normalized": cache.misses,
             }
-        _swap(staged, out)
+        swap(staged, out)
         finished = True
     except DataRefused:
         finished, kept_at = True, refused_at
@@ -364,37 +331,3 @@ def _finish(
         written.result().redactions = redactions
         written.result().secret_values = list(secrets)
     shutil.rmtree(buckets, ignore_errors=True)
-
-
-_AT_FDCWD, _RENAME_EXCHANGE = -100, 2
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two directories (Linux ``renameat2(RENAME_EXCHANGE)``)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.renameat2(_AT_FDCWD, bytes(a), _AT_FDCWD, bytes(b), _RENAME_EXCHANGE) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _swap(staged: Path, out: Path) -> None:
-    """Put ``staged`` at ``out``. Readers see the old folder or the new one, never neither:
-    an atomic exchange where the OS has one; elsewhere two renames, and a build killed
-    between them is repaired by ``recover_interrupted_swap`` at the next start."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    old = out.parent / f".{out.name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if out.exists() and _exchange(staged, out):
-        shutil.rmtree(staged, ignore_errors=True)
-        return
-    if out.exists():
-        out.rename(old)
-    staged.rename(out)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def recover_interrupted_swap(out: Path) -> None:
-    old = out.parent / f".{out.name}.old"
-    if old.exists() and not out.exists():
-        old.rename(out)

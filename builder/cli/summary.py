@@ -6,18 +6,18 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from builder.build import BuildReport
-from builder.checks import (
+from builder.derive.eligibility import REASON_LABELS
+from builder.normalize.checks import ROUNDED_PRECISION
+from builder.pipeline import BuildReport
+from schemas.vocabulary import (
     EXPECTED_ANSWER_HASH_MISMATCH,
     FINAL_ANSWER_HASH_MISMATCH,
     GROUND_TRUTH_MISMATCH,
     HASH_SCHEME_MISMATCH,
     PICKLE_HASH_SCHEME,
-    ROUNDED_PRECISION,
     TRIANGULATION_MISMATCH,
     VERIFIED_MISMATCH,
 )
-from builder.derive.eligibility import REASON_LABELS
 
 HASH_CHECKS = (FINAL_ANSWER_HASH_MISMATCH, EXPECTED_ANSWER_HASH_MISMATCH, GROUND_TRUTH_MISMATCH)
 

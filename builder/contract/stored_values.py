@@ -12,18 +12,18 @@ dict, list, tuple, set, numpy array    its canonical form when that is at most 1
                                        JSON, else ``{type, size, size_bytes}`` (~50 B)
 anything else                          its canonical JSON read back (``numpy.int64(3)``
                                        → ``3``, datetime → ``"2025-01-01 12:30:00"``, ...;
-                                       see ``builder.hashing``)
+                                       see ``builder.contract.hashing``)
 =====================================  ===================================================
 
 The hash is never of the stored form: ``value_hash`` is computed on the *original* value
-(``builder.hashing.value_hash(x)``), so a summary still verifies the full value it stands
+(``builder.contract.hashing.value_hash(x)``), so a summary still verifies the full value it stands
 for. ``hook_record`` builds a hook the way capture code should, both at once.
 
 A value that reaches the builder larger than the limit anyway is replaced on ingest by
 ``bound_stored_value`` (type + size metadata, hash untouched) and counted in the manifest
 as ``bounded_hook_values``, so one oversized hook cannot bloat every shard.
 
-This module imports only the standard library and ``builder.hashing``: capture code can use
+This module imports only the standard library and ``builder.contract.hashing``: capture code can use
 it without the build machinery. pandas and polars objects are recognised by module name,
 never imported here.
 """
@@ -35,7 +35,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from builder.hashing import canonical_json, hash_canonical_json, value_hash
+from builder.contract.hashing import canonical_json, hash_canonical_json, value_hash
 
 LARGE_VALUE_BYTES = 100_000  # containers whose canonical JSON is larger become {type, size}
 HEAD_ROWS = 3  # rows (DataFrame) or values (Series) shown in ``head``

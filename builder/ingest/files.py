@@ -5,13 +5,13 @@ their ground truth is known before any episode is checked against it). Rows are 
 unsplit staging Parquet files every ``batch_lines`` lines, so memory does not grow with the
 input. The accounting invariant, tested: for every file, valid + rejected + blank = lines.
 
-The staging tables are cut into segments by input (``builder.staging``).
+The staging tables are cut into segments by input (``builder.ingest.staging``).
 """
 
 from __future__ import annotations
 
-from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from builder import fastpath
-from builder.banks import bank_lines
-from builder.checks import DUPLICATE_EPISODE_ID
 from builder.config import BuildConfig
-from builder.documents import records
 from builder.engine import (
     POOL_FROM_BYTES,
     Engine,
@@ -34,49 +30,33 @@ from builder.engine import (
     local_engine,
     main_survives_reimport,
 )
-from builder.engine.codec import BatchResult
-from builder.explain import by_meaning, explain_line, explain_question
+from builder.ingest.codec import BatchResult
+from builder.ingest.question_banks import BankQuestions, question_check_failed, valid_records
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.results import FileCounts, IngestResult
+from builder.ingest.staging import (
+    BANK_SEGMENT,
+    TableSink,
+    bank_paths,
+    episode_segments,
+    segment_name,
+)
 from builder.normalize import Normalizer
 from builder.normalize.episode import EpisodeInfo, emit_episode
+from builder.normalize.explain import by_meaning, explain_line
 from builder.normalize.questions import question_row
 from builder.normalize.rows import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS, empty_rows, to_table
-from builder.rejects import RejectsWriter
-from builder.sources import InputFile, InputStats, SourceLine
-from builder.staging import BANK_SEGMENT, TableSink, bank_paths, episode_segments, segment_name
-from builder.validate import FieldError, Reject, Valid, Validator, duplicate_keys, is_blank
-from schemas.episode import Episode, Question
+from builder.sources.banks import bank_lines
+from builder.sources.documents import records
+from builder.sources.inputs import InputFile, SourceLine
+from builder.validate import fastpath
+from builder.validate.json_lines import duplicate_keys, is_blank
+from builder.validate.reject import FieldError, Reject
+from builder.validate.validator import Validator
+from schemas.episode import Episode
 from schemas.layouts import SEEDS
 from schemas.tables import TABLES
-
-CHECK_FAILED = "check_failed"
-
-
-@dataclass
-class FileCounts:
-    valid: int = 0
-    rejected: int = 0
-    blank: int = 0
-
-
-@dataclass
-class IngestResult:
-    inputs: list[InputStats] = field(default_factory=list)
-    counts: dict[str, FileCounts] = field(default_factory=dict)
-    kinds: dict[str, str] = field(default_factory=dict)  # path -> episodes | questions
-    rows: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def lines(self) -> int:
-        return sum(c.valid + c.rejected + c.blank for c in self.counts.values())
-
-    @property
-    def rejected(self) -> int:
-        return sum(c.rejected for c in self.counts.values())
-
-    @property
-    def records(self) -> int:
-        return sum(c.valid + c.rejected for c in self.counts.values())
-
+from schemas.vocabulary import CHECK_FAILED, DUPLICATE_EPISODE_ID
 
 ProgressCallback = Callable[[int], None]
 
@@ -93,7 +73,8 @@ def normalize_batch(
     """Validate and normalize a batch of episode lines (of one file or of several, each line
     naming its own): pure, so it runs on any worker.
 
-    The fast typed path (``builder.fastpath``) decodes the common line; anything it declines
+    The fast typed path (``builder.validate.fastpath``) decodes the common line; anything it
+    declines
     is validated by pydantic, which accepts it or names the exact reject."""
     validator = Validator(Episode, precision=precision)
     out = empty_rows()
@@ -285,7 +266,7 @@ class Ingest:
 
     def _check_failed(self, line: SourceLine, failed: list[str]) -> Reject:
         """A ``--strict`` reject: each failed check where it is in the line, when its text is
-        at hand (``builder.explain``), else by its meaning."""
+        at hand (``builder.normalize.explain``), else by its meaning."""
         raw = self._raw_of(line)
         if raw is None:
             errors = tuple(by_meaning(kind) for kind in dict.fromkeys(failed))
@@ -354,7 +335,7 @@ def _engine(config: BuildConfig, workers: int | None) -> Engine:
     """``engine = "ray"`` (config key): the per-batch work on Ray Data, at ``ray_address``
     (None: a local Ray). Otherwise in this process or a local pool (``workers``)."""
     if getattr(config, "engine", "local") == "ray":
-        from builder.engine.ray_engine import RayEngine
+        from builder.ingest.ray_engine import RayEngine
 
         return RayEngine(getattr(config, "ray_address", None) or None)
     return _local(config, workers)
@@ -373,66 +354,3 @@ def _local(config: BuildConfig, workers: int | None) -> Engine:
     if cores <= 1 or not main_survives_reimport():
         return InlineEngine()
     return PerRunEngine(cores, POOL_FROM_BYTES)
-
-
-def question_check_failed(
-    valid: Valid[Question], failed: list[str], precision: int | None
-) -> Reject:
-    """The ``check_failed`` reject of a bank's question, each failed check placed."""
-    errors = explain_question(valid.record, failed, precision)
-    return Reject(valid.line.path, valid.line.number, CHECK_FAILED, errors, valid.line.raw)
-
-
-class BankQuestions:
-    """Question ids across the banks of a run. Within a bank a repeated id is a duplicate_id
-    reject (its ``validator``); in a later bank the same question again is no reject (the
-    first kept), but the id with other content (another ground truth, say) is one, naming
-    the first: dropped without a word, it would hide which of the two is right."""
-
-    def __init__(self, precision: int | None = None) -> None:
-        self.first: dict[str, tuple[str, int, str]] = {}  # id -> path, line, content
-        self.precision = precision  # the hash scheme a reject's suggested hash is of
-
-    def validator(self) -> Validator[Question]:
-        return _AcrossBanks(Question, "id", precision=self.precision, across=self)
-
-    def conflict(self, valid: Valid[Question]) -> Reject | None:
-        record, line = valid.record, valid.line
-        content = record.model_dump_json(exclude={"capture_id"})
-        path, number, seen = self.first.setdefault(record.id, (line.path, line.number, content))
-        if path == line.path or seen == content:
-            return None
-        said = f"{record.id!r} already seen at {path}:{number}, with other content"
-        return Reject(line.path, line.number, "duplicate_id", (FieldError("$.id", said),), line.raw)
-
-
-@dataclass
-class _AcrossBanks(Validator[Question]):
-    across: BankQuestions | None = None
-
-    def validate(self, line: SourceLine) -> Valid[Question] | Reject:
-        outcome = super().validate(line)
-        if isinstance(outcome, Valid) and self.across is not None:
-            return self.across.conflict(outcome) or outcome
-        return outcome
-
-
-def valid_records(
-    lines: Iterable[SourceLine],
-    validator: Validator[Any],
-    counts: FileCounts,
-    rejects: RejectsWriter,
-) -> Iterator[Valid[Any]]:
-    """Validate line by line with pydantic: blanks counted, rejects recorded, the rest
-    yielded. Every line lands in exactly one of the three counts."""
-    for line in lines:
-        if is_blank(line):
-            counts.blank += 1
-            continue
-        outcome = validator.validate(line)
-        if isinstance(outcome, Valid):
-            counts.valid += 1
-            yield outcome
-        else:
-            counts.rejected += 1
-            rejects.add(outcome)

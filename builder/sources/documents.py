@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import orjson
 
-from builder.sources import InputError, SourceLine
+from builder.sources.inputs import InputError, SourceLine
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\r\n"

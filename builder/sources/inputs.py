@@ -20,8 +20,8 @@ from typing import BinaryIO
 
 import zstandard
 
-from builder import storage
 from builder.errors import UsageError
+from builder.fs import storage
 
 BOM = b"\xef\xbb\xbf"
 
@@ -53,7 +53,7 @@ class InputStats:
 
 
 def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
-    """Sorted, de-duplicated paths (or object-store URIs, ``builder.storage``): a file named
+    """Sorted, de-duplicated paths (or object-store URIs, ``builder.fs.storage``): a file named
     twice (``in.jsonl`` and ``./in.jsonl``, or through a link) is read once, under its first
     name. Sorted across patterns, not only within each: ``*.jsonl *.jsonl.gz`` and the two the
     other way round read the same files in the same order (what comes first wins a repeated

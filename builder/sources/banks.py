@@ -3,7 +3,7 @@ document, its ``questions.json`` (a list of questions, or an object whose ``ques
 lists them, pretty-printed or not), with its own key names (``schemas.layouts.BANK_RENAMES``:
 ``question`` for the question's text, ``_ground_truth`` for the answer it knows).
 
-A document's questions become one ``SourceLine`` each (``builder.documents``), numbered by
+A document's questions become one ``SourceLine`` each (``builder.sources.documents``), numbered by
 the line each starts on. Banks are small (a few hundred questions a file), so a document is
 read whole whatever its size.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from builder.documents import records
-from builder.sources import SourceLine
+from builder.sources.documents import records
+from builder.sources.inputs import SourceLine
 from schemas.layouts import BANK_LIST_KEY, BANK_RENAMES, BANK_TEXT_FALLBACK
 
 

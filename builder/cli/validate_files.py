@@ -8,24 +8,22 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-from builder.banks import bank_lines
 from builder.config import BuildConfig
-from builder.documents import records
-from builder.explain import explain
-from builder.ingest import (
-    CHECK_FAILED,
-    BankQuestions,
-    FileCounts,
-    question_check_failed,
-    valid_records,
-)
+from builder.ingest.question_banks import BankQuestions, question_check_failed, valid_records
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.results import FileCounts
 from builder.normalize import Normalizer
 from builder.normalize.episode import emit_episode
+from builder.normalize.explain import explain
 from builder.normalize.rows import empty_rows
-from builder.rejects import RejectsWriter
-from builder.sources import InputFile
-from builder.validate import Reject, Valid, Validator, duplicate_keys
+from builder.sources.banks import bank_lines
+from builder.sources.documents import records
+from builder.sources.inputs import InputFile
+from builder.validate.json_lines import duplicate_keys
+from builder.validate.reject import Reject
+from builder.validate.validator import Valid, Validator
 from schemas.episode import Episode, Question
+from schemas.vocabulary import CHECK_FAILED
 
 
 def validate_files(

@@ -5,7 +5,7 @@ place when closed, so a crashed build never leaves half a rejects file behind. A
 stops before it is done (an unreachable database, an interrupt, a bug) discards its partial
 file and any folder it made for it: the rejects file in place stays the one of the build in
 place. A build the data refused keeps its rejects, which say why: where the build tells
-``close`` (beside the rejects file of a build it leaves in place, ``builder.build``).
+``close`` (beside the rejects file of a build it leaves in place, ``builder.pipeline``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import IO, TextIO
 
 import orjson
 
-from builder.validate import Reject
+from builder.validate.reject import Reject
 
 
 def process_alive(pid: int) -> bool:

@@ -1,7 +1,8 @@
 """Where a failed integrity check is: the JSON path of the field that disagrees, and what it
 should be, in the line's own layout.
 
-The checks (``builder.checks``) answer *which* kinds failed, at full speed, for every line.
+The checks (``builder.normalize.checks``) answer *which* kinds failed, at full speed, for every
+line.
 This answers *where*, for the few lines that need it worded: a ``--strict`` reject and
 ``episodes validate --checks``. A kind it cannot place is worded by its meaning at ``$``.
 """
@@ -11,22 +12,25 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 
-from builder import checks
-from builder.hashing import canonical_json, question_id, value_hash
+from builder.contract.hashing import canonical_json, question_id, value_hash
+from builder.normalize import checks
 from builder.normalize.hooks import hook_name
-from builder.sources import SourceLine
-from builder.validate import FieldError, Valid, Validator, duplicate_keys
+from builder.sources.inputs import SourceLine
+from builder.validate.json_lines import duplicate_keys
+from builder.validate.reject import FieldError
+from builder.validate.validator import Valid, Validator
+from schemas import vocabulary
 from schemas.episode import Episode, ExecutionTrace, Hook, Question
 from schemas.layouts import layout_path
 
 Explainer = Callable[[Episode, bytes, int | None], list[FieldError]]
 
 _HASH_KINDS = (
-    checks.FINAL_ANSWER_HASH_MISMATCH,
-    checks.EXPECTED_ANSWER_HASH_MISMATCH,
-    checks.GROUND_TRUTH_MISMATCH,
-    checks.HASH_SCHEME_MISMATCH,
-    checks.PICKLE_HASH_SCHEME,
+    vocabulary.FINAL_ANSWER_HASH_MISMATCH,
+    vocabulary.EXPECTED_ANSWER_HASH_MISMATCH,
+    vocabulary.GROUND_TRUTH_MISMATCH,
+    vocabulary.HASH_SCHEME_MISMATCH,
+    vocabulary.PICKLE_HASH_SCHEME,
 )
 
 
@@ -49,7 +53,7 @@ def explain(
     for kind in dict.fromkeys(failed):
         if kind in _HASH_KINDS:  # one walk over every captured hash names all their kinds
             placed = [e for e in _hash_sites(record, precision) if e.message.startswith(kind)]
-            if not placed and kind == checks.GROUND_TRUTH_MISMATCH:
+            if not placed and kind == vocabulary.GROUND_TRUTH_MISMATCH:
                 placed = _gold_vs_truth(record)
         else:
             placed = _EXPLAINERS.get(kind, _nowhere)(record, raw, precision)
@@ -59,7 +63,7 @@ def explain(
 
 def by_meaning(kind: str) -> FieldError:
     """A failed check that cannot be placed in the line: its kind and meaning, at ``$``."""
-    return FieldError("$", f"{kind}: {checks.MEANINGS.get(kind, kind)}")
+    return FieldError("$", f"{kind}: {vocabulary.MEANINGS.get(kind, kind)}")
 
 
 def _nowhere(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
@@ -74,7 +78,7 @@ def traces(record: Episode) -> Iterator[tuple[str, ExecutionTrace]]:
 
 def _hash_sites(record: Episode, precision: int | None) -> list[FieldError]:
     """Every captured hash that fails ``checks.check_hash``, named by the kind it fails."""
-    final = checks.FINAL_ANSWER_HASH_MISMATCH
+    final = vocabulary.FINAL_ANSWER_HASH_MISMATCH
     sites: list[tuple[str, str | None, object, str, str]] = [
         (f"{path}.final_answer_hash", t.final_answer_hash, t.final_answer, "final_answer", final)
         for path, t in traces(record)
@@ -82,12 +86,12 @@ def _hash_sites(record: Episode, precision: int | None) -> list[FieldError]:
     rl = record.rl_verification_data
     if rl is not None:
         path = "$.rl_verification_data.expected_final_answer_hash"
-        kind = checks.EXPECTED_ANSWER_HASH_MISMATCH
+        kind = vocabulary.EXPECTED_ANSWER_HASH_MISMATCH
         expected = rl.expected_final_answer
         sites.append((path, rl.expected_final_answer_hash, expected, "expected_final_answer", kind))
     q = record.question
     if q.ground_truth_hash is not None and "ground_truth" in q.model_fields_set:
-        path, kind = "$.question.ground_truth_hash", checks.GROUND_TRUTH_MISMATCH
+        path, kind = "$.question.ground_truth_hash", vocabulary.GROUND_TRUTH_MISMATCH
         sites.append((path, q.ground_truth_hash, q.ground_truth, "ground_truth", kind))
     return _hash_errors(sites, precision)
 
@@ -114,11 +118,13 @@ def explain_question(
     found: list[FieldError] = []
     if question.ground_truth_hash is not None and "ground_truth" in question.model_fields_set:
         site = ("$.ground_truth_hash", question.ground_truth_hash, question.ground_truth)
-        found += _hash_errors([(*site, "ground_truth", checks.GROUND_TRUTH_MISMATCH)], precision)
-    if checks.QUESTION_ID_MISMATCH in failed:
+        found += _hash_errors(
+            [(*site, "ground_truth", vocabulary.GROUND_TRUTH_MISMATCH)], precision
+        )
+    if vocabulary.QUESTION_ID_MISMATCH in failed:
         address = question_id(question.question_text, question.hint)
         message = f"{question.id!r} is not the content address of its text and hint ({address})"
-        found.append(FieldError("$.id", f"{checks.QUESTION_ID_MISMATCH}: {message}"))
+        found.append(FieldError("$.id", f"{vocabulary.QUESTION_ID_MISMATCH}: {message}"))
     placed = {e.message.split(":", 1)[0] for e in found}
     found += [by_meaning(kind) for kind in dict.fromkeys(failed) if kind not in placed]
     return tuple(found)
@@ -130,9 +136,8 @@ def _gold_vs_truth(record: Episode) -> list[FieldError]:
     gold, truth = record.teacher_gold_trace.final_answer_hash, record.question.ground_truth_hash
     if gold is None or truth is None or gold == truth:
         return []
-    message = (
-        f"{checks.GROUND_TRUTH_MISMATCH}: {gold} is not the question's ground_truth_hash {truth}"
-    )
+    said = f"{gold} is not the question's ground_truth_hash {truth}"
+    message = f"{vocabulary.GROUND_TRUTH_MISMATCH}: {said}"
     return [FieldError("$.teacher_gold_trace.final_answer_hash", message)]
 
 
@@ -140,7 +145,7 @@ def _question_id(record: Episode, raw: bytes, precision: int | None) -> list[Fie
     q = record.question
     address = question_id(q.question_text, q.hint)
     message = f"{q.id!r} is not the content address of the question's text and hint ({address})"
-    return [FieldError("$.question.id", f"{checks.QUESTION_ID_MISMATCH}: {message}")]
+    return [FieldError("$.question.id", f"{vocabulary.QUESTION_ID_MISMATCH}: {message}")]
 
 
 def _verified(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
@@ -148,14 +153,14 @@ def _verified(record: Episode, raw: bytes, precision: int | None) -> list[FieldE
         claim = "true, but the traces do not bear it out"
     else:
         claim = "false, but the traces verify the gold answer"
-    return [FieldError("$.verified", f"{checks.VERIFIED_MISMATCH}: verified is {claim}")]
+    return [FieldError("$.verified", f"{vocabulary.VERIFIED_MISMATCH}: verified is {claim}")]
 
 
 def _triangulation(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
     meta, runs = record.triangulation_metadata, record.consistency_traces
     if meta is None:
         return []
-    kind, base = checks.TRIANGULATION_MISMATCH, "$.triangulation_metadata"
+    kind, base = vocabulary.TRIANGULATION_MISMATCH, "$.triangulation_metadata"
     succeeded = sum(t.execution_success for t in runs)
     out = []
     if meta.n_consistency_runs != len(runs):
@@ -221,7 +226,7 @@ def _unknown_dependency(record: Episode, raw: bytes, precision: int | None) -> l
             for k, dep in enumerate(hook.depends_on):
                 if dep not in names:
                     message = (
-                        f"{checks.HOOK_UNKNOWN_DEPENDENCY}: {dep!r} names no hook of its trace"
+                        f"{vocabulary.HOOK_UNKNOWN_DEPENDENCY}: {dep!r} names no hook of its trace"
                     )
                     out.append(FieldError(f"{where}.depends_on[{k}]", message))
     return out
@@ -240,13 +245,13 @@ def _cycle(record: Episode, raw: bytes, precision: int | None) -> list[FieldErro
         if left:
             names = ", ".join(sorted({repr(hook_name(hooks[i])) for i in left}))
             where = f"{path}.turns" if trace.turns else f"{path}.hooks"
-            message = f"{checks.HOOK_CYCLE}: the depends_on edges of {names} form a cycle"
+            message = f"{vocabulary.HOOK_CYCLE}: the depends_on edges of {names} form a cycle"
             out.append(FieldError(where, message))
     return out
 
 
 def _corrections(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
-    kind = checks.CORRECTION_TARGET_INVALID
+    kind = vocabulary.CORRECTION_TARGET_INVALID
     return [
         FieldError(
             f"{path}.turns[{i}].correction.corrects_turn",
@@ -258,16 +263,16 @@ def _corrections(record: Episode, raw: bytes, precision: int | None) -> list[Fie
 
 
 def _duplicate_keys(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
-    message = f"{checks.DUPLICATE_JSON_KEY}: the key appears twice in its object"
+    message = f"{vocabulary.DUPLICATE_JSON_KEY}: the key appears twice in its object"
     return [FieldError(path, message) for path in duplicate_keys(raw)]
 
 
 _EXPLAINERS: dict[str, Explainer] = {
-    checks.QUESTION_ID_MISMATCH: _question_id,
-    checks.VERIFIED_MISMATCH: _verified,
-    checks.TRIANGULATION_MISMATCH: _triangulation,
-    checks.HOOK_UNKNOWN_DEPENDENCY: _unknown_dependency,
-    checks.HOOK_CYCLE: _cycle,
-    checks.CORRECTION_TARGET_INVALID: _corrections,
-    checks.DUPLICATE_JSON_KEY: _duplicate_keys,
+    vocabulary.QUESTION_ID_MISMATCH: _question_id,
+    vocabulary.VERIFIED_MISMATCH: _verified,
+    vocabulary.TRIANGULATION_MISMATCH: _triangulation,
+    vocabulary.HOOK_UNKNOWN_DEPENDENCY: _unknown_dependency,
+    vocabulary.HOOK_CYCLE: _cycle,
+    vocabulary.CORRECTION_TARGET_INVALID: _corrections,
+    vocabulary.DUPLICATE_JSON_KEY: _duplicate_keys,
 }

@@ -12,66 +12,24 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from builder.answers import answers_match, majority, matches_itself
-from builder.fastpath import UNSET
-from builder.hashing import canonical_json, pickle_hash, question_id, rehash_json_text
+from builder.contract.answers import answers_match, majority, matches_itself
+from builder.contract.hashing import canonical_json, pickle_hash, question_id, rehash_json_text
+from builder.validate.fastpath import UNSET
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
+from schemas.vocabulary import (
+    CORRECTION_TARGET_INVALID,
+    EXPECTED_ANSWER_HASH_MISMATCH,
+    FINAL_ANSWER_HASH_MISMATCH,
+    GROUND_TRUTH_MISMATCH,
+    HASH_SCHEME_MISMATCH,
+    HOOK_CYCLE,
+    HOOK_UNKNOWN_DEPENDENCY,
+    PICKLE_HASH_SCHEME,
+    QUESTION_ID_MISMATCH,
+    TRIANGULATION_MISMATCH,
+)
 
-QUESTION_ID_MISMATCH = "question_id_mismatch"
-FINAL_ANSWER_HASH_MISMATCH = "final_answer_hash_mismatch"
-EXPECTED_ANSWER_HASH_MISMATCH = "expected_answer_hash_mismatch"
-TRIANGULATION_MISMATCH = "triangulation_mismatch"
-VERIFIED_MISMATCH = "verified_mismatch"
-GROUND_TRUTH_MISMATCH = "ground_truth_mismatch"
-DUPLICATE_EPISODE_ID = "duplicate_episode_id"
-HOOK_LISTING_MISMATCH = "hook_listing_mismatch"
-HOOK_UNKNOWN_DEPENDENCY = "hook_unknown_dependency"
-HOOK_CYCLE = "hook_cycle"
-CORRECTION_TARGET_INVALID = "correction_target_invalid"
-# A captured hash that holds under the other hash scheme (exact vs rounded), not the
-# configured one: most likely ``[hashing] precision`` does not match the capture side.
-HASH_SCHEME_MISMATCH = "hash_scheme_mismatch"
-# A captured answer hash of the capture code's first scheme (``hashing.pickle_hash``), under
-# neither JSON scheme: the answer is intact, but no reward code can reproduce the hash.
-PICKLE_HASH_SCHEME = "pickle_hash_scheme"
-# A key twice in one object of the line: parsers keep the last, so the line is ambiguous.
-DUPLICATE_JSON_KEY = "duplicate_json_key"
 ROUNDED_PRECISION = 2  # the capture contract package's default
-
-# What each failed check says about the line, as a reject under ``--strict`` words it.
-MEANINGS: dict[str, str] = {
-    QUESTION_ID_MISMATCH: "the question's id is not the content address of its text and hint",
-    FINAL_ANSWER_HASH_MISMATCH: "a trace's final_answer_hash is not the hash of its final_answer",
-    EXPECTED_ANSWER_HASH_MISMATCH: (
-        "rl_verification_data's expected answer hash is not the hash of its expected answer"
-    ),
-    TRIANGULATION_MISMATCH: (
-        "triangulation_metadata (runs, majority answer and count, gold_matches_majority) "
-        "disagrees with the consistency traces"
-    ),
-    VERIFIED_MISMATCH: (
-        "verified disagrees with what the gold trace, the consistency majority and the "
-        "ground truth establish"
-    ),
-    GROUND_TRUTH_MISMATCH: "the gold trace's answer is not the question's ground truth",
-    DUPLICATE_EPISODE_ID: "an earlier line has the same episode_id",
-    HOOK_LISTING_MISMATCH: "a trace's turn-level and trace-level hooks disagree",
-    HOOK_UNKNOWN_DEPENDENCY: "a hook's depends_on names no hook of its trace",
-    HOOK_CYCLE: "the depends_on edges of a trace's hooks form a cycle",
-    CORRECTION_TARGET_INVALID: (
-        "a correction's corrects_turn is not an earlier, failed turn of its trace"
-    ),
-    HASH_SCHEME_MISMATCH: (
-        "a captured hash holds under the other hash scheme: set [hashing] precision to match "
-        "the capture"
-    ),
-    PICKLE_HASH_SCHEME: (
-        "an answer hash is of the capture code's first (pickle) scheme, which reward code "
-        "cannot reproduce"
-    ),
-    DUPLICATE_JSON_KEY: "an object of the line has a key twice, so parsers disagree on its value",
-}
-ALL_CHECKS = tuple(MEANINGS)
 
 
 def other_scheme(precision: int | None) -> int | None:
@@ -162,7 +120,7 @@ def _hash_counts(traces: Sequence[ExecutionTrace]) -> Counter[str]:
 @dataclass(frozen=True)
 class ValueVotes:
     """What the consistency traces say when answers are compared by value within a
-    tolerance (``builder.answers``), as the capture code compares them."""
+    tolerance (``builder.contract.answers``), as the capture code compares them."""
 
     count: int  # submitted answers in the majority's cluster
     majority_hash: str | None  # the hash of the cluster's first answer

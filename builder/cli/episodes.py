@@ -13,29 +13,24 @@ import signal
 import sys
 import traceback
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from builder import exit_codes
-from builder.config import (
-    BuildConfig,
-    ConfigError,
-    find_config,
-    load_config,
-    parse_precision,
-    relative_to_config_folder,
-)
-from builder.errors import UserError, one_line, require
-from builder.preflight import (
+from builder import errors as exit_codes
+from builder.cli.options import _add_check_options, _with_check_options, load_build_config
+from builder.cli.preflight import (
     FolderProblem,
     check_default_config,
     check_folder,
     check_not_an_input,
-    check_output,
-    check_ray_address,
 )
-from builder.storage import is_uri
+from builder.config import (
+    BuildConfig,
+    find_config,
+    load_config,
+)
+from builder.errors import UserError, one_line
+from builder.fs.storage import is_uri
 
 
 class _Once(argparse.Action):
@@ -149,89 +144,6 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_check_options(parser: argparse.ArgumentParser) -> None:
-    """How the integrity checks read hashes and answers: build and validate alike."""
-    parser.add_argument(
-        "--hash-precision",
-        type=_precision,
-        metavar="exact|N",
-        help="hash scheme of the capture side: exact (default) or floats rounded to N places",
-    )
-    parser.add_argument(
-        "--answer-tolerance",
-        type=float,
-        metavar="T",
-        help="also verify answers by value within T, as the capture code does (its T: 0.1)",
-    )
-
-
-def _with_check_options(config: BuildConfig, args: argparse.Namespace) -> BuildConfig:
-    if args.answer_tolerance is not None and not args.answer_tolerance >= 0:
-        raise ConfigError(f"--answer-tolerance {args.answer_tolerance}: must be 0 or more")
-    if args.answer_tolerance is not None:
-        config = replace(config, answer_tolerance=args.answer_tolerance)
-    if args.hash_precision is not None:  # "exact" must override a config's precision
-        config = replace(config, hash_precision=parse_precision(args.hash_precision))
-    return config
-
-
-def _precision(text: str) -> int | str:
-    try:
-        return "exact" if parse_precision(text) is None else int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-
-
-def _tuple(values: list[str] | None) -> tuple[str, ...] | None:
-    return tuple(values) if values is not None else None
-
-
-def load_build_config(args: argparse.Namespace) -> BuildConfig:
-    if args.upload_to is not None and not is_uri(args.upload_to):
-        raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
-    if args.workers is not None and args.workers < 0:
-        raise ConfigError(f"--workers {args.workers}: must be 0 (automatic) or more")
-    if args.max_reject_ratio is not None and not 0.0 <= args.max_reject_ratio <= 1.0:
-        raise ConfigError(f"--max-reject-ratio {args.max_reject_ratio}: must be from 0 to 1")
-    config = load_config(find_config(args.config, Path.cwd()))
-    config = config.with_overrides(
-        episodes=_tuple(args.episodes),
-        synthetic_questions=_tuple(args.synthetic_questions),
-        llm_questions=_tuple(args.llm_questions),
-        sessions=args.sessions,
-        out=args.out,
-        rejects=args.rejects,
-        upload_to=args.upload_to,
-        max_reject_ratio=args.max_reject_ratio,
-        strict=args.strict,
-        workers=args.workers,
-        engine=args.engine,
-        ray_address=args.ray_address,
-        cache_dir=args.cache_dir,
-    )
-    config = _with_check_options(config, args)
-    config, folder = relative_to_config_folder(config)
-    if folder is not None and folder != Path.cwd():  # it reads inputs by the names it publishes
-        os.chdir(folder)
-    inputs = (config.episodes, config.synthetic_questions, config.llm_questions, config.sessions)
-    if not any(inputs):
-        raise ConfigError("nothing to build: give --episodes ([inputs] episodes in dataset.toml)")
-    if args.ray_address is not None and config.engine != "ray":  # it would be ignored
-        raise ConfigError(
-            f"--ray-address {args.ray_address}: the engine is {config.engine!r}; "
-            'add --engine ray (or engine = "ray" in dataset.toml)'
-        )
-    if config.engine == "ray":  # checked before any work starts
-        require("ray", "engine = 'ray'", "ray")
-        check_ray_address(config.ray_address)
-    check_output(config)
-    if config.sessions:
-        from builder.sessions.db import check_database
-
-        check_database(config.sessions)
-    return config
-
-
 EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
 EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
 
@@ -241,7 +153,7 @@ def start_ingest_workers(config: BuildConfig) -> None:
     starts before this process imports the build: it imports the ingest on the other core
     meanwhile, and the pool's workers are forked at once when the ingest reaches them."""
     from builder.engine import pool_expected, start_fork_server
-    from builder.sources import InputError, expand_inputs
+    from builder.sources.inputs import InputError, expand_inputs
 
     if config.engine != "local":
         return
@@ -257,9 +169,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     config = load_build_config(args)
     start_ingest_workers(config)
     check_default_config(config)  # imports the derive stage: after the workers' server starts
-    from builder.build import BuildFailed, BuildLocked, UploadFailed, build
+    from builder.cli.summary import print_summary
     from builder.engine.no_pandas import arrow_without_pandas
-    from builder.summary import print_summary
+    from builder.fs.output import BuildLocked
+    from builder.pipeline import BuildFailed, UploadFailed, build
 
     arrow_without_pandas()  # this process hands pyarrow no pandas objects
     try:
@@ -284,9 +197,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from builder.rejects import RejectsWriter
-    from builder.sources import expand_inputs
-    from builder.validate_files import validate_files
+    from builder.cli.validate_files import validate_files
+    from builder.ingest.rejects import RejectsWriter
+    from builder.sources.inputs import expand_inputs
     from schemas.episode import Episode, Question
 
     paths = expand_inputs(args.files)

@@ -16,7 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builder.storage import file_sha256
+from builder.fs.storage import file_sha256
 
 WRITE_OPTIONS = {
     "compression": "zstd",

@@ -2,12 +2,13 @@
 
 The ``prm_stepwise`` labels (``builder.derive.prm_stepwise``) call ``process_reward`` from
 here, and training code calls it through the adapters below, so a label and a reward can
-never disagree. This module imports only the standard library, ``builder.hashing`` and
-``builder.answers``: training code can import it without polars, pyarrow or datasets.
+never disagree. This module imports only the standard library, ``builder.contract.hashing`` and
+``builder.contract.answers``: training code can import it without polars, pyarrow or datasets.
 
 Hash scheme
     Every function takes ``precision``: ``None`` is the seeds' exact scheme, an int the
-    capture contract's rounded one (``builder.hashing``). Use the scheme of the build, which
+    capture contract's rounded one (``builder.contract.hashing``). Use the scheme of the build,
+    which
     the ``rl`` config carries per row as ``hash_precision`` (the adapters below read it).
 
 Outcome
@@ -15,11 +16,12 @@ Outcome
     of ``answer`` equals the expected hash, or is one of a list of accepted hashes (the
     ``rl`` config's ``accepted_answer_hashes``: a question may have several valid answers),
     else 0.0. ``answer`` is the live value (a pandas DataFrame, a numpy scalar, ...), or a
-    ``builder.hashing.Submitted`` from another process, hashed as the capture side hashes a
+    ``builder.contract.hashing.Submitted`` from another process, hashed as the capture side hashes a
     submitted answer: written by its ``submit()`` as JSON and hashed as read back
     (``answer_hashes``), so a Series with integer labels hashes with string keys. A value the
     capture side could not submit scores 0.0. Given a ``tolerance`` and the expected answer,
-    an answer that matches it by value within the tolerance (``builder.answers``: the capture
+    an answer that matches it by value within the tolerance (``builder.contract.answers``: the
+    capture
     code's comparison, ±0.1 there) scores 1.0 too; the ``rl`` rows carry the build's
     ``answer_tolerance`` (null: hashes only), which ``make_outcome_reward`` reads.
 
@@ -81,8 +83,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from builder.answers import answers_match
-from builder.hashing import answer_hashes, hook_hashes, submitted_values
+from builder.contract.answers import answers_match
+from builder.contract.hashing import answer_hashes, hook_hashes, submitted_values
 
 __all__ = [
     "ProcessReward",
@@ -177,7 +179,7 @@ def outcome_reward(
     """1.0 when the hash the capture side records for ``answer`` (``answer_hashes``) is
     ``expected_hash`` (or one of several accepted hashes: a question with several valid
     answers), or, given a ``tolerance`` and the ``expected`` answer (decoded JSON), when the
-    answer as submitted matches it by value within the tolerance (``builder.answers``, the
+    answer as submitted matches it by value within the tolerance (``builder.contract.answers``, the
     capture code's comparison); else 0.0."""
     accepted = {expected_hash} if isinstance(expected_hash, str) else set(expected_hash or ())
     if accepted and answer_hashes(answer, precision) & accepted:

@@ -5,16 +5,15 @@ naming the setting to change (``builder.errors``)."""
 from __future__ import annotations
 
 import itertools
-import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from builder import storage
 from builder.config import BuildConfig, ConfigError
 from builder.errors import EnvironmentProblem
-from builder.storage import is_uri
+from builder.fs import storage
+from builder.fs.output import foreign_files, refused_rejects
+from builder.fs.storage import is_uri
 
 
 class FolderProblem(EnvironmentProblem):
@@ -109,7 +108,7 @@ def check_output(config: BuildConfig) -> None:
     file, the cache, the working directory nor anything a build did not write; and the
     rejects file (or where a refused build puts its rejects) is no folder and none of the
     inputs."""
-    from builder.sources import expand_inputs
+    from builder.sources.inputs import expand_inputs
 
     check_folder(config.out.parent, OUT)
     check_not_working_directory(config.out)
@@ -165,48 +164,6 @@ def check_rejects_path(rejects: Path, inputs: Iterable[str], setting: str) -> No
         raise FolderProblem(f"{rejects} is a folder, not a file for the rejects", setting)
     for path in inputs:
         check_not_an_input(path, rejects, setting)
-
-
-# What a build writes beside the data files its manifest lists: the card and the manifest
-# (``builder.export.manifest``, not imported: the export stage would cost the command half a
-# second before its ingest workers start).
-MANIFEST = "manifest.json"
-BUILD_FILES = frozenset({"README.md", MANIFEST})
-
-
-def build_manifest(folder: Path) -> dict[str, Any] | None:
-    """The manifest of the build in ``folder``, or None when no build of this builder is
-    there (a ``manifest.json`` of something else included)."""
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return manifest if isinstance(manifest, dict) and "builder_version" in manifest else None
-
-
-def refused_rejects(rejects: Path) -> Path:
-    """Where a refused build puts its rejects when the output folder holds a build: beside
-    that build's rejects file, which stays the one ``episodes report`` reads with it."""
-    return rejects.with_name(f"{rejects.stem}.refused{rejects.suffix}")
-
-
-def foreign_files(folder: Path) -> Iterator[str]:
-    """The files (and links) under ``folder`` that no build wrote: every one, unless a build's
-    manifest is there; then those it does not list. An older builder's manifest lists none:
-    its folder is taken as a build's whole. Lazily: ``--out ~`` is refused at its first file,
-    not after a walk of the whole home folder."""
-    manifest = build_manifest(folder)
-    listed = manifest.get("files") if manifest is not None else {}
-    if not isinstance(listed, dict):
-        return
-    ours = {*listed, *BUILD_FILES} if manifest is not None else set()
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        links = [d for d in dirs if os.path.islink(os.path.join(root, d))]
-        for name in sorted([*files, *links]):
-            rel = Path(root, name).relative_to(folder).as_posix()
-            if rel not in ours:
-                yield rel
 
 
 def check_not_working_directory(out: Path) -> None:

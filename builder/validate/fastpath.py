@@ -35,7 +35,7 @@ import msgspec
 from pydantic import BaseModel, Strict, StringConstraints, TypeAdapter
 from pydantic_core import PydanticUndefined
 
-from builder.validate import has_long_digit_run
+from builder.validate.json_lines import has_long_digit_run
 from schemas.episode import Episode, Question
 
 UNSET = msgspec.UNSET

@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builder import storage
 from builder.config import BuildConfig
+from builder.fs import storage
 from schemas.tables import TABLES, empty_table
 
 
