@@ -1,5 +1,6 @@
 """Every name the stages and the readers of a build share, defined once: split names, the
-split group policies, and the reasons a question is held out of the training configs."""
+integrity checks and what each means, the reject kinds of a line or a database row, and the
+reasons an episode is held out of the training configs."""
 
 from __future__ import annotations
 
@@ -97,3 +98,18 @@ SESSION_REJECT_KINDS = (
 
 # An episode or a bank question whose integrity checks failed under ``--strict``.
 CHECK_FAILED = "check_failed"
+
+# Why an episode is left out of the training configs (``builder.derive.eligibility``): the
+# first reason that applies. ``verified_mismatch`` is the check of that name, failed.
+NOT_VERIFIED = "not_verified"
+FAILED_CHECKS = "failed_checks"
+DUPLICATE_TURN_INDEX = "duplicate_turn_index"
+REASONS = (NOT_VERIFIED, VERIFIED_MISMATCH, FAILED_CHECKS, DUPLICATE_TURN_INDEX)
+FAILED_HOOK_CHECKS = "failed_hook_checks"  # left out of the hook configs only
+HOOK_ONLY = (FAILED_HOOK_CHECKS,)
+# How summaries name each reason, where its key alone would mislead
+REASON_LABELS = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, rl only)"}
+
+# A question bank's id seen again with other content (``builder.ingest.question_banks``); the
+# validator names a repeated unique field ``duplicate_<field>`` the same way.
+DUPLICATE_ID = "duplicate_id"

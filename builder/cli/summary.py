@@ -6,7 +6,6 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, TextIO
 
-from builder.derive.eligibility import REASON_LABELS
 from builder.normalize.checks import ROUNDED_PRECISION
 from builder.pipeline import BuildReport
 from schemas.vocabulary import (
@@ -15,6 +14,7 @@ from schemas.vocabulary import (
     GROUND_TRUTH_MISMATCH,
     HASH_SCHEME_MISMATCH,
     PICKLE_HASH_SCHEME,
+    REASON_LABELS,
     TRIANGULATION_MISMATCH,
     VERIFIED_MISMATCH,
 )

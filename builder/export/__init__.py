@@ -18,23 +18,17 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.derive.eligibility import HOOK_ONLY, REASONS
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
-from builder.export.manifest import (
-    CARD_DIGEST,
-    CARD_NAME,
-    builder_version,
-    split_section,
-    write_manifest,
-)
+from builder.export.manifest import builder_version, split_section, write_manifest
 from builder.export.segment import SegmentOutput
 from builder.ingest.rejects import RejectsWriter
 from builder.ingest.results import IngestResult
 from builder.normalize import Normalizer
 from schemas.episode import SCHEMA_VERSION
+from schemas.manifest import CARD, CARD_DIGEST
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
-from schemas.vocabulary import SPLITS
+from schemas.vocabulary import HOOK_ONLY, REASONS, SPLITS
 
 
 def _files_by_split(name: str, segments: Iterable[SegmentOutput]) -> dict[str, list[str]]:
@@ -167,5 +161,5 @@ def export_dataset(
     # the card declares the configs: publish refuses one edited after the build, as a data file
     manifest[CARD_DIGEST] = hashlib.sha256(card.encode("utf-8")).hexdigest()
     write_manifest(out, manifest)
-    (out / CARD_NAME).write_bytes(card.encode("utf-8"))
+    (out / CARD).write_bytes(card.encode("utf-8"))
     return manifest

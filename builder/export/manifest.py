@@ -16,10 +16,7 @@ from typing import Any
 import polars as pl
 
 from builder.config import BuildConfig
-
-MANIFEST_NAME = "manifest.json"
-CARD_NAME = "README.md"
-CARD_DIGEST = "card_sha256"  # the manifest's record of the card it was written with
+from schemas.manifest import MANIFEST
 
 
 def builder_version() -> str:
@@ -80,4 +77,4 @@ def split_section(config: BuildConfig, segments: Sequence[Any]) -> dict[str, Any
 
 def write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
     text = json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
-    (out / MANIFEST_NAME).write_text(text, encoding="utf-8")
+    (out / MANIFEST).write_text(text, encoding="utf-8")

@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.derive.eligibility import HOOK_ONLY, REASONS, exclusion_counts
+from builder.derive.eligibility import exclusion_counts
 from builder.derive.options import PLAN_ENGINE
 from builder.derive.splits import SplitConfig, assign_splits
 from builder.engine import ThreadEngine, default_workers
@@ -33,6 +33,7 @@ from builder.fs.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_
 from builder.redact.split_key import split_key_texts
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
+from schemas.vocabulary import HOOK_ONLY, REASONS
 
 SESSION_SEGMENT = "sessions"
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
-import json
 import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from builder.errors import LockHeld
+from schemas.manifest import BUILD_FILES, MANIFEST, Manifest, ManifestError, read_manifest
 
 
 class BuildLocked(LockHeld, RuntimeError):
@@ -55,21 +54,14 @@ def output_lock(out: Path) -> Iterator[None]:
         handle.close()
 
 
-# What a build writes beside the data files its manifest lists: the card and the manifest
-# (``builder.export.manifest``, not imported: the export stage would cost the command half a
-# second before its ingest workers start).
-MANIFEST = "manifest.json"
-BUILD_FILES = frozenset({"README.md", MANIFEST})
-
-
-def build_manifest(folder: Path) -> dict[str, Any] | None:
+def build_manifest(folder: Path) -> Manifest | None:
     """The manifest of the build in ``folder``, or None when no build of this builder is
     there (a ``manifest.json`` of something else included)."""
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        manifest = read_manifest(folder / MANIFEST)
+    except ManifestError:
         return None
-    return manifest if isinstance(manifest, dict) and "builder_version" in manifest else None
+    return manifest if "builder_version" in manifest else None
 
 
 def refused_rejects(rejects: Path) -> Path:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from builder.errors import EnvironmentProblem, UsageError
+from schemas.manifest import MANIFEST, read_manifest
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _BUCKET_SCHEMES = ("s3", "gs", "gcs")
@@ -176,8 +177,8 @@ def upload(folder: Path, uri: str) -> dict[str, int]:
     files ``sent``, ``unchanged`` and ``deleted``."""
     fs, inner = resolve(uri)
     inner = inner.rstrip("/")
-    previous = _call(uri, "read", lambda: _listed_files(fs, f"{inner}/manifest.json"))
-    current = json.loads((folder / "manifest.json").read_text(encoding="utf-8")).get("files", {})
+    previous = _call(uri, "read", lambda: _listed_files(fs, f"{inner}/{MANIFEST}"))
+    current = read_manifest(folder).get("files", {})
     same = sorted(rel for rel, digest in current.items() if previous.get(rel) == digest)
     there = _call(uri, "read", lambda: fs.get_file_info([f"{inner}/{rel}" for rel in same]))
     unchanged = {
@@ -187,7 +188,7 @@ def upload(folder: Path, uri: str) -> dict[str, int]:
     }
     local = pafs.LocalFileSystem()
     files = sorted(p for p in folder.rglob("*") if p.is_file())
-    files.sort(key=lambda p: p.name == "manifest.json")
+    files.sort(key=lambda p: p.name == MANIFEST)
     sent = 0
     for path in files:
         rel = path.relative_to(folder).as_posix()

@@ -15,7 +15,7 @@ from builder.validate.json_lines import is_blank
 from builder.validate.reject import FieldError, Reject
 from builder.validate.validator import Valid, Validator
 from schemas.episode import Question
-from schemas.vocabulary import CHECK_FAILED
+from schemas.vocabulary import CHECK_FAILED, DUPLICATE_ID
 
 
 def question_check_failed(
@@ -46,7 +46,7 @@ class BankQuestions:
         if path == line.path or seen == content:
             return None
         said = f"{record.id!r} already seen at {path}:{number}, with other content"
-        return Reject(line.path, line.number, "duplicate_id", (FieldError("$.id", said),), line.raw)
+        return Reject(line.path, line.number, DUPLICATE_ID, (FieldError("$.id", said),), line.raw)
 
 
 @dataclass

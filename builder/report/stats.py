@@ -13,8 +13,8 @@ from typing import Any
 
 import polars as pl
 
-from builder.derive.eligibility import HOOK_ONLY
 from builder.report.folder import BuildFolder
+from schemas.vocabulary import HOOK_ONLY
 
 
 @dataclass(frozen=True)
