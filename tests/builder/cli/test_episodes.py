@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from builder.contract.hashing import value_hash
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data/episodes/episodes.jsonl"
 BAD = ROOT / "data/bad/bad_lines.jsonl"
 

@@ -24,7 +24,7 @@ from builder.sources.documents import records
 from builder.sources.inputs import InputError, InputFile, SourceLine
 from schemas.episode import Episode
 
-EPISODES = Path(__file__).resolve().parents[2] / "data" / "episodes" / "episodes.jsonl"
+EPISODES = Path(__file__).resolve().parents[3] / "data" / "episodes" / "episodes.jsonl"
 SOURCE_COLUMNS = {"source_file", "source_line"}
 
 

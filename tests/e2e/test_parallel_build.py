@@ -19,7 +19,7 @@ from builder.engine import ThreadEngine
 from builder.export import buckets, segment, writer
 from builder.pipeline import BuildReport, build
 from builder.report import card_images
-from tests.builder.test_build import ROOT, folder_digest
+from tests.e2e.test_build import ROOT, folder_digest
 
 
 def test_default_build_writes_configs_on_several_threads_at_once(

@@ -19,7 +19,7 @@ from builder.validate.reject import Reject
 from builder.validate.validator import Validator
 from schemas.episode import Question
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = Path(__file__).resolve().parents[3] / "data"
 
 
 def capture_question(i: int, **extra: object) -> dict:

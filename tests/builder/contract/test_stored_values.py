@@ -26,7 +26,7 @@ from builder.contract.stored_values import (
 )
 from schemas.episode import Hook
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def seed_hash(x: object) -> str:

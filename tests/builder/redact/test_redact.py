@@ -45,8 +45,8 @@ from samples.episodes import generate_episode
 from samples.files import write_jsonl
 from schemas.tables import JSON, TABLES, TEXT, role_of
 
-ROOT = Path(__file__).resolve().parents[2]
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "secrets" / "corpus.json"
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "secrets" / "corpus.json"
 KINDS = tuple(RedactionOptions().kinds)
 
 

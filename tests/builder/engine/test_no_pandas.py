@@ -10,7 +10,7 @@ from pathlib import Path
 
 from builder.engine import LocalEngine
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 AFTER_THE_PROBE = """
 import json, sys
