@@ -39,16 +39,6 @@ NAME = "prm_stepwise"
 SCHEMA = OBJECTIVES[NAME]
 
 
-def gold_hook_lists(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
-    """``episode_id``, ``gold_hooks``: the gold trace's hooks of each episode in ``traces``,
-    as ``{name, value_hash, depends_on}`` in ``hook_index`` order (the ``rl`` config's
-    ``gold_hooks``)."""
-    gold = traces.filter(~pl.col("consistency")).select("trace_id")
-    hooks = tables["hooks"].join(gold, on="trace_id", how="semi")
-    gold_hook = pl.struct("name", "value_hash", "depends_on").sort_by("hook_index")
-    return hooks.group_by("episode_id").agg(gold_hooks=gold_hook)
-
-
 def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
     """``trace_id``, ``hook_index``, ``turn_index`` (the step), ``ok``: one row per attributed
     hook of ``traces``; ``ok`` when ``process_reward`` matches it against its episode's gold

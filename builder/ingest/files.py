@@ -316,7 +316,7 @@ def ingest_files(
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
     does not import it."""
     engine = _engine(config, workers)
-    sink = TableSink(staging, getattr(config, "staging_compression", None) or "lz4")
+    sink = TableSink(staging, config.staging_compression or "lz4")
     try:
         if cache is None:
             job = Ingest(config, sink, rejects, on_bytes, engine)
@@ -334,10 +334,10 @@ def ingest_files(
 def _engine(config: BuildConfig, workers: int | None) -> Engine:
     """``engine = "ray"`` (config key): the per-batch work on Ray Data, at ``ray_address``
     (None: a local Ray). Otherwise in this process or a local pool (``workers``)."""
-    if getattr(config, "engine", "local") == "ray":
+    if config.engine == "ray":
         from builder.ingest.ray_engine import RayEngine
 
-        return RayEngine(getattr(config, "ray_address", None) or None)
+        return RayEngine(config.ray_address or None)
     return _local(config, workers)
 
 
@@ -347,7 +347,7 @@ def _local(config: BuildConfig, workers: int | None) -> Engine:
     episode files of ``POOL_FROM_BYTES`` or more, this process for smaller ones
     (``PerRunEngine``)."""
     if workers is None:
-        workers = getattr(config, "workers", 0) or 0
+        workers = config.workers or 0
     if workers >= 1:
         return local_engine(workers)
     cores = default_workers()

@@ -79,10 +79,8 @@ def _defaults(args: argparse.Namespace) -> tuple[Path, str, bool]:
 
     config = load_config(find_config(args.config, Path.cwd()))
     build_dir = args.build_dir or config.out
-    repo = args.repo or getattr(config, "publish_repo", "") or ""
-    private = (
-        args.private if args.private is not None else getattr(config, "publish_private", False)
-    )
+    repo = args.repo or config.publish_repo
+    private = args.private if args.private is not None else config.publish_private
     return build_dir, repo, bool(private)
 
 
