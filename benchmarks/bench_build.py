@@ -75,9 +75,16 @@ def per_config(frames, kwargs):
 
 def instrument():
     import polars as pl
-    import builder.build as b
-    import builder.ingest as i
-    from builder import fastpath, redact, validate
+    from builder import redact
+
+    try:
+        import builder.pipeline as b
+        import builder.ingest.files as i
+        from builder.validate import fastpath, validator as validate
+    except ImportError:  # an older builder, before the folders by stage
+        import builder.build as b
+        import builder.ingest as i
+        from builder import fastpath, validate
     from builder.export import writer
 
     wrap(fastpath, "decode", "parse (typed decode)")
@@ -114,11 +121,17 @@ def main():
             options[key] = Path(options[key])
     options["episodes"] = tuple(options["episodes"])
     config = BuildConfig(**options)
-    import builder.cli
+    try:
+        import builder.cli.episodes as command
+    except ImportError:  # an older builder: the command is builder.cli
+        import builder.cli as command
 
     # What `episodes build` does before importing the build (an older builder: nothing).
-    getattr(builder.cli, "start_ingest_workers", lambda config: None)(config)
-    import builder.build as b
+    getattr(command, "start_ingest_workers", lambda config: None)(config)
+    try:
+        import builder.pipeline as b
+    except ImportError:  # an older builder
+        import builder.build as b
 
     try:  # what the command does next (an older builder: nothing)
         from builder.engine.no_pandas import arrow_without_pandas
@@ -145,7 +158,10 @@ WRITE_FLOOR = """
 import sys, time
 from pathlib import Path
 import pyarrow as pa, pyarrow.parquet as pq
-from builder.parquet import WRITE_OPTIONS
+try:
+    from builder.fs.parquet import WRITE_OPTIONS
+except ImportError:  # an older builder
+    from builder.parquet import WRITE_OPTIONS
 files = sorted(Path(sys.argv[1]).rglob("*.parquet"))
 tables = [(pq.read_table(f), pq.ParquetFile(f).metadata) for f in files]
 started = time.perf_counter()

@@ -5,9 +5,10 @@ in one sitting, against the one-thread ``orjson.loads`` floor measured first and
 lower taken). What each does:
 
 * ``orjson`` (floor): ``orjson.loads`` of every line, one thread, nothing kept.
-* ``msgspec typed`` (today's parse): ``builder.fastpath.decode`` of every line into the typed
+* ``msgspec typed`` (today's parse): ``builder.validate.fastpath.decode`` of every line into the
+typed
   Structs generated from the pydantic models, one thread (``None`` where it declines).
-* ``today's validate + normalize``: ``builder.ingest.normalize_batch`` over 1,000-line
+* ``today's validate + normalize``: ``builder.ingest.files.normalize_batch`` over 1,000-line
   batches, one thread: typed decode, pydantic for declined lines, rows, Arrow tables.
 * ``pyarrow read_json``: ``pyarrow.json.read_json``, inferred schema, multi-threaded.
 * ``polars read_ndjson`` / ``scan_ndjson``: inferred, or an explicit schema (DuckDB's
@@ -31,18 +32,18 @@ from pathlib import Path
 from benchmarks.bench_build import FLOOR, generate, run_child
 
 CANDIDATES = {
-    "msgspec typed (builder.fastpath, today's parse)": """
+    "msgspec typed (builder.validate.fastpath, today's parse)": """
 import sys
-from builder import fastpath
+from builder.validate import fastpath
 from schemas.episode import Episode
 with open(sys.argv[1], "rb") as f:
     declined = sum(fastpath.decode(Episode, line.rstrip(b"\\n")) is None for line in f)
 print("declined", declined)
 """,
-    "today's validate + normalize (builder.ingest.normalize_batch)": """
+    "today's validate + normalize (builder.ingest.files.normalize_batch)": """
 import sys
-from builder.ingest import normalize_batch
-from builder.sources import SourceLine
+from builder.ingest.files import normalize_batch
+from builder.sources.inputs import SourceLine
 path, batch = sys.argv[1], []
 with open(path, "rb") as f:
     for number, line in enumerate(f, 1):

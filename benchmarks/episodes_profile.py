@@ -6,7 +6,7 @@ traces. This module inflates generated episodes deterministically (a seed-derive
 episode, never the clock): it pads text fields only (stdout, reasoning, code cells, stderr,
 assistant messages), which no hash covers, and adds consistency traces by repeating
 existing ones, recomputing ``verified`` and ``triangulation_metadata`` the way
-``builder.checks`` does — so an inflated episode stays clean. Both trace forms, failures,
+``builder.normalize.checks`` does — so an inflated episode stays clean. Both trace forms, failures,
 corrections, unknown fields and any-typed answers come from the generator unchanged.
 """
 

@@ -1,5 +1,5 @@
 import sys
 
-from builder.cli import main
+from builder.cli.episodes import main
 
 sys.exit(main())

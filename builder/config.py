@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
-from builder.storage import is_uri
+from builder.fs.storage import is_uri
 from schemas.vocabulary import GROUP_POLICIES
 
 # A release on the Hub, as ``--previous`` names one

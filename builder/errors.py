@@ -2,38 +2,48 @@
 
 The ``episodes`` command catches :class:`UserError` once, at the top, and prints one line
 ``episodes <command>: <what went wrong> — <what to do>``; ``--debug`` (or ``EPISODES_DEBUG=1``)
-adds the traceback. The numbers are the table in ``builder.exit_codes``.
+adds the traceback. The numbers are the table below.
 """
 
 from __future__ import annotations
 
-from builder import exit_codes
+# Exit codes of every ``episodes`` subcommand: one table, documented in the README.
+OK = 0
+USAGE = 1  # bad flags, bad config, unreadable input
+REFUSED = 2  # input rejected over the threshold; validate found rejects; publish refused
+STRICT_CHECKS = 3  # build refused because integrity checks failed under --strict
+LOCKED = 4  # another build holds the output folder's lock
+UNAVAILABLE = 5  # the Hub or object store could not be reached, or a publish or upload was
+# interrupted: rerun it
+INTERRUPTED = 130  # Ctrl-C (SIGINT)
+TERMINATED = 143  # SIGTERM
+INTERNAL = 70  # a bug in the builder (EX_SOFTWARE): rerun with --debug and report it
 
 
 class UserError(Exception):
     """An error the user can fix; ``hint`` says how (empty when the message already does)."""
 
-    exit_code: int = exit_codes.USAGE
+    exit_code: int = USAGE
     hint: str = ""
 
 
 class UsageError(UserError):
     """Bad flags, bad config, unreadable or missing input."""
 
-    exit_code = exit_codes.USAGE
+    exit_code = USAGE
     hint = "check the command line and dataset.toml"
 
 
 class DataRefused(UserError):
     """The data refused the build or the release (rejects over the threshold, a gate)."""
 
-    exit_code = exit_codes.REFUSED
+    exit_code = REFUSED
 
 
 class EnvironmentProblem(UserError):
     """A missing extra, an unreachable database or service, an unwritable output."""
 
-    exit_code = exit_codes.UNAVAILABLE
+    exit_code = UNAVAILABLE
     hint = "fix the environment and run the same command again"
 
 
@@ -56,7 +66,7 @@ def require(module: str, what: str, extra: str) -> None:
 class LockHeld(UserError):
     """Another build holds the output folder's lock."""
 
-    exit_code = exit_codes.LOCKED
+    exit_code = LOCKED
     hint = "wait for the other build to finish"
 
 

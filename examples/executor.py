@@ -8,8 +8,10 @@ limits on memory and CPU time, and returns ``{"answer": submitted}`` when the co
 ``submit(value)``, else ``{}``.
 
 The child writes the submitted value as the capture side's ``submit()`` does, in the JSON
-forms of both hash schemes (``builder.hashing.submitted_forms``); the parent reads them back
-as a ``builder.hashing.Submitted`` (its ``.value`` is the answer as JSON data), so no object
+forms of both hash schemes (``builder.contract.hashing.submitted_forms``); the parent reads them
+back
+as a ``builder.contract.hashing.Submitted`` (its ``.value`` is the answer as JSON data), so no
+object
 is unpickled from generated code and ``outcome_reward`` gives the hash the capture side
 recorded for the same live value.
 
@@ -18,7 +20,7 @@ files, open sockets and spawn processes as your user. Run training rollouts in a
 VM you are prepared to lose.
 
     from functools import partial
-    from builder.rewards import make_outcome_reward
+    from builder.contract.rewards import make_outcome_reward
     reward = make_outcome_reward(partial(run, data_dir="data/csv"))
 """
 
@@ -34,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from builder.hashing import Submitted
+from builder.contract.hashing import Submitted
 
 FENCED = re.compile(r"```python\n(.*?)```", re.S)
 
@@ -44,7 +46,7 @@ FENCED = re.compile(r"```python\n(.*?)```", re.S)
 HARNESS = """
 import json
 import sys
-from builder.hashing import submitted_forms
+from builder.contract.hashing import submitted_forms
 
 _out = sys.argv[1]
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
-from builder.hashing import question_id
+from builder.contract.hashing import question_id
 from samples.datasets import DATASETS, Dataset
 from samples.steps import EPOCH, Built, Step, iso, load_step
 from samples.templates import usable_templates

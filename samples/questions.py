@@ -8,7 +8,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-from builder.hashing import question_id
+from builder.contract.hashing import question_id
 from samples.problems import Problem, make_problem, pool_problem
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from builder.hashing import normalize_question_text, question_id
+from builder.contract.hashing import normalize_question_text, question_id
 from samples.datasets import DATASETS, MORE_DATASETS
 from samples.episodes import episode_on, generate_episode, generate_episodes
 from samples.files import write_jsonl

@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
-from builder.hashing import value_hash
+from builder.contract.hashing import value_hash
 from samples.datasets import DTYPES, Column, Dataset
 
 EPOCH = datetime(2025, 10, 1, 8, 0, 0)

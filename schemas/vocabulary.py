@@ -1,5 +1,6 @@
 """Every name the stages and the readers of a build share, defined once: split names, the
-split group policies, and the reasons a question is held out of the training configs."""
+integrity checks and what each means, the reject kinds of a line or a database row, and the
+reasons an episode is held out of the training configs."""
 
 from __future__ import annotations
 
@@ -24,3 +25,110 @@ GROUP_POLICIES = (
 BRIDGES_SPLITS = "bridges_splits"
 # Its prompt overlaps an item of a named eval set; the reason is ``eval:<name>``.
 EVAL_PREFIX = "eval:"
+
+# Reject kinds of an input line (``builder.validate``), in the order a line is examined.
+LINE_TOO_LONG = "line_too_long"
+INVALID_UTF8 = "invalid_utf8"
+INVALID_JSON = "invalid_json"
+SCHEMA = "schema"
+
+
+# Integrity checks (``builder.normalize.checks``): the names a failed check gives an episode.
+QUESTION_ID_MISMATCH = "question_id_mismatch"
+FINAL_ANSWER_HASH_MISMATCH = "final_answer_hash_mismatch"
+EXPECTED_ANSWER_HASH_MISMATCH = "expected_answer_hash_mismatch"
+TRIANGULATION_MISMATCH = "triangulation_mismatch"
+VERIFIED_MISMATCH = "verified_mismatch"
+GROUND_TRUTH_MISMATCH = "ground_truth_mismatch"
+DUPLICATE_EPISODE_ID = "duplicate_episode_id"
+HOOK_LISTING_MISMATCH = "hook_listing_mismatch"
+HOOK_UNKNOWN_DEPENDENCY = "hook_unknown_dependency"
+HOOK_CYCLE = "hook_cycle"
+CORRECTION_TARGET_INVALID = "correction_target_invalid"
+# A captured hash that holds under the other hash scheme (exact vs rounded), not the
+# configured one: most likely ``[hashing] precision`` does not match the capture side.
+HASH_SCHEME_MISMATCH = "hash_scheme_mismatch"
+# A captured answer hash of the capture code's first scheme (``hashing.pickle_hash``), under
+# neither JSON scheme: the answer is intact, but no reward code can reproduce the hash.
+PICKLE_HASH_SCHEME = "pickle_hash_scheme"
+# A key twice in one object of the line: parsers keep the last, so the line is ambiguous.
+DUPLICATE_JSON_KEY = "duplicate_json_key"
+
+# What each failed check says about the line, as a reject under ``--strict`` words it.
+MEANINGS: dict[str, str] = {
+    QUESTION_ID_MISMATCH: "the question's id is not the content address of its text and hint",
+    FINAL_ANSWER_HASH_MISMATCH: "a trace's final_answer_hash is not the hash of its final_answer",
+    EXPECTED_ANSWER_HASH_MISMATCH: (
+        "rl_verification_data's expected answer hash is not the hash of its expected answer"
+    ),
+    TRIANGULATION_MISMATCH: (
+        "triangulation_metadata (runs, majority answer and count, gold_matches_majority) "
+        "disagrees with the consistency traces"
+    ),
+    VERIFIED_MISMATCH: (
+        "verified disagrees with what the gold trace, the consistency majority and the "
+        "ground truth establish"
+    ),
+    GROUND_TRUTH_MISMATCH: "the gold trace's answer is not the question's ground truth",
+    DUPLICATE_EPISODE_ID: "an earlier line has the same episode_id",
+    HOOK_LISTING_MISMATCH: "a trace's turn-level and trace-level hooks disagree",
+    HOOK_UNKNOWN_DEPENDENCY: "a hook's depends_on names no hook of its trace",
+    HOOK_CYCLE: "the depends_on edges of a trace's hooks form a cycle",
+    CORRECTION_TARGET_INVALID: (
+        "a correction's corrects_turn is not an earlier, failed turn of its trace"
+    ),
+    HASH_SCHEME_MISMATCH: (
+        "a captured hash holds under the other hash scheme: set [hashing] precision to match "
+        "the capture"
+    ),
+    PICKLE_HASH_SCHEME: (
+        "an answer hash is of the capture code's first (pickle) scheme, which reward code "
+        "cannot reproduce"
+    ),
+    DUPLICATE_JSON_KEY: "an object of the line has a key twice, so parsers disagree on its value",
+}
+ALL_CHECKS = tuple(MEANINGS)
+
+
+# Reject kinds of a sessions database row (``builder.sessions.validate``).
+INVALID_TYPE = "invalid_type"
+NULL_FIELD = "null_field"
+MISSING_ACTION_ID = "missing_action_id"
+INVALID_ACTION_TYPE = "invalid_action_type"
+INVALID_SOURCE = "invalid_source"
+ORPHAN_ACTION = "orphan_action"
+REJECTED_SESSION = "rejected_session"
+DUPLICATE_SESSION_ID = "duplicate_session_id"
+DUPLICATE_ACTION_UUID = "duplicate_action_uuid"
+DUPLICATE_ACTION_ID = "duplicate_action_id"
+SESSION_REJECT_KINDS = (
+    INVALID_TYPE,
+    INVALID_UTF8,
+    NULL_FIELD,
+    MISSING_ACTION_ID,
+    INVALID_ACTION_TYPE,
+    INVALID_SOURCE,
+    ORPHAN_ACTION,
+    REJECTED_SESSION,
+    DUPLICATE_SESSION_ID,
+    DUPLICATE_ACTION_UUID,
+    DUPLICATE_ACTION_ID,
+)
+
+# An episode or a bank question whose integrity checks failed under ``--strict``.
+CHECK_FAILED = "check_failed"
+
+# Why an episode is left out of the training configs (``builder.derive.eligibility``): the
+# first reason that applies. ``verified_mismatch`` is the check of that name, failed.
+NOT_VERIFIED = "not_verified"
+FAILED_CHECKS = "failed_checks"
+DUPLICATE_TURN_INDEX = "duplicate_turn_index"
+REASONS = (NOT_VERIFIED, VERIFIED_MISMATCH, FAILED_CHECKS, DUPLICATE_TURN_INDEX)
+FAILED_HOOK_CHECKS = "failed_hook_checks"  # left out of the hook configs only
+HOOK_ONLY = (FAILED_HOOK_CHECKS,)
+# How summaries name each reason, where its key alone would mislead
+REASON_LABELS = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, rl only)"}
+
+# A question bank's id seen again with other content (``builder.ingest.question_banks``); the
+# validator names a repeated unique field ``duplicate_<field>`` the same way.
+DUPLICATE_ID = "duplicate_id"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildReport, build
 from builder.config import load_config
+from builder.pipeline import BuildReport, build
 
 ROOT = Path(__file__).resolve().parent.parent
 

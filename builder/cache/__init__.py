@@ -45,7 +45,7 @@ class IngestCache:
 
     def __init__(self, directory: Path, config: Any) -> None:
         self.directory = Path(directory)
-        verify = bool(getattr(config, "cache_verify", False))
+        verify = config.cache_verify
         options = keys.file_options(config)
         self.entries = EntryStore(self.directory / "entries", keys.versions(), options)
         self.memo = StatMemo(self.directory / "index.json", verify)
@@ -82,7 +82,7 @@ class IngestCache:
     def ingest_job(
         self, config: Any, sink: Any, rejects: Any, on_bytes: Any, engine: Any
     ) -> CachedIngest:
-        """The ingest (``builder.ingest.Ingest``) with this cache around it: stored segments
+        """The ingest (``builder.ingest.files.Ingest``) with this cache around it: stored segments
         are restored, files it holds are replayed, the others normalized and stored."""
         return CachedIngest(
             config,
@@ -104,7 +104,7 @@ class IngestCache:
 def open_cache(config: Any) -> IngestCache | None:
     """The cache named by ``config.cache_dir``, locked for this build; None when no cache
     is configured or another build is using it (this build then runs uncached)."""
-    directory = getattr(config, "cache_dir", None)
+    directory = config.cache_dir
     if not directory:
         return None
     cache = IngestCache(Path(directory), config)

@@ -19,18 +19,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from builder import storage
 from builder.cache import ingest_delta, keys
 from builder.cache.entries import CacheError, Entry, EntryStore, EntryWriter
 from builder.cache.memo import StatMemo
 from builder.cache.segments import SegmentCache
-from builder.documents import records
-from builder.engine.codec import BatchResult
-from builder.ingest import Ingest
+from builder.fs import storage
+from builder.ingest.codec import BatchResult
+from builder.ingest.files import Ingest
+from builder.ingest.staging import BANK_SEGMENT
 from builder.normalize.episode import EpisodeInfo
-from builder.sources import InputError, InputFile, SourceLine
-from builder.staging import BANK_SEGMENT
-from builder.validate import Reject
+from builder.sources.documents import records
+from builder.sources.inputs import InputError, InputFile, SourceLine
+from builder.validate.reject import Reject
 
 
 class _RawLines:

@@ -2,7 +2,7 @@
 
 What is cached is the pure, per-file part of the ingest: the file's share of each batch
 ``normalize_batch`` returns (a batch may span files; ``BatchResult.by_file``), as record
-batches (``builder.engine.codec``), plus the file's blank-line count and stats. The
+batches (``builder.ingest.codec``), plus the file's blank-line count and stats. The
 build-wide, order-dependent commit (duplicate ids, first-source-wins questions, ground
 truth, ``--strict``) is *not* cached: a rebuild replays it over the cached batches in input
 order (``builder.cache.cached_ingest``).
@@ -37,15 +37,15 @@ import pyarrow as pa
 
 from builder.cache import keys
 from builder.cache.ipc import IPC_OPTIONS
-from builder.engine.codec import (
+from builder.errors import EnvironmentProblem
+from builder.ingest.codec import (
     BATCH_SCHEMAS,
     BatchResult,
     batch_from_record_batches,
     batch_to_record_batches,
 )
-from builder.errors import EnvironmentProblem
-from builder.rejects import process_alive
-from builder.sources import InputStats
+from builder.ingest.rejects import process_alive
+from builder.sources.inputs import InputStats
 
 
 class CacheError(EnvironmentProblem, RuntimeError):

@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from builder.ingest import FileCounts
-from builder.sources import InputStats
+from builder.ingest.results import FileCounts
+from builder.sources.inputs import InputStats
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Mark:
 
 
 def mark(job: Any) -> Mark:
-    """``job``: a ``builder.ingest.Ingest`` between two segments. Its rejects are captured
+    """``job``: a ``builder.ingest.files.Ingest`` between two segments. Its rejects are captured
     from here on, for ``delta``."""
     stats = job.normalizer.stats
     job.rejects.capture()

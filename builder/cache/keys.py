@@ -26,18 +26,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from builder import storage
 from builder.config import RUN_OPTIONS
-from builder.ingest import BATCH_BYTES
-from builder.sources import cannot_open
-from builder.staging import bank_paths
+from builder.fs import storage
+from builder.ingest.files import BATCH_BYTES
+from builder.ingest.staging import bank_paths
+from builder.sources.inputs import cannot_open
 
 ENTRY_FORMAT = 1
 SEGMENT_FORMAT = 3  # 2: a segment is a run of episode files; 3: files known by size and mtime
 _LIBRARIES = ("pydantic", "pydantic_core", "msgspec", "orjson", "pyarrow")
 _ROOTS = ("builder", "schemas")
 # The modules whose code decides what a cached batch holds, and what they import.
-_INGEST_MODULES = ("builder.ingest", "builder.engine.codec", "builder.cache.cached_ingest")
+_INGEST_MODULES = ("builder.ingest.files", "builder.ingest.codec", "builder.cache.cached_ingest")
 # Options that do not change any segment's files (inputs are keyed one by one).
 SEGMENT_INDEPENDENT = RUN_OPTIONS | {
     "episodes",

@@ -1,7 +1,7 @@
 """The stat memo (``index.json``): an input's digest known without reading the input.
 
 It remembers, per path, the file's (device, inode, size, mtime_ns, ctime_ns) and the sha256
-computed while it was last read (an object-store input, ``builder.storage.Stat``: its size
+computed while it was last read (an object-store input, ``builder.fs.storage.Stat``: its size
 and mtime; objects are replaced whole). A file whose stat is unchanged is trusted to have
 that digest and is not read at all, unless it was *racy* when recorded: its mtime or ctime
 was less than ``RACY_NS`` (2 s, the coarsest common file-system timestamp granularity)
@@ -23,8 +23,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from builder import storage
 from builder.cache import keys
+from builder.fs import storage
 
 FORMAT = 1
 RACY_NS = 2_000_000_000

@@ -13,7 +13,7 @@ from functools import partial
 
 import polars as pl
 
-from builder.answers import answer_texts_match
+from builder.contract.answers import answer_texts_match
 from builder.derive.eligibility import eligible_episodes, sound_episodes
 from builder.derive.options import DeriveOptions
 
@@ -76,8 +76,9 @@ def episode_traces(
 ) -> pl.LazyFrame:
     """Traces of the training-eligible episodes (``episode_context``) with its columns, plus
     ``consistency`` (sort key), ``trace_role`` and ``correct``: the answer is one the ``rl``
-    reward accepts (``builder.rewards.outcome_reward``): its hash is an accepted one or, with
-    an answer tolerance, it matches the expected answer by value (``builder.answers``), as
+    reward accepts (``builder.contract.rewards.outcome_reward``): its hash is an accepted one or,
+    with
+    an answer tolerance, it matches the expected answer by value (``builder.contract.answers``), as
     the capture code that verified the episode compared them."""
     by_hash = pl.col("accepted_hashes").list.contains(pl.col("final_answer_hash")).fill_null(False)
     correct = by_hash

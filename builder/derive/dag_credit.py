@@ -1,6 +1,6 @@
 """``process_reward``'s ``matched`` for every hook of many traces at once, in Polars.
 
-The rule (``builder.rewards``) walks a trace's hooks in order; stated as equations it is
+The rule (``builder.contract.rewards``) walks a trace's hooks in order; stated as equations it is
 
 * ``T[g]``: the first position ``p`` of the trace where ``s_p`` has gold hook ``g``'s hash
   and ``p > R[g]`` (none when there is no such position);

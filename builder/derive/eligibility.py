@@ -24,18 +24,20 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from builder.checks import HOOK_CYCLE, HOOK_LISTING_MISMATCH, HOOK_UNKNOWN_DEPENDENCY
 from builder.derive.options import PLAN_ENGINE
+from schemas.vocabulary import (
+    DUPLICATE_TURN_INDEX,
+    FAILED_CHECKS,
+    FAILED_HOOK_CHECKS,
+    HOOK_CYCLE,
+    HOOK_LISTING_MISMATCH,
+    HOOK_ONLY,
+    HOOK_UNKNOWN_DEPENDENCY,
+    NOT_VERIFIED,
+    REASONS,
+    VERIFIED_MISMATCH,
+)
 
-NOT_VERIFIED = "not_verified"
-VERIFIED_MISMATCH = "verified_mismatch"
-FAILED_CHECKS = "failed_checks"
-DUPLICATE_TURN_INDEX = "duplicate_turn_index"
-REASONS = (NOT_VERIFIED, VERIFIED_MISMATCH, FAILED_CHECKS, DUPLICATE_TURN_INDEX)
-FAILED_HOOK_CHECKS = "failed_hook_checks"  # left out of the hook configs only
-HOOK_ONLY = (FAILED_HOOK_CHECKS,)
-# How summaries name each reason, where its key alone would mislead
-REASON_LABELS = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, rl only)"}
 HOOK_CHECKS = (HOOK_UNKNOWN_DEPENDENCY, HOOK_CYCLE, HOOK_LISTING_MISMATCH)
 
 _HOOK_CHECK = pl.element().is_in(list(HOOK_CHECKS))

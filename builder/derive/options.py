@@ -22,9 +22,9 @@ class DeriveOptions:
     ``default_system_prompt``: used where an episode has no conversation_for_sft prompt.
     ``max_output_chars``: each stdout/stderr rendered into a message keeps at most this many
     characters, head and tail, around a ``…[truncated N characters]…`` marker (the tables
-    keep the full text). ``hash_precision``: the hash scheme (``builder.hashing``).
+    keep the full text). ``hash_precision``: the hash scheme (``builder.contract.hashing``).
     ``answer_tolerance``: the build's ``[checks] answer_tolerance``, carried by ``rl`` rows
-    for rewards that also compare answers by value (``builder.answers``)."""
+    for rewards that also compare answers by value (``builder.contract.answers``)."""
 
     dpo_max_pairs_per_episode: int = 4
     default_system_prompt: str = DEFAULT_SYSTEM_PROMPT

@@ -7,10 +7,10 @@ A step is a turn (a code cell for flat traces), rendered as the assistant messag
 * it ran successfully, where known: a turn's ``success``; for a flat trace the success of a
   cell is unknown, except that the last cell takes the trace's ``execution_success`` (a run
   that failed is taken to have failed where it stopped), and
-* every hook attributed to it is *matched* by ``builder.rewards.process_reward`` with the
+* every hook attributed to it is *matched* by ``builder.contract.rewards.process_reward`` with the
   trace's hooks (in ``hook_index`` order) as the student and the gold trace's hooks as gold:
   its value hash is a gold hook's whose ``depends_on`` hooks were all credited at earlier
-  hooks of this trace (the DAG order; the exact rule is in ``builder.rewards``). A gold
+  hooks of this trace (the DAG order; the exact rule is in ``builder.contract.rewards``). A gold
   trace listed in dependency order matches itself throughout. A hook listed with its turn
   belongs to that turn; one without (flat traces, trace-level listings) to the first step
   whose code contains the hook's code line, and to no step when none does (it still counts
@@ -18,7 +18,7 @@ A step is a turn (a code cell for flat traces), rendered as the assistant messag
 
 The DAG-order credit is a fixpoint over each trace's hook order; it is computed for all the
 traces together by ``builder.derive.dag_credit`` (joins over the hooks table, one round per
-level of the gold DAG), which equals ``builder.rewards.process_reward``'s ``matched`` — the
+level of the gold DAG), which equals ``builder.contract.rewards.process_reward``'s ``matched`` — the
 function RL reward code calls — trace for trace (``tests/builder/derive/test_dag_credit.py``
 holds both to it on generated hooks).
 """
@@ -37,16 +37,6 @@ from schemas.objectives import OBJECTIVES
 
 NAME = "prm_stepwise"
 SCHEMA = OBJECTIVES[NAME]
-
-
-def gold_hook_lists(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
-    """``episode_id``, ``gold_hooks``: the gold trace's hooks of each episode in ``traces``,
-    as ``{name, value_hash, depends_on}`` in ``hook_index`` order (the ``rl`` config's
-    ``gold_hooks``)."""
-    gold = traces.filter(~pl.col("consistency")).select("trace_id")
-    hooks = tables["hooks"].join(gold, on="trace_id", how="semi")
-    gold_hook = pl.struct("name", "value_hash", "depends_on").sort_by("hook_index")
-    return hooks.group_by("episode_id").agg(gold_hooks=gold_hook)
 
 
 def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:

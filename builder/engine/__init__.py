@@ -1,4 +1,4 @@
-"""Engines run the per-batch work (``builder.ingest.normalize_batch``) somewhere: inline, on a
+"""Engines run the per-batch work (``builder.ingest.files.normalize_batch``) somewhere: inline, on a
 local process pool, or (``builder.engine.ray``) on Ray. Every engine yields results in
 submission order, so the build-wide commit sees lines in input order and the output does
 not depend on the engine or on the number of workers.
@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
 from builder.engine.no_pandas import arrow_without_pandas
-from builder.storage import is_uri
+from builder.fs.storage import is_uri
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,7 +47,7 @@ class InlineEngine:
 
 
 # Imported once by the fork server, before any worker is forked from it.
-WORKER_MODULES = ["builder.ingest"]
+WORKER_MODULES = ["builder.ingest.files"]
 
 
 class LocalEngine:
@@ -175,7 +175,7 @@ def local_size(path: str) -> int:
 
 # Below this much of a run of files, a pool's start (a fork server importing the ingest, about a
 # second of one core) costs more than the second core gives back: four of the ingest's
-# 16 MB batches (``builder.ingest.BATCH_BYTES``).
+# 16 MB batches (``builder.ingest.files.BATCH_BYTES``).
 POOL_FROM_BYTES = 64 << 20
 
 

@@ -1,7 +1,7 @@
 """Export stage: derived objectives and tables → a Hugging Face dataset folder.
 
 Layout: ``{config}/{split}-{segment}-NNNNN-of-NNNNN.parquet`` for every config (a segment
-per run of inputs, ``builder.staging``; its export: ``builder.export.segment``),
+per run of inputs, ``builder.ingest.staging``; its export: ``builder.export.segment``),
 ``README.md`` (the card, whose YAML declares the configs) and ``manifest.json``. No loading
 script.
 """
@@ -19,24 +19,18 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.derive.eligibility import HOOK_ONLY, REASONS
 from builder.derive.splits.plan import HeldOutPlan
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
-from builder.export.manifest import (
-    CARD_DIGEST,
-    CARD_NAME,
-    builder_version,
-    split_section,
-    write_manifest,
-)
+from builder.export.manifest import builder_version, split_section, write_manifest
 from builder.export.segment import SegmentOutput
-from builder.ingest import IngestResult
+from builder.ingest.rejects import RejectsWriter
+from builder.ingest.results import IngestResult
 from builder.normalize import Normalizer
-from builder.rejects import RejectsWriter
 from schemas.episode import SCHEMA_VERSION
+from schemas.manifest import CARD, CARD_DIGEST
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
-from schemas.vocabulary import EVAL_PREFIX, SPLITS
+from schemas.vocabulary import EVAL_PREFIX, HOOK_ONLY, REASONS, SPLITS
 
 
 def _files_by_split(name: str, segments: Iterable[SegmentOutput]) -> dict[str, list[str]]:
@@ -60,7 +54,7 @@ def layout_counts(out: Path, segments: Iterable[SegmentOutput]) -> dict[str, int
 
 
 def hashing_section(precision: int | None) -> dict[str, Any]:
-    """The hash scheme every recomputed hash of this build used (``builder.hashing``)."""
+    """The hash scheme every recomputed hash of this build used (``builder.contract.hashing``)."""
     return {"scheme": "exact" if precision is None else "rounded", "precision": precision}
 
 
@@ -199,5 +193,5 @@ def export_dataset(
     # the card declares the configs: publish refuses one edited after the build, as a data file
     manifest[CARD_DIGEST] = hashlib.sha256(card.encode("utf-8")).hexdigest()
     write_manifest(out, manifest)
-    (out / CARD_NAME).write_bytes(card.encode("utf-8"))
+    (out / CARD).write_bytes(card.encode("utf-8"))
     return manifest

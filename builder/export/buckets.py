@@ -3,7 +3,7 @@
 Every config's rows are sorted by ``question_id`` first (objectives by their keys, tables
 stably, input order within a question) and each bucket is a contiguous range of ids, so the
 buckets' rows, written one after the other, are exactly the rows of one whole export. With
-fixed-size row groups (``builder.parquet``) the files are the same bytes whatever the number
+fixed-size row groups (``builder.fs.parquet``) the files are the same bytes whatever the number
 of buckets, which therefore follows the input's size: about ``EPISODES_PER_BUCKET`` episodes
 a bucket, at any scale (up to 65,536 buckets).
 
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from builder.engine import ThreadEngine, default_workers
-from builder.parquet import ARROW_VIEWS
+from builder.fs.parquet import ARROW_VIEWS
 from schemas.tables import TABLES, empty_table
 
 EPISODES_PER_BUCKET = 250

@@ -236,7 +236,7 @@ def _hashing_section(hashing: Mapping[str, Any] | None) -> list[str]:
         "(a pandas DataFrame or Series becomes a scalar, list, dict or records; numpy "
         "scalars become Python ones; anything else is serialised with `str()`). The `rl` "
         "config carries it per row as `hash_precision` (null: exact); pass it to the reward "
-        "functions (`builder.rewards`) so a student's answer is hashed the same way.",
+        "functions (`builder.contract.rewards`) so a student's answer is hashed the same way.",
         "",
         "Columns documented as canonical JSON hold Python's `json.dumps(value, "
         "sort_keys=True)` text: a NaN or infinite value is the bare token `NaN`, `Infinity` "

@@ -16,11 +16,8 @@ from typing import Any
 import polars as pl
 
 from builder.config import BuildConfig
+from schemas.manifest import MANIFEST
 from schemas.vocabulary import GROUP_BY_QUESTION
-
-MANIFEST_NAME = "manifest.json"
-CARD_NAME = "README.md"
-CARD_DIGEST = "card_sha256"  # the manifest's record of the card it was written with
 
 
 def builder_version() -> str:
@@ -86,4 +83,4 @@ def split_section(config: BuildConfig, segments: Sequence[Any]) -> dict[str, Any
 
 def write_manifest(out: Path, manifest: Mapping[str, Any]) -> None:
     text = json.dumps(manifest, indent=2, sort_keys=True, default=str) + "\n"
-    (out / MANIFEST_NAME).write_text(text, encoding="utf-8")
+    (out / MANIFEST).write_text(text, encoding="utf-8")

@@ -121,7 +121,7 @@ trainer.train()
     ),
     "rl": Recipe(
         "rl",
-        "TRL `GRPOTrainer` with the reward functions of `builder.rewards`",
+        "TRL `GRPOTrainer` with the reward functions of `builder.contract.rewards`",
         "every column (they reach the reward functions as keyword arguments)",
         "the outcome reward is 1.0 when the submitted answer hashes (with the row's "
         "`hash_precision`) to one of `accepted_answer_hashes` (the expected hash, and any "
@@ -129,7 +129,7 @@ trainer.train()
         """\
 from trl import GRPOConfig, GRPOTrainer
 
-from builder.rewards import make_outcome_reward
+from builder.contract.rewards import make_outcome_reward
 
 
 def run(completion, csv_source):

@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.derive.eligibility import HOOK_ONLY, REASONS, exclusion_counts
+from builder.derive.eligibility import exclusion_counts
 from builder.derive.options import PLAN_ENGINE
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.plan import HeldOutPlan
@@ -30,9 +30,10 @@ from builder.engine import ThreadEngine, default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, Redact, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
-from builder.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
+from builder.fs.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
+from schemas.vocabulary import HOOK_ONLY, REASONS
 
 SESSION_SEGMENT = "sessions"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from builder.parquet import ARROW_VIEWS, ShardedWriter
+from builder.fs.parquet import ARROW_VIEWS, ShardedWriter
 from schemas.vocabulary import SPLITS
 
 

@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from builder.checks import GROUND_TRUTH_MISMATCH
 from builder.normalize.episode import EpisodeInfo, emit_episode, ground_truth_checks
 from builder.normalize.questions import question_row
 from builder.normalize.rows import CheckedEpisodeRow, Rows, empty_rows, to_table
-from builder.validate import Valid, duplicate_keys
+from builder.validate.json_lines import duplicate_keys
+from builder.validate.validator import Valid
 from schemas.episode import Episode, Question
 from schemas.tables import TABLES
+from schemas.vocabulary import GROUND_TRUTH_MISMATCH
 
 
 @dataclass

@@ -14,9 +14,8 @@ from typing import Any
 import msgspec
 from pydantic import BaseModel
 
-from builder import checks
-from builder.fastpath import FastRecord
-from builder.hashing import canonical_json, rehash_json_text
+from builder.contract.hashing import canonical_json, rehash_json_text
+from builder.normalize import checks
 from builder.normalize.hooks import hook_rows
 from builder.normalize.messages import message_rows
 from builder.normalize.questions import question_key
@@ -29,6 +28,8 @@ from builder.normalize.rows import (
     TurnRow,
 )
 from builder.normalize.values import Dump, decoded_json, json_text, present, utc, value_of
+from builder.validate.fastpath import FastRecord
+from schemas import vocabulary
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
 
 
@@ -109,7 +110,7 @@ def emit_episode(
 ) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
-    ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.fastpath``), whose
+    ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.validate.fastpath``), whose
     any-typed values are decoded JSON, so their canonical text skips ``normalize_value``."""
     dump: Dump = decoded_json if isinstance(ep, FastRecord) else canonical_json
     written, ep = ep, with_answer_hashes(ep, dump, precision)
@@ -117,9 +118,9 @@ def emit_episode(
     failed: list[str] = checks.check_question(ep.question, precision)
     question_checks = list(failed)
     if duplicates:
-        failed.append(checks.DUPLICATE_JSON_KEY)
+        failed.append(vocabulary.DUPLICATE_JSON_KEY)
         if any(p == "$.question" or p.startswith("$.question.") for p in duplicates):
-            question_checks.append(checks.DUPLICATE_JSON_KEY)  # the question's own keys
+            question_checks.append(vocabulary.DUPLICATE_JSON_KEY)  # the question's own keys
     bounded = 0
     eid = ep.episode_id
     traces = [("gold", 0, ep.teacher_gold_trace)]
@@ -143,7 +144,7 @@ def emit_episode(
     if tolerance is not None and checks.gold_near_ground_truth(ep, tolerance):
         gold_hash = truth_hash  # held to the ground truth it matches by value
     if ep.verified and not verified:
-        failed.append(checks.VERIFIED_MISMATCH)
+        failed.append(vocabulary.VERIFIED_MISMATCH)
     failed += checks.check_triangulation(
         ep, votes, by_ground_truth, by_value, LAYOUTS_BY_NAME[layout].verified_as_gold_matches
     )

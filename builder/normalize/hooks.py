@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from builder import checks
+from builder.contract.stored_values import bound_stored_value
+from builder.normalize import checks
 from builder.normalize.rows import HookRow, Rows
 from builder.normalize.values import Dump, json_text
-from builder.summaries import bound_stored_value
+from schemas import vocabulary
 from schemas.episode import Hook
 
 
@@ -34,7 +35,7 @@ def hook_rows(
     if listed and trace.hooks:
         listed, mismatch = merge_listings(listed, trace.hooks)
         if mismatch:
-            failed.append(checks.HOOK_LISTING_MISMATCH)
+            failed.append(vocabulary.HOOK_LISTING_MISMATCH)
     elif trace.hooks:
         listed = [(None, hook, "trace") for hook in trace.hooks]
     failed += checks.check_hook_dag((hook_name(h), h.depends_on) for _, h, _ in listed)

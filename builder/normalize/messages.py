@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder.hashing import canonical_json
+from builder.contract.hashing import canonical_json
 from builder.normalize.rows import MessageRow, Rows
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from builder import checks
-from builder.hashing import normalize_question_text, question_id
+from builder.contract.hashing import normalize_question_text, question_id
+from builder.normalize import checks
 from builder.normalize.rows import QuestionRow
 from builder.normalize.values import json_text, utc
+from schemas import vocabulary
 from schemas.episode import canonical_difficulty
 
 
@@ -39,7 +40,7 @@ def question_row(
     """A ``questions`` row; its integrity checks (pure) are the last column. The row is the
     question's under its content address (``question_key``), so a wrong captured id is its
     episode's failed check, not the row's."""
-    id_mismatch = checks.QUESTION_ID_MISMATCH
+    id_mismatch = vocabulary.QUESTION_ID_MISMATCH
     failed = [c for c in checks.check_question(question, precision) if c != id_mismatch]
     return QuestionRow(
         question_id=question_key(question),

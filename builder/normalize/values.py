@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from json import dumps as _dumps
 from typing import Any
 
-from builder.fastpath import UNSET, FastRecord
-from builder.hashing import canonical_json
+from builder.contract.hashing import canonical_json
+from builder.validate.fastpath import UNSET, FastRecord
 
 Dump = Callable[[Any], str]
 

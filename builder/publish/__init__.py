@@ -23,14 +23,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from builder.errors import DataRefused, EnvironmentProblem
-from builder.export.manifest import MANIFEST_NAME
 from builder.publish.changelog import (
     changelog_markdown,
     default_config,
     make_release,
 )
 from builder.publish.gate import (
-    CARD_NAME,
     GateRefused,
     check_build,
     read_manifest,
@@ -44,6 +42,7 @@ from builder.publish.versions import (
     check_new_version,
     release_versions,
 )
+from schemas.manifest import CARD, MANIFEST
 
 __all__ = [
     "GateRefused",
@@ -97,8 +96,8 @@ def _local_files(
         LocalFile(rel, (folder / rel).stat().st_size, sha, source=folder / rel)
         for rel, sha in digests.items()
     ]
-    files.append(LocalFile.from_bytes(CARD_NAME, card))
-    files.append(LocalFile.from_bytes(MANIFEST_NAME, manifest))
+    files.append(LocalFile.from_bytes(CARD, card))
+    files.append(LocalFile.from_bytes(MANIFEST, manifest))
     return files
 
 
@@ -118,7 +117,7 @@ def stage(build_dir: Path, digests: Mapping[str, str]) -> Path:
             os.link(build_dir / rel, target)
         except OSError:
             shutil.copy2(build_dir / rel, target)
-    for name in (CARD_NAME, MANIFEST_NAME):
+    for name in (CARD, MANIFEST):
         if (build_dir / name).is_file():
             shutil.copy2(build_dir / name, staged / name)
     return staged
@@ -160,7 +159,7 @@ def _run(
     digests = check_build(
         folder, manifest, options.allow_failed_checks, allow_unredacted=options.allow_unredacted
     )
-    card_text = (folder / CARD_NAME).read_text(encoding="utf-8")
+    card_text = (folder / CARD).read_text(encoding="utf-8")
     config_name = default_config(card_text)
 
     token = find_token()
@@ -207,8 +206,8 @@ def _run(
         options.repo, version, previous, previous_manifest, manifest, card_text, config_name
     )
     if not options.dry_run:  # the staged copy becomes the release
-        (folder / CARD_NAME).write_bytes(card)
-        (folder / MANIFEST_NAME).write_bytes(new_manifest)
+        (folder / CARD).write_bytes(card)
+        (folder / MANIFEST).write_bytes(new_manifest)
     files = _local_files(folder, digests, card, new_manifest)
     plan = make_plan(
         options.repo, version, previous, files, remote, options.private, previous_manifest

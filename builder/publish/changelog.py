@@ -16,8 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from builder.export.manifest import CARD_DIGEST
 from builder.publish.versions import Version
+from schemas.manifest import CARD_DIGEST
 
 SPLIT_ORDER = ("train", "validation", "test")
 RELEASE_HEADING = "## Release"

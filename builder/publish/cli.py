@@ -1,6 +1,6 @@
 """``episodes publish``: release a build folder to the Hugging Face Hub as ``vX.Y.Z``.
 
-Exit codes (``builder.exit_codes``): 0 published (or planned, with ``--dry-run``; or the
+Exit codes (``builder.errors``): 0 published (or planned, with ``--dry-run``; or the
 version is already exactly this build's release); 1 usage or configuration error (no
 repository, a repository name the Hub refuses, a version that is not semver); 2 refused,
 nothing uploaded (the build fails the gate, the version holds another release or is not
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from builder import exit_codes
+from builder import errors as exit_codes
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_FAILED = (
     exit_codes.OK,
@@ -79,10 +79,8 @@ def _defaults(args: argparse.Namespace) -> tuple[Path, str, bool]:
 
     config = load_config(find_config(args.config, Path.cwd()))
     build_dir = args.build_dir or config.out
-    repo = args.repo or getattr(config, "publish_repo", "") or ""
-    private = (
-        args.private if args.private is not None else getattr(config, "publish_private", False)
-    )
+    repo = args.repo or config.publish_repo
+    private = args.private if args.private is not None else config.publish_private
     return build_dir, repo, bool(private)
 
 

@@ -9,14 +9,14 @@ allowed).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from builder.errors import DataRefused
-from builder.export.manifest import CARD_DIGEST, CARD_NAME, MANIFEST_NAME
-from builder.storage import file_sha256
+from builder.fs.storage import file_sha256
+from schemas import manifest as manifest_file
+from schemas.manifest import CARD, CARD_DIGEST, MANIFEST, Manifest, ManifestError
 
 
 class GateRefused(DataRefused, RuntimeError):
@@ -28,19 +28,14 @@ class GateRefused(DataRefused, RuntimeError):
         self.problems = problems
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / MANIFEST_NAME
+def read_manifest(folder: Path) -> Manifest:
     if not folder.is_dir():
         raise GateRefused(folder, ["not a folder (build it first: `episodes build`)"])
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GateRefused(folder, [f"no {MANIFEST_NAME}: not a build folder"]) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise GateRefused(folder, [f"{MANIFEST_NAME} is unreadable: {exc}"]) from None
-    if not isinstance(manifest, dict):
-        raise GateRefused(folder, [f"{MANIFEST_NAME} is not a JSON object"])
-    return manifest
+        return manifest_file.read_manifest(folder)
+    except ManifestError as exc:
+        said = f"no {MANIFEST}: not a build folder" if exc.problem == "missing" else str(exc)
+        raise GateRefused(folder, [said]) from None
 
 
 def failed_checks(manifest: Mapping[str, Any]) -> dict[str, int]:
@@ -62,7 +57,7 @@ def release_files(folder: Path, manifest: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(files, dict) or not files:
         raise GateRefused(
             folder,
-            [f"{MANIFEST_NAME} has no 'files' digests (built by an older builder): rebuild it"],
+            [f"{MANIFEST} has no 'files' digests (built by an older builder): rebuild it"],
         )
     return {str(k): str(v) for k, v in files.items()}
 
@@ -93,15 +88,15 @@ def check_build(
         )
     files = release_files(folder, manifest)
     card = manifest.get(CARD_DIGEST)
-    if not (folder / CARD_NAME).is_file():
-        problems.append(f"{CARD_NAME} (the dataset card) is missing")
+    if not (folder / CARD).is_file():
+        problems.append(f"{CARD} (the dataset card) is missing")
     elif not isinstance(card, str):
         problems.append(
-            f"{MANIFEST_NAME} has no digest of {CARD_NAME} (built by an older builder): rebuild it"
+            f"{MANIFEST} has no digest of {CARD} (built by an older builder): rebuild it"
         )
-    elif digests and file_sha256(folder / CARD_NAME) != card:
+    elif digests and file_sha256(folder / CARD) != card:
         problems.append(
-            f"{CARD_NAME}: changed since the build (sha256 differs from the manifest); it "
+            f"{CARD}: changed since the build (sha256 differs from the manifest); it "
             "declares the configs: rebuild instead of editing it ([card] in dataset.toml)"
         )
     for rel, expected in sorted(files.items()):
@@ -112,7 +107,7 @@ def check_build(
             problems.append(f"{rel}: listed in the manifest but missing")
         elif digests and file_sha256(path) != expected:
             problems.append(f"{rel}: changed since the build (sha256 differs from the manifest)")
-    expected_names = {*files, CARD_NAME, MANIFEST_NAME}
+    expected_names = {*files, CARD, MANIFEST}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
         if path.is_file() and rel not in expected_names:

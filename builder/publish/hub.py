@@ -11,13 +11,14 @@ The token comes from ``HF_TOKEN`` or the saved login (``hf auth login``); it is 
 
 from __future__ import annotations
 
-import json
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from builder.errors import DataRefused, EnvironmentProblem
 from builder.publish.plan import LocalFile, Plan, RemoteFile, RemoteState
 from builder.publish.versions import latest
+from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 
 REPO_TYPE = "dataset"
 
@@ -50,14 +51,14 @@ class Hub:
     def __init__(self, repo: str, token: str | None) -> None:
         from huggingface_hub import HfApi
 
-        from builder.export.manifest import builder_version
+        from builder import __version__
 
         self.repo = repo
         # token=False: anonymous (a dry run without a token can still read public repos).
         self.api = HfApi(
             token=token if token else False,
             library_name="agent-traces",
-            library_version=builder_version(),
+            library_version=__version__,
         )
         self.authenticated = bool(token)
 
@@ -123,7 +124,7 @@ class Hub:
             if isinstance(e, RepoFile)
         }
 
-    def manifest(self, revision: str) -> dict[str, Any] | None:
+    def manifest(self, revision: str) -> Manifest | None:
         """``manifest.json`` of a revision (e.g. the previous release), or ``None``."""
         from huggingface_hub.errors import EntryNotFoundError
 
@@ -131,16 +132,19 @@ class Hub:
             try:
                 path = self.api.hf_hub_download(
                     self.repo,
-                    "manifest.json",
+                    MANIFEST,
                     repo_type=REPO_TYPE,
                     revision=revision,
                     cache_dir=cache,
                 )
             except EntryNotFoundError:
                 return None
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        return data if isinstance(data, dict) else None
+            try:
+                return read_manifest(Path(path))
+            except ManifestError as exc:
+                if exc.problem == "not_an_object":
+                    return None
+                raise
 
     def tag_target(self, tag: str) -> str | None:
         refs = self.api.list_repo_refs(self.repo, repo_type=REPO_TYPE)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.publish.versions import Version
+from schemas.manifest import BUILD_FILES
 
 ADD, UPDATE, UNCHANGED = "add", "update", "unchanged"
 _SYMBOL = {ADD: "+", UPDATE: "~", UNCHANGED: "="}
@@ -115,7 +116,7 @@ def release_paths(previous_manifest: Mapping | None, remote: RemoteState) -> set
     """Remote files a release owns (so a new release may delete them): the card, manifest,
     every Parquet file, and whatever the previous release's manifest listed."""
     owned = {p for p in remote.files if p.endswith(".parquet")}
-    owned |= {"README.md", "manifest.json"}
+    owned |= BUILD_FILES
     owned |= set(((previous_manifest or {}).get("files") or {}).keys())
     return owned & set(remote.files)
 

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.hashing import normalize_question_text
+from builder.contract.hashing import normalize_question_text
 from builder.redact.options import RedactionOptions
 from builder.redact.patterns import (
     ASSIGNMENT,

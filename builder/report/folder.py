@@ -19,8 +19,9 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from builder.report.errors import BuildFolderError, RejectsFileError
+from schemas import manifest as manifest_file
+from schemas.manifest import MANIFEST, Manifest, ManifestError
 
-MANIFEST = "manifest.json"
 # Keys a report reads; a manifest without one of them is from an older builder.
 REQUIRED_KEYS = (
     "builder_version",
@@ -41,7 +42,7 @@ def default_rejects(folder: Path) -> Path:
     return folder.parent / "rejects.jsonl"
 
 
-def load_manifest(folder: Path) -> dict[str, Any]:
+def load_manifest(folder: Path) -> Manifest:
     """``folder``'s manifest, checked for the keys a report needs."""
     if not folder.is_dir():
         raise BuildFolderError(f"{folder}: no such build folder")
@@ -51,14 +52,14 @@ def load_manifest(folder: Path) -> dict[str, Any]:
     return read_manifest(path)
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
+def read_manifest(path: Path) -> Manifest:
     """A manifest file, checked for the keys a report needs."""
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BuildFolderError(f"{path}: unreadable ({exc})") from exc
-    if not isinstance(manifest, dict):
-        raise BuildFolderError(f"{path}: not a JSON object")
+        manifest = manifest_file.read_manifest(path)
+    except ManifestError as exc:
+        if exc.problem == "not_an_object":
+            raise BuildFolderError(f"{path}: not a JSON object") from exc
+        raise BuildFolderError(f"{path}: unreadable ({exc.detail})") from exc
     missing = [k for k in REQUIRED_KEYS if k not in manifest]
     if missing:
         version = manifest.get("builder_version", "unknown")

@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from builder.checks import MEANINGS
-from builder.derive.eligibility import REASON_LABELS
 from builder.report import charts, stats
 from builder.report.folder import BuildFolder
 from builder.report.html import Node, Raw, el, num, table
 from builder.report.sections import figure, section
+from schemas.vocabulary import MEANINGS, REASON_LABELS
 
 
 def funnel_section(build: BuildFolder, steps: Sequence[stats.Step]) -> Raw:

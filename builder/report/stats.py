@@ -13,8 +13,8 @@ from typing import Any
 
 import polars as pl
 
-from builder.derive.eligibility import HOOK_ONLY
 from builder.report.folder import BuildFolder
+from schemas.vocabulary import HOOK_ONLY
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ def funnel(manifest: Mapping[str, Any], verified: Mapping[str, int]) -> list[Ste
     episode_inputs = [i for i in manifest["inputs"] if i.get("kind") == "episodes"]
     lines = sum(int(i.get("lines", 0)) for i in episode_inputs)
     valid = sum(int(i.get("valid", 0)) for i in episode_inputs)
-    # a non-blank line of JSONL, an episode of a JSON document (``builder.documents``)
+    # a non-blank line of JSONL, an episode of a JSON document (``builder.sources.documents``)
     records = valid + sum(int(i.get("rejected", 0)) for i in episode_inputs)
     # ``failed_hook_checks`` episodes train every config but those that read hooks
     exclusions = manifest["training_exclusions"]

@@ -19,13 +19,14 @@ import pyarrow as pa
 
 from builder.redact import RedactionOptions, assigned_values, redact_columns
 from builder.sessions.corrections import self_corrections
+from builder.sessions.instructions import normalized_instructions
 from builder.sessions.read import DEFAULT_BATCH_ROWS, read_source
 from builder.sessions.replay import DEFAULT_OPTIONS, ReplayOptions, replay
 from builder.sessions.stats import summary
 from builder.sessions.tables import session_tables
 from builder.sessions.urls import parse_url
-from builder.sessions.validate import Validated, normalized_instructions, validate_source
-from builder.validate import Reject
+from builder.sessions.validate import Validated, validate_source
+from builder.validate.reject import Reject
 from schemas.sessions import ACTION_ROW, SESSION_ROW
 from schemas.tables import REDACTED_ROLES, columns_with_role
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 import pyarrow as pa
 
-from builder.parquet import conform
+from builder.fs.parquet import conform
 from builder.sessions.replay import final_state, source_counts
 from builder.sessions.validate import Validated
 from schemas.sessions import ACTIONS, SESSIONS

@@ -2,7 +2,7 @@
 
 A database may lack its constraints, so every rule of ``schemas.sessions`` is checked again.
 Each check is one expression yielding, per row, an error ``{kind, path, message}`` or null;
-a row with any error goes to the rejects file (``builder.validate.Reject``, ``line=None``,
+a row with any error goes to the rejects file (``builder.validate.validator.Reject``, ``line=None``,
 ``key="actions.action_uuid=..."`` or ``"sessions.session_id=..."``, ``raw`` = the row as read,
 as canonical JSON, with an ill-typed value shown as its text). Its kind is its first error.
 
@@ -48,10 +48,11 @@ from dataclasses import dataclass
 import polars as pl
 import pyarrow as pa
 
-from builder.hashing import canonical_json, normalize_question_text, question_id
+from builder.contract.hashing import canonical_json
 from builder.sessions.columns import INVALID_PREFIX, NOT_UTF8_PREFIX, guarded
+from builder.sessions.instructions import _question_ids, _task
 from builder.sessions.read import SessionsSource
-from builder.validate import FieldError, Reject
+from builder.validate.reject import FieldError, Reject
 from schemas.sessions import (
     ACTION_ROW,
     ACTION_SOURCES,
@@ -64,30 +65,18 @@ from schemas.sessions import (
     required_fields,
 )
 from schemas.tables import KEY, columns_with_role
-
-INVALID_TYPE = "invalid_type"
-INVALID_UTF8 = "invalid_utf8"
-NULL_FIELD = "null_field"
-MISSING_ACTION_ID = "missing_action_id"
-INVALID_ACTION_TYPE = "invalid_action_type"
-INVALID_SOURCE = "invalid_source"
-ORPHAN_ACTION = "orphan_action"
-REJECTED_SESSION = "rejected_session"
-DUPLICATE_SESSION_ID = "duplicate_session_id"
-DUPLICATE_ACTION_UUID = "duplicate_action_uuid"
-DUPLICATE_ACTION_ID = "duplicate_action_id"
-KINDS = (
-    INVALID_TYPE,
-    INVALID_UTF8,
-    NULL_FIELD,
-    MISSING_ACTION_ID,
+from schemas.vocabulary import (
+    DUPLICATE_ACTION_ID,
+    DUPLICATE_ACTION_UUID,
+    DUPLICATE_SESSION_ID,
     INVALID_ACTION_TYPE,
     INVALID_SOURCE,
+    INVALID_TYPE,
+    INVALID_UTF8,
+    MISSING_ACTION_ID,
+    NULL_FIELD,
     ORPHAN_ACTION,
     REJECTED_SESSION,
-    DUPLICATE_SESSION_ID,
-    DUPLICATE_ACTION_UUID,
-    DUPLICATE_ACTION_ID,
 )
 
 _ROW = "_row"
@@ -229,50 +218,6 @@ def _split(frame: pl.DataFrame, checks: list[Check]) -> tuple[pl.DataFrame, pl.D
     # rechunk: Polars 2.1 panics in pl.format over columns chunked differently (the row
     # index is one chunk, columns read in batches are many); the rejected rows are few.
     return frame.filter(~flags), frame.filter(flags).rechunk().with_columns(errors)
-
-
-def _task(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
-    """session_id -> ``_task``: the initial instruction, else (blank or null) the first
-    non-blank ``set_instruction`` of the session, else its first non-blank ``input`` (a
-    request typed in the chat), else the empty text."""
-    given = pl.col("action").is_not_null() & (pl.col("action").str.strip_chars() != "")
-    ordered = actions.filter(given).sort("session_id", "action_id").group_by("session_id")
-    first = ordered.agg(
-        pl.col("action").filter(pl.col("action_type") == "set_instruction").first().alias("_set"),
-        pl.col("action").filter(pl.col("action_type") == "input").first().alias("_input"),
-    )
-    initial = pl.col("initial_instruction")
-    blank = initial.is_null() | (initial.str.strip_chars() == "")
-    task = pl.when(blank).then(pl.coalesce("_set", "_input")).otherwise(initial)
-    return (
-        sessions.select("session_id", "initial_instruction")
-        .join(first, on="session_id", how="left")
-        .select("session_id", pl.coalesce(task, initial, pl.lit("")).alias("_task"))
-    )
-
-
-def normalized_instructions(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
-    """session_id -> ``normalized_instruction`` of each session's task (after redaction, the
-    published form is computed again from the redacted texts)."""
-    tasks = _task(sessions, actions)
-    normalized = _question_ids(tasks["_task"]).select("_task", "normalized_instruction")
-    return tasks.join(normalized, on="_task", how="left").drop("_task")
-
-
-def _question_ids(instructions: pl.Series) -> pl.DataFrame:
-    """question_id and normalized text per distinct instruction. sha256 and NFKC have no
-    vectorized kernel, so this is the one Python loop: once per distinct instruction."""
-    texts = instructions.unique().drop_nulls().sort().to_list()
-    names = ["_task", "question_id", "normalized_instruction"]
-    ids = pl.DataFrame(
-        {
-            "_task": texts,
-            "question_id": [question_id(t, None) for t in texts],
-            "normalized_instruction": [normalize_question_text(t) for t in texts],
-        },
-        schema=dict.fromkeys(names, pl.String),
-    )
-    return ids.with_columns(split_text=pl.col("normalized_instruction"))
 
 
 def _session_checks() -> list[Check]:

@@ -7,7 +7,7 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
-from builder.hashing import question_id
+from builder.contract.hashing import question_id
 from samples.episodes import generate_episode
 from samples.files import write_jsonl
 

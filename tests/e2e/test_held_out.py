@@ -13,10 +13,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from builder.build import BuildReport, build
 from builder.config import BuildConfig
-from schemas.objectives import OBJECTIVES
+from builder.pipeline import BuildReport, build
 from samples.paraphrases import paraphrase, questions
+from schemas.objectives import OBJECTIVES
 from tests.builder.derive.splits.test_assign import leaks, similarity
 from tests.e2e.held_out_data import write_episodes
 

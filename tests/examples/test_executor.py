@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from builder.hashing import value_hash
-from builder.rewards import make_outcome_reward
+from builder.contract.hashing import value_hash
+from builder.contract.rewards import make_outcome_reward
 from examples.executor import code_of, run
 
 

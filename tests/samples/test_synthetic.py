@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from builder import checks
-from builder.hashing import question_id, value_hash
-from builder.normalize import Normalizer
-from builder.sources import InputFile, SourceLine
-from builder.validate import Reject, Valid, Validator, is_blank
+from builder.contract.hashing import question_id, value_hash
+from builder.normalize import Normalizer, checks
+from builder.sources.inputs import InputFile, SourceLine
+from builder.validate.json_lines import is_blank
+from builder.validate.reject import Reject
+from builder.validate.validator import Valid, Validator
 from samples.episodes import generate_episode, generate_episodes
 from samples.files import write_jsonl
 from samples.questions import generate_questions

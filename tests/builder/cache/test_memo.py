@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import storage
 from builder.cache import keys, memo
 from builder.cache.memo import StatMemo
+from builder.fs import storage
 
 OLD_NS = 1_600_000_000 * 10**9  # an mtime in 2020
 

@@ -1,7 +1,7 @@
 """Hand-written episodes for the derive tests, built through the real validate + normalize path.
 
 Builders take the parts that matter to a test and fill in consistent hashes
-(``builder.hashing``), so an episode is clean unless a test breaks it on purpose.
+(``builder.contract.hashing``), so an episode is clean unless a test breaks it on purpose.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import orjson
 import polars as pl
 import pytest
 
+from builder.contract.hashing import question_id, value_hash
 from builder.derive import derive_all
-from builder.hashing import question_id, value_hash
 from builder.normalize import Normalizer
-from builder.sources import SourceLine
-from builder.validate import Valid, Validator
+from builder.sources.inputs import SourceLine
+from builder.validate.validator import Valid, Validator
 from schemas.episode import Episode
 
 MISSING = object()

@@ -11,8 +11,8 @@ from typing import Any
 import polars as pl
 import pytest
 
+from builder.contract.rewards import process_reward
 from builder.derive.dag_credit import matched_hooks
-from builder.rewards import process_reward
 
 HASHES = [f"h{i}" for i in range(6)]
 NAMES = ["a", "b", "c", "d", "e", None]

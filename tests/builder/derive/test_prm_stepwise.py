@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from builder.contract.rewards import process_reward
 from builder.derive import DeriveOptions, prm_stepwise
 from builder.derive.common import episode_traces
-from builder.rewards import process_reward
 
 
 def labels(derived) -> dict[str, list[bool]]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from builder.contract.hashing import value_hash
 from builder.derive import DEFAULT_SYSTEM_PROMPT
-from builder.hashing import value_hash
 
 
 def test_prompt_expected_answer_and_gold_hooks(derived) -> None:

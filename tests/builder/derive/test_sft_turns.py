@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 
 
 def rows(build: BuildReport, config: str) -> list[dict[str, Any]]:

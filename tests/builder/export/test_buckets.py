@@ -11,9 +11,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from builder.build import build
 from builder.config import load_config
 from builder.export import buckets, segment
+from builder.pipeline import build
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from builder.build import BuildReport
 from builder.export.recipes import RECIPES, SETUP
+from builder.pipeline import BuildReport
 from tests.builder.export.tiny_lm import tiny_llama, word_tokenizer
 
 pytest.importorskip("trl", reason="TRL not installed: `make test` installs it (extra 'trl')")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import orjson
 
-from builder.build import build
 from builder.config import BuildConfig
+from builder.pipeline import build
 from samples.episodes import generate_episodes
 
 LOAD = """

@@ -12,8 +12,8 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from builder.build import BuildReport, build
 from builder.config import BuildConfig
+from builder.pipeline import BuildReport, build
 from samples.episodes import generate_episodes
 
 ROLES = {"system", "user", "assistant", "tool", "function"}

@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from builder.build import BuildReport
 from builder.derive import OBJECTIVE_MODULES, RESHAPED, DeriveOptions
 from builder.export.buckets import BUCKETED
+from builder.pipeline import BuildReport
 
 
 def rows(frame: pl.DataFrame) -> list[str]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.build import BuildReport, build
 from builder.config import BuildConfig
+from builder.pipeline import BuildReport, build
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 

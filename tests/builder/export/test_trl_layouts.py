@@ -7,7 +7,7 @@ from typing import Any
 import datasets
 import pytest
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 
 trl_data_utils = pytest.importorskip(
     "trl.data_utils", reason="TRL not installed: `make test` installs it (extra 'trl')"

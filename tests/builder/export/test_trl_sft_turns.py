@@ -10,7 +10,7 @@ from typing import Any
 import datasets
 import pytest
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 from tests.builder.export.tiny_lm import tiny_llama, word_tokenizer
 
 trl = pytest.importorskip("trl", reason="TRL not installed: `make test` installs it (extra 'trl')")

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildReport, build
 from builder.config import BuildConfig
+from builder.pipeline import BuildReport, build
 from samples.episodes import generate_episodes
 from samples.files import write_jsonl
 from tests.hub_server import HubServer, User, point_clients_at, verify

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from builder import exit_codes
-from builder.build import BuildReport
-from builder.cli import main
+from builder import errors as exit_codes
+from builder.cli.episodes import main
+from builder.pipeline import BuildReport
 from tests.builder.publish.helpers import folder_bytes, run_publish, snapshot, writes
 from tests.hub_server import HubServer
 

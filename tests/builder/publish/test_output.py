@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 from tests.builder.publish.conftest import WRITE_TOKEN
 from tests.hub_server import HubServer
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import exit_codes
-from builder.build import BuildReport
+from builder import errors as exit_codes
+from builder.pipeline import BuildReport
 from tests.builder.publish.conftest import WRITE_TOKEN, add_data_file
 from tests.builder.publish.helpers import (
     build_rows,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from builder import exit_codes
-from builder.build import BuildReport
+from builder import errors as exit_codes
+from builder.pipeline import BuildReport
 from tests.builder.publish.conftest import OTHER_TOKEN, READ_TOKEN, WRITE_TOKEN
 from tests.builder.publish.helpers import run_publish, writes
 from tests.hub_server import HubServer

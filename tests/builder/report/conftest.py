@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildReport, build
 from builder.config import BuildConfig
+from builder.pipeline import BuildReport, build
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE_EPISODES = ROOT / "data" / "episodes" / "episodes.jsonl"

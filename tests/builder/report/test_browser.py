@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 from builder.report.page import write_report
 
 from .conftest import XSS

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildReport, build
 from builder.config import BuildConfig
+from builder.pipeline import BuildReport, build
 from builder.report import card_charts, card_images, chart_process
 
 from .conftest import SAMPLE_EPISODES

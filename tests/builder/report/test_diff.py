@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildReport, build
 from builder.config import BuildConfig
+from builder.pipeline import BuildReport, build
 from builder.report import diff
 from builder.report.errors import AgainstError
 from builder.report.page import Options, write_report

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 
 EPISODES = Path(sys.executable).parent / "episodes"
 

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 from builder.report import lengths
 from builder.report.errors import TokenizerError
 from builder.report.page import Options, write_report

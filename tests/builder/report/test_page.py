@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from builder.build import BuildReport
+from builder.pipeline import BuildReport
 from builder.report import style
 from builder.report.page import default_output, script_hash, write_report
 
@@ -71,9 +71,9 @@ def test_failed_checks_show_their_rows(tmp_path: Path) -> None:
     import html
     import json
 
-    from builder.build import build
-    from builder.checks import MEANINGS
     from builder.config import BuildConfig
+    from builder.pipeline import build
+    from schemas.vocabulary import MEANINGS
 
     from .conftest import hostile_episode
 
@@ -97,8 +97,8 @@ def test_a_rejected_line_that_is_not_utf8_shows_as_text(tmp_path: Path) -> None:
     U+FFFD for the bad bytes and says where the exact bytes are, never ``null``."""
     import json
 
-    from builder.build import build
     from builder.config import BuildConfig
+    from builder.pipeline import build
 
     from .conftest import hostile_episode
 
@@ -118,8 +118,8 @@ def test_a_rejected_line_that_is_not_utf8_shows_as_text(tmp_path: Path) -> None:
 def test_a_build_without_training_rows_says_so_and_shows_no_zero_lengths(tmp_path: Path) -> None:
     import json
 
-    from builder.build import build
     from builder.config import BuildConfig
+    from builder.pipeline import build
 
     from .conftest import hostile_episode
 

@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from sessions_support import PASSWORD, Backend, action, session
 
-from builder import exit_codes
-from builder.cli import main
+from builder import errors as exit_codes
+from builder.cli.episodes import main
 from builder.errors import one_line
 from builder.sessions import read as read_module
 from builder.sessions.db import check_database, init_database

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from sessions_support import INSTRUCTION, Backend, action, expected_messages, load, session
 
-from builder.hashing import question_id
+from builder.contract.hashing import question_id
 from builder.sessions.read import read_source
 from builder.sessions.replay import SFT_COLUMNS, ReplayOptions, replay
 from builder.sessions.validate import validate_source

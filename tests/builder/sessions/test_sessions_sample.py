@@ -74,9 +74,9 @@ def test_a_question_asked_by_an_episode_and_a_session_is_listed_once(tmp_path: P
     lists it once, and the session's rows carry the split the episode's got."""
     import json
 
-    from builder.build import build
     from builder.config import BuildConfig
-    from builder.hashing import question_id
+    from builder.contract.hashing import question_id
+    from builder.pipeline import build
 
     episodes = Path(__file__).resolve().parents[3] / "data/episodes/episodes.jsonl"
     texts = [

@@ -12,7 +12,8 @@ from sessions_support import Backend, action, session
 
 from builder.sessions.pipeline import run
 from builder.sessions.read import read_source
-from builder.sessions.validate import KINDS, Validated, validate_source
+from builder.sessions.validate import Validated, validate_source
+from schemas.vocabulary import SESSION_REJECT_KINDS as KINDS
 
 
 def _validated(backend: Backend) -> Validated:
@@ -204,8 +205,8 @@ def test_text_that_is_not_utf8_is_rejected_and_the_output_stays_readable(
     import polars as pl
     import pyarrow.parquet as pq
 
-    from builder.build import build
     from builder.config import BuildConfig
+    from builder.pipeline import build
 
     path = tmp_path / "bytes.db"
     backend = Backend("sqlite", f"sqlite:///{path}", str(path))

@@ -1,0 +1,1 @@
+"""The ``episodes`` command line: its commands, their preflight checks and closing text."""

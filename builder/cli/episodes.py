@@ -1,0 +1,338 @@
+"""The ``episodes`` command (also ``python -m builder``).
+
+Exit codes are in ``builder.exit_codes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from builder import errors as exit_codes
+from builder.cli.options import _add_check_options, _with_check_options, load_build_config
+from builder.cli.preflight import (
+    FolderProblem,
+    check_default_config,
+    check_folder,
+    check_not_an_input,
+)
+from builder.config import (
+    BuildConfig,
+    find_config,
+    load_config,
+)
+from builder.errors import UserError, one_line
+from builder.fs.storage import is_uri
+from schemas.vocabulary import GROUP_POLICIES
+
+
+class _Once(argparse.Action):
+    """A flag that takes one value: given twice, the first would be dropped unseen."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, *_: Any
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{'/'.join(self.option_strings)} given twice: a build reads one")
+        setattr(namespace, self.dest, values)
+
+
+# What an episode file or glob given without its flag looks like
+_EPISODE_FILE = re.compile(r"\.(?:jsonl|ndjson|json)(?:\.gz|\.zst)?$|\*")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other mistake (subcommands inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} — see `{self.prog} --help`\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """As argparse's, but an unknown flag is named by the command it was given to
+        (``episodes build: unrecognized arguments: --nope``), not by the top level."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            message = f"unrecognized arguments: {' '.join(extras)}"
+            files = [e for e in extras if _EPISODE_FILE.search(e) and "://" not in e]
+            if getattr(parsed, "command", None) == "build" and files == extras:
+                # ``episodes build x.jsonl``, as ``validate`` takes them: say where they go.
+                message += f"; input files go after a flag: --episodes {' '.join(files)}"
+            _command_parser(self, parsed).error(message)
+        return parsed
+
+
+def _command_parser(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> Any:
+    """The (sub)command's own parser that ``parsed`` went through, innermost."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+            if chosen is not None:
+                return _command_parser(chosen, parsed)
+    return parser
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="episodes", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an error (or EPISODES_DEBUG=1)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("build", help="build the dataset folder from episodes (and sessions)")
+    b.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
+    # Given twice, a list flag adds to what it named before, never replaces it.
+    files = {"nargs": "+", "action": "extend", "metavar": "GLOB"}
+    b.add_argument("--episodes", **files, help="episode JSONL files or globs")
+    b.add_argument("--synthetic-questions", **files)
+    b.add_argument("--llm-questions", **files)
+    b.add_argument(
+        "--sessions",
+        action=_Once,
+        metavar="URL",
+        help="one sessions database: sqlite:///path.db|.sql or postgresql://…",
+    )
+    b.add_argument("--out", type=Path, help="output dataset folder (default build/dataset)")
+    b.add_argument("--rejects", type=Path, help="rejects file (default build/rejects.jsonl)")
+    b.add_argument("--upload-to", metavar="URI", help="copy the built folder to s3://… gs://…")
+    b.add_argument("--max-reject-ratio", type=float, help="refuse the build above this share")
+    b.add_argument("--strict", action="store_true", default=None, help="checks become rejects")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument(
+        "--workers",
+        type=int,
+        help="ingest processes (default 0: one per core for a run of files of 64 MB+; 1: none)",
+    )
+    b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
+    b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
+    b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
+    b.add_argument(
+        "--split-by",
+        choices=GROUP_POLICIES,
+        help="questions that share a split (default near_duplicate)",
+    )
+    b.add_argument(
+        "--previous",
+        metavar="DIR|ORG/NAME@VERSION",
+        help="the build whose split assignment stands (default: the output folder's own)",
+    )
+    b.add_argument(
+        "--decontaminate",
+        action="append",
+        metavar="FILE[:FIELD]",
+        help="an eval set (JSONL, Parquet or dataset folder) no training prompt may overlap; "
+        "repeatable",
+    )
+    _add_check_options(b)
+
+    v = sub.add_parser("validate", help="validate input files without building")
+    v.add_argument("files", nargs="+", metavar="GLOB")
+    v.add_argument("--questions", action="store_true", help="files are question banks")
+    v.add_argument("--rejects", type=Path, help="also write the rejects file here")
+    v.add_argument(
+        "--strict",
+        action="store_true",
+        help="a record whose integrity checks fail is rejected too, as in build --strict",
+    )
+    v.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
+    _add_check_options(v)
+
+    s = sub.add_parser("schema", help="print the JSON Schema of an episode line")
+    s.add_argument("--out", type=Path, help="write to this file instead of stdout")
+
+    sessions = sub.add_parser("sessions", help="interactive-session databases")
+    sessions_sub = sessions.add_subparsers(
+        dest="sessions_command", required=True, metavar="COMMAND"
+    )
+    init = sessions_sub.add_parser("init", help="create the sessions and actions tables")
+    init.add_argument("url", help="sqlite:///path.db or postgresql://user@host/db")
+
+    from builder.publish import cli as publish_cli
+    from builder.report import cli as report_cli
+
+    publish_cli.add_parser(sub)
+    report_cli.add_parser(sub)
+    return parser
+
+
+EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
+EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
+
+
+def start_ingest_workers(config: BuildConfig) -> None:
+    """When the ingest will fork workers (``builder.engine.pool_expected``), their server
+    starts before this process imports the build: it imports the ingest on the other core
+    meanwhile, and the pool's workers are forked at once when the ingest reaches them."""
+    from builder.engine import pool_expected, start_fork_server
+    from builder.sources.inputs import InputError, expand_inputs
+
+    if config.engine != "local":
+        return
+    try:
+        files = expand_inputs([p for p in config.episodes if not is_uri(p)])
+    except InputError:
+        return  # the build reports it
+    if pool_expected(files, config.workers):
+        start_fork_server()
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    config = load_build_config(args)
+    start_ingest_workers(config)
+    check_default_config(config)  # imports the derive stage: after the workers' server starts
+    from builder.cli.summary import print_summary
+    from builder.engine.no_pandas import arrow_without_pandas
+    from builder.fs.output import BuildLocked
+    from builder.pipeline import BuildFailed, UploadFailed, build
+
+    arrow_without_pandas()  # this process hands pyarrow no pandas objects
+    try:
+        report = build(config, progress=not args.no_progress and sys.stderr.isatty())
+    except BuildLocked as exc:
+        print(f"episodes build: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    except UploadFailed as exc:
+        print(f"episodes build: built {config.out}, but {exc}; run it again", file=sys.stderr)
+        return exit_codes.UNAVAILABLE
+    except BuildFailed as exc:
+        held = (config.out / "manifest.json").is_file()
+        intact = (
+            f"the previous build in {config.out} was left intact"
+            if held
+            else f"nothing was written to {config.out}"
+        )
+        print(f"episodes build: refused: {exc} — {intact}", file=sys.stderr)
+        return EXIT_STRICT_CHECKS if exc.strict_checks else EXIT_REJECTED
+    print_summary(report)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from builder.cli.validate_files import validate_files
+    from builder.ingest.rejects import RejectsWriter
+    from builder.sources.inputs import expand_inputs
+    from schemas.episode import Episode, Question
+
+    paths = expand_inputs(args.files)
+    if args.rejects is not None:
+        check_folder(args.rejects.parent, "--rejects")
+        for path in paths:
+            check_not_an_input(path, args.rejects, "--rejects")
+    model = Question if args.questions else Episode
+    config = load_config(find_config(args.config, Path.cwd()))  # hashing, limits
+    config = _with_check_options(config, args)
+    rejects = RejectsWriter(args.rejects, echo=sys.stderr)
+    strict = config if args.strict else None
+    try:
+        counts = validate_files(
+            paths, model, rejects, config.max_line_bytes, strict, config.hash_precision
+        )
+    finally:
+        rejects.close()
+    for path, c in counts.items():
+        print(f"{path}: {c.valid} valid, {c.rejected} rejected, {c.blank} blank")
+    return EXIT_REJECTED if rejects.total else 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from schemas.json_schema import episode_json_schema
+
+    text = json.dumps(episode_json_schema(), indent=2, sort_keys=True) + "\n"
+    if args.out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise FolderProblem(f"cannot write {args.out}: {exc.strerror}", "--out") from exc
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from builder.sessions.db import init_database
+    from builder.sessions.read import check_tables
+    from builder.sessions.urls import redact
+
+    init_database(args.url)  # a DatabaseError is one line, with its exit code and hint
+    check_tables(args.url)  # tables that existed may lack a column
+    print(f"the sessions and actions tables are in {redact(args.url)} (created where missing)")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from builder.publish import cli as publish_cli
+
+    return publish_cli.run(args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from builder.report import cli as report_cli
+
+    return report_cli.run(args)
+
+
+COMMANDS = {
+    "build": cmd_build,
+    "validate": cmd_validate,
+    "schema": cmd_schema,
+    "publish": cmd_publish,
+    "sessions": cmd_sessions,
+    "report": cmd_report,
+}
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that cleanups run as for Ctrl-C (a build's
+    work folder is removed; the previous build stays as it was)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors; ours is 1
+        return EXIT_USAGE if exc.code == 2 else int(exc.code or 0)
+    except KeyboardInterrupt:  # the subcommands' modules are still being imported
+        print("episodes: interrupted — run it again", file=sys.stderr)
+        return exit_codes.INTERRUPTED
+    debug = args.debug or os.environ.get("EPISODES_DEBUG", "") not in ("", "0")
+    signal.signal(signal.SIGTERM, _terminate)
+    cwd = os.getcwd()  # a build runs in its config's folder (``relative_to_config_folder``)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print(f"episodes {args.command}: interrupted — run it again", file=sys.stderr)
+        return exit_codes.INTERRUPTED
+    except Terminated:
+        print(f"episodes {args.command}: terminated — run it again", file=sys.stderr)
+        return exit_codes.TERMINATED
+    except UserError as exc:
+        if debug:
+            traceback.print_exc()
+        print(one_line(args.command, exc), file=sys.stderr)
+        return exc.exit_code
+    except (SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # a bug, not the user's doing (a library's Rust panic is a
+        # BaseException): say so, in one line
+        if debug:
+            traceback.print_exc()
+        print(
+            f"episodes {args.command}: internal error: {type(exc).__name__}: {exc}"
+            f" — this is a bug; rerun as `episodes --debug {args.command} …` for the"
+            " traceback and report it",
+            file=sys.stderr,
+        )
+        return exit_codes.INTERNAL
+    finally:
+        os.chdir(cwd)

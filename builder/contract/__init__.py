@@ -1,0 +1,2 @@
+"""The capture contract: the hash rules producers follow, answer matching, reward functions,
+stored hook values."""

@@ -1,0 +1,153 @@
+"""Parquet files as the Hub serves them best: one writer setting for the whole project.
+
+zstd, column statistics and page index for fast filtered reads; content-defined chunking so
+that a re-upload of a slightly changed file only sends the changed pages (Hub dedup). Data is
+cast to the declared schema first: Polars produces ``large_string``/``large_list``, while the
+card declares plain ``string``/``list``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from builder.fs.storage import file_sha256
+
+WRITE_OPTIONS = {
+    "compression": "zstd",
+    "write_statistics": True,
+    "write_page_index": True,
+    "use_content_defined_chunking": True,
+}
+# Row groups have a fixed number of rows, whatever the pieces the data arrives in, so the
+# bytes of a file depend only on its rows (not on batch or thread counts), and a writer holds
+# at most one row group in memory. Objective rows carry whole conversations (≈ 1–16 KB a
+# row, against ≈ 0.2–2 KB for table rows), so their groups are smaller: a pending group stays
+# in the tens of MB however large the input.
+TABLE_GROUP_ROWS = 10_000
+CONVERSATION_GROUP_ROWS = 1_000
+NAME_DIGEST_CHARS = 16
+
+
+def split_group_rows(group_rows: int, shares: Mapping[str, float]) -> dict[str, int]:
+    """Rows per row group of each split: ``group_rows`` for the largest split, the others
+    in proportion to their share of the rows (at least a twentieth of ``group_rows``). A
+    writer holds each split's unfinished row group in memory: with one size for all, the
+    rows of a 5 % split waited most of the build for their group to fill, among the
+    longest-lived allocations of the export, and the peak grew with the input (see
+    BENCHMARKS.md)."""
+    largest = max(shares.values(), default=0.0)
+    if largest <= 0:
+        return dict.fromkeys(shares, group_rows)
+    least = max(1, group_rows // 20)
+    return {s: max(least, math.ceil(group_rows * r / largest)) for s, r in shares.items()}
+
+
+# ``DataFrame.to_arrow(compat_level=ARROW_VIEWS)``: Polars' own string layout (Arrow string
+# views) converts without a copy, and the cast to the declared ``string`` columns is then
+# the one copy; the default conversion (``large_string``) copies every string once more.
+ARROW_VIEWS = pl.CompatLevel.newest()  # of the file's sha256, in its name
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Select the declared columns in order and cast to the declared types."""
+    return table.select(schema.names).cast(schema)
+
+
+def compact(table: pa.Table) -> pa.Table:
+    """``table`` in buffers of its own. A filtered or sliced piece can reference the whole
+    buffers it was cut from (≈ 10× its size for the small validation and test pieces); held
+    until a row group fills, those would make memory grow with the number of pieces."""
+    if table.get_total_buffer_size() <= 2 * table.nbytes:
+        return table
+    return table.take(pa.array(range(table.num_rows), pa.int64()))
+
+
+class ShardedWriter:
+    """Writes one split of one config as ``{split}-NNNNN-of-NNNNN-{digest}.parquet`` files.
+
+    Rows may arrive in any number of pieces; they are written in row groups of exactly
+    ``group_rows`` (the last one smaller), and a new file starts every ``max_rows`` rows.
+    The total and the content are only known at the end, so files are renamed on
+    ``close()``. ``{digest}`` is the start of the file's sha256: a file whose content
+    changes changes its name, which is what ``datasets`` keys its cache of a local folder
+    on (the card lists every file by name), while an unchanged file keeps its name (hard
+    links, incremental rebuilds, upload dedup). ``digests`` maps each final path to its full
+    sha256. Closing a writer that saw no rows writes one empty file.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        split: str,
+        schema: pa.Schema,
+        max_rows: int,
+        group_rows: int = TABLE_GROUP_ROWS,
+    ) -> None:
+        self.directory, self.split, self.schema, self.max_rows = directory, split, schema, max_rows
+        self.group_rows = group_rows
+        self.rows = 0
+        self._paths: list[Path] = []
+        self._writer: pq.ParquetWriter | None = None
+        self._in_file = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self.digests: dict[Path, str] = {}
+
+    def write(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
+            return
+        self._pending.append(compact(conform(table, self.schema)))
+        self._pending_rows += table.num_rows
+        while self._pending_rows >= self._next_group_size():
+            self._write_group(self._next_group_size())
+
+    def _next_group_size(self) -> int:
+        room = self.max_rows - self._in_file if self._writer is not None else self.max_rows
+        return min(self.group_rows, room if room > 0 else self.max_rows)
+
+    def _write_group(self, size: int) -> None:
+        pending = pa.concat_tables(self._pending)
+        # One chunk per column, so page boundaries never depend on how the rows arrived.
+        group = pending.slice(0, size).combine_chunks()
+        rest = pending.slice(size)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+        if self._writer is None or self._in_file >= self.max_rows:
+            self._open_next()
+        assert self._writer is not None
+        self._writer.write_table(group, row_group_size=size)
+        self._in_file += size
+        self.rows += size
+
+    def _open_next(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / f".{self.split}-{len(self._paths):05d}.parquet.partial"
+        self._paths.append(path)
+        self._writer = pq.ParquetWriter(path, self.schema, **WRITE_OPTIONS)
+        self._in_file = 0
+
+    def close(self) -> list[Path]:
+        while self._pending_rows:
+            self._write_group(min(self._pending_rows, self._next_group_size()))
+        if self._writer is None:
+            self._open_next()
+        assert self._writer is not None
+        self._writer.close()
+        total = len(self._paths)
+        final = []
+        for i, path in enumerate(self._paths):
+            digest = file_sha256(path)
+            name = f"{self.split}-{i:05d}-of-{total:05d}-{digest[:NAME_DIGEST_CHARS]}.parquet"
+            target = self.directory / name
+            path.rename(target)
+            self.digests[target] = digest
+            final.append(target)
+        return final

@@ -1,0 +1,219 @@
+"""Where inputs are read and outputs written: local paths or object-store URIs.
+
+A URI (``s3://bucket/key``, ``gs://…``, ``hdfs://…``, ``file:///…``) goes through
+``pyarrow.fs``, which takes its credentials and endpoint the usual way (``AWS_*`` variables or
+``~/.aws``, ``AWS_ENDPOINT_URL`` for S3-compatible stores, Google application credentials).
+Anything without a ``scheme://`` is a local path, read with the standard library.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO, NamedTuple, TypeVar
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from builder.errors import EnvironmentProblem, UsageError
+from schemas.manifest import MANIFEST, read_manifest
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+_BUCKET_SCHEMES = ("s3", "gs", "gcs")
+T = TypeVar("T")
+
+
+class StorageError(EnvironmentProblem, OSError):
+    """An object store that cannot be reached, or that failed a request: run again."""
+
+    hint = "check the store's endpoint and credentials (AWS_ENDPOINT_URL, …) and run it again"
+
+
+class UnknownStorage(UsageError, ValueError):
+    """A URI that names no store ``pyarrow.fs`` serves (``ftp://…``, a typo in the scheme)."""
+
+    hint = "use s3://, gs://, hdfs:// or file://, or a local path"
+
+
+class Stat(NamedTuple):
+    """What identifies a file's version without reading it. Object stores have no inode or
+    ctime: objects are replaced whole, so their size and mtime stand for both."""
+
+    st_dev: int
+    st_ino: int
+    st_size: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+
+
+def is_uri(path: str | os.PathLike[str]) -> bool:
+    return bool(_URI.match(str(path)))
+
+
+@functools.cache
+def _filesystem(root: str) -> pafs.FileSystem:
+    return _call(root, "open this storage", lambda: pafs.FileSystem.from_uri(root)[0])
+
+
+def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem of ``uri`` and the path in it. Bucket stores keep one filesystem per
+    bucket (opening one may cost a request, e.g. to find an S3 bucket's region)."""
+    scheme, _, rest = uri.partition("://")
+    if scheme in _BUCKET_SCHEMES:
+        return _filesystem(f"{scheme}://{rest.split('/', 1)[0]}"), rest
+    return _call(uri, "open this storage", lambda: pafs.FileSystem.from_uri(uri))
+
+
+def _call(uri: str, what: str, action: Callable[[], T]) -> T:
+    """``action()``, with a failure of the store turned into an error that names the URI: a
+    URI no store serves is the user's to fix; anything else (no connection, a refused or
+    failed request) is the environment's, and running again may succeed."""
+    try:
+        return action()
+    except (FileNotFoundError, StorageError, UnknownStorage):
+        raise
+    except ValueError as exc:  # pyarrow's ArrowInvalid: a URI it cannot parse or serve
+        raise UnknownStorage(f"{uri}: cannot {what}: {exc}") from exc
+    except (pa.ArrowException, OSError) as exc:
+        raise StorageError(f"{uri}: cannot {what}: {exc}") from exc
+
+
+def open_input(path: str) -> BinaryIO:
+    if not is_uri(path):
+        return open(path, "rb")
+    fs, inner = resolve(path)
+    return _call(path, "open", lambda: fs.open_input_stream(inner))  # type: ignore[return-value]
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's stored bytes (a local path or an object-store URI)."""
+    digest = hashlib.sha256()
+    with open_input(str(path)) as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def stat(path: str) -> Stat:
+    if not is_uri(path):
+        st = os.stat(path)
+        return Stat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    fs, inner = resolve(path)
+    if isinstance(fs, pafs.LocalFileSystem):  # file://: the inode and ctime a cache needs, too
+        return stat(inner)
+    info = _call(path, "stat", lambda: fs.get_file_info(inner))
+    if info.type != pafs.FileType.File:
+        raise FileNotFoundError(f"{path}: no such object")
+    mtime = info.mtime_ns or 0
+    return Stat(0, 0, info.size or 0, mtime, mtime)
+
+
+def is_file(path: str) -> bool:
+    if not is_uri(path):
+        return Path(path).is_file()
+    try:
+        stat(path)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def glob(pattern: str) -> list[str]:
+    """Sorted URIs matching ``pattern``: ``*`` and ``?`` within one path segment, ``**/``
+    across any number of them (as ``glob.glob(..., recursive=True)``)."""
+    scheme, _, rest = pattern.partition("://")
+    segments = rest.split("/")
+    fixed = next(i for i, s in enumerate(segments) if re.search(r"[*?\[]", s))
+    base = "/".join(segments[:fixed])
+    fs, inner_base = resolve(f"{scheme}://{base}")
+    selector = pafs.FileSelector(inner_base, recursive=True, allow_not_found=True)
+    infos = _call(pattern, "list", lambda: fs.get_file_info(selector))
+    regex = re.compile(_translate("/".join(segments[fixed:])))
+    prefix = inner_base.rstrip("/") + "/"
+    found = [
+        f"{scheme}://{base}/{info.path[len(prefix) :]}"
+        for info in infos
+        if info.type == pafs.FileType.File and regex.fullmatch(info.path[len(prefix) :])
+    ]
+    return sorted(found)
+
+
+def _translate(pattern: str) -> str:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)  # a leading "]" is part of the class, as in glob
+            body = pattern[i + 1 : end]
+            negate = body.startswith("!")
+            out.append("[" + ("^" if negate else "") + re.escape(body[negate:]) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def upload(folder: Path, uri: str) -> dict[str, int]:
+    """Copy ``folder`` to ``uri``, ``manifest.json`` last (a reader that starts from the
+    manifest never sees it before the files it lists), then delete the data files the
+    previous build there listed and this one does not have. Nothing else under ``uri`` is
+    touched, so a mistaken prefix loses no one else's objects. A data file the previous
+    manifest lists with the same sha256, and that is there with the same size, is not sent
+    again (an appended input changes only its own segment's files). Returns the number of
+    files ``sent``, ``unchanged`` and ``deleted``."""
+    fs, inner = resolve(uri)
+    inner = inner.rstrip("/")
+    previous = _call(uri, "read", lambda: _listed_files(fs, f"{inner}/{MANIFEST}"))
+    current = read_manifest(folder).get("files", {})
+    same = sorted(rel for rel, digest in current.items() if previous.get(rel) == digest)
+    there = _call(uri, "read", lambda: fs.get_file_info([f"{inner}/{rel}" for rel in same]))
+    unchanged = {
+        rel
+        for rel, info in zip(same, there, strict=True)
+        if info.type == pafs.FileType.File and info.size == (folder / rel).stat().st_size
+    }
+    local = pafs.LocalFileSystem()
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    files.sort(key=lambda p: p.name == MANIFEST)
+    sent = 0
+    for path in files:
+        rel = path.relative_to(folder).as_posix()
+        if rel in unchanged:
+            continue
+        target = f"{inner}/{rel}"
+        if isinstance(fs, pafs.LocalFileSystem):  # a file:// target has real folders
+            fs.create_dir(target.rpartition("/")[0], recursive=True)
+        _call(uri, "upload", lambda p=path, t=target: pafs.copy_files(str(p), t, local, fs))
+        sent += 1
+    names = {p.relative_to(folder).as_posix() for p in files}
+    stale = sorted(set(previous) - names)
+    for rel in stale:
+        _call(uri, "delete", lambda r=rel: fs.delete_file(f"{inner}/{r}"))
+    return {"sent": sent, "unchanged": len(unchanged), "deleted": len(stale)}
+
+
+def _listed_files(fs: pafs.FileSystem, manifest: str) -> dict[str, str]:
+    """The data files a manifest already in the store lists, with their sha256 (none when
+    there is none)."""
+    try:
+        with fs.open_input_stream(manifest) as stream:
+            listed = json.loads(stream.read()).get("files", {})
+    except (FileNotFoundError, ValueError):
+        return {}
+    if not isinstance(listed, dict):
+        return {}
+    return {name: str(d) for name, d in listed.items() if ".." not in name.split("/")}

@@ -1,0 +1,117 @@
+"""The rejects file: every record that did not make it into the tables, with its reason.
+
+One JSON object per line (``Reject.to_json``), written to a temporary file and moved into
+place when closed, so a crashed build never leaves half a rejects file behind. A build that
+stops before it is done (an unreachable database, an interrupt, a bug) discards its partial
+file and any folder it made for it: the rejects file in place stays the one of the build in
+place. A build the data refused keeps its rejects, which say why: where the build tells
+``close`` (beside the rejects file of a build it leaves in place, ``builder.pipeline``).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections import Counter
+from pathlib import Path
+from typing import IO, TextIO
+
+import orjson
+
+from builder.validate.reject import Reject
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_partials(path: Path) -> None:
+    """The partial rejects files beside ``path`` of processes that no longer run (a build
+    killed outright leaves its own behind)."""
+    prefix = f".{path.name}."
+    for stale in path.parent.glob(f"{glob.escape(prefix)}*.partial"):
+        pid = stale.name[len(prefix) : -len(".partial")]
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+
+
+class RejectsWriter:
+    def __init__(self, path: Path | None, echo: TextIO | None = None) -> None:
+        self.path = path
+        self.echo = echo
+        self.by_kind: Counter[str] = Counter()
+        self._tmp: Path | None = None
+        self._handle: IO[bytes] | None = None
+        self._captured: list[tuple[str, bytes]] | None = None
+        self._made: list[Path] = []  # folders made for the file, innermost first
+        if path is not None:
+            # per process: two builds that share a rejects file never write one partial file
+            self._tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+            folder = self._tmp.parent.absolute()
+            while not folder.exists():
+                self._made.append(folder)
+                folder = folder.parent
+            self._tmp.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_partials(path)
+            self._handle = open(self._tmp, "wb")  # noqa: SIM115 - closed in close()
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_kind.values())
+
+    def add(self, reject: Reject) -> None:
+        self.by_kind[reject.kind] += 1
+        if self.echo is not None:
+            print(reject, file=self.echo)
+        line = orjson.dumps(reject.to_json()) + b"\n"
+        if self._handle is not None:
+            self._handle.write(line)
+        if self._captured is not None:
+            self._captured.append((reject.kind, line))
+
+    def capture(self) -> None:
+        """Keep a copy of the rejects added from now on (``captured``): a reused segment
+        (``builder.cache.segments``) writes its rejects again without reading its input."""
+        self._captured = []
+
+    def captured(self) -> list[tuple[str, bytes]]:
+        """(kind, JSON line) of every reject since ``capture``; stops capturing."""
+        out, self._captured = self._captured or [], None
+        return out
+
+    def add_lines(self, lines: list[tuple[str, bytes]]) -> None:
+        """Rejects as ``captured`` returned them, written again."""
+        for kind, line in lines:
+            self.by_kind[kind] += 1
+            if self.echo is not None:
+                record = orjson.loads(line)
+                where = record["source_file"]
+                where += "" if record["line"] is None else f":{record['line']}"
+                where += f" [{record['key']}]" if "key" in record else ""
+                print(f"{where}: {kind}: {record['message']}", file=self.echo)
+            if self._handle is not None:
+                self._handle.write(line)
+
+    def close(self, keep: bool = True, to: Path | None = None) -> None:
+        """Move the file into place (at ``to``, a path in the same folder, when given), or
+        (``keep=False``) remove it and the folders made for it."""
+        if self._handle is None or self._tmp is None or self.path is None:
+            return
+        self._handle.close()
+        self._handle = None
+        if keep:
+            self._tmp.replace(to or self.path)
+            return
+        self._tmp.unlink(missing_ok=True)
+        for folder in self._made:
+            try:
+                folder.rmdir()
+            except OSError:  # something else was written there since: not ours to remove
+                break

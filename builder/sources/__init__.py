@@ -1,0 +1,1 @@
+"""Sources: input files and globs read as lines, JSON documents, question banks."""

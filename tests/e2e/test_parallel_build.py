@@ -1,0 +1,181 @@
+"""A build with no options uses more than one thread for its Parquet writes and for closing
+its configs' files, for cutting the staging tables into buckets, for deriving buckets and
+for the card's YAML beside its images, and its output is byte for byte that of the sample
+build."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from builder import export
+from builder.config import load_config
+from builder.engine import ThreadEngine
+from builder.export import buckets, segment, writer
+from builder.pipeline import BuildReport, build
+from builder.report import card_images
+from tests.e2e.test_build import ROOT, folder_digest
+
+
+def test_default_build_writes_configs_on_several_threads_at_once(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first writes of sft and rl (the first two configs, handed out together) must be
+    # in flight at once: each waits for the other at the barrier, which breaks (failing the
+    # build) if one thread did all the writing.
+    barrier = threading.Barrier(2, timeout=60)
+    threads: set[str] = set()
+    write = writer.ConfigWriter.write
+
+    first, lock = {"sft", "rl"}, threading.Lock()
+
+    def meeting(self: writer.ConfigWriter, collected: pl.DataFrame) -> None:
+        name = threading.current_thread().name
+        threads.add(name)
+        with lock:
+            meet = self.name in first
+            first.discard(self.name)
+        if meet:
+            barrier.wait()
+        write(self, collected)
+
+    monkeypatch.setattr(writer.ConfigWriter, "write", meeting)
+    assert segment.write_threads() >= 2
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    assert len({t for t in threads if t.startswith("config-write")}) >= 2
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_default_build_derives_two_buckets_at_once_and_cuts_on_several_threads(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Small buckets, so the sample's episodes make several: the first two buckets of the
+    # episode segment must be derived at once (each waits for the other at the barrier,
+    # which breaks, failing the build, if one thread derived both), and the partition's
+    # batches are cut by a pool of threads (``ThreadEngine``, which runs two at once: see
+    # below; whether a busy machine hands a second thread a batch is chance). The files do
+    # not depend on the bucket count.
+    monkeypatch.setattr(buckets, "EPISODES_PER_BUCKET", 5)
+    monkeypatch.setattr(buckets, "PARTITION_BATCH_ROWS", 20)
+    barrier = threading.Barrier(2, timeout=60)
+    derive_threads: set[str] = set()
+    derived, lock = [], threading.Lock()
+    bucket = segment.SegmentExporter._bucket
+
+    def meeting(self: segment.SegmentExporter, part: buckets.Bucket, redact: object) -> object:
+        derive_threads.add(threading.current_thread().name)
+        with lock:
+            derived.append(part)
+            meet = len(derived) <= 2
+        if meet:
+            barrier.wait()
+        return bucket(self, part, redact)  # type: ignore[arg-type]
+
+    engines: list[int] = []
+
+    def partition_engine(workers: int, *args: object, **kwargs: object) -> ThreadEngine:
+        engines.append(workers)
+        return ThreadEngine(workers, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(segment.SegmentExporter, "_bucket", meeting)
+    monkeypatch.setattr(buckets, "ThreadEngine", partition_engine)
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    assert len(derived) > 2
+    assert len({t for t in derive_threads if t.startswith("derive")}) == 2
+    assert engines and min(engines) >= 2  # the cut runs on a pool of two threads or more
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_a_segment_closes_its_configs_on_several_threads_at_once(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Closing a config writes its last row groups and footers and hashes its files. The
+    # episode segment's sft and rl (its first two configs, handed out together) must be
+    # closing at once: each waits for the other at the barrier, which breaks (failing the
+    # build) if one thread closed both. The manifest still lists them in config order.
+    barrier = threading.Barrier(2, timeout=60)
+    threads: dict[str, str] = {}
+    close = writer.ConfigWriter.close
+
+    def meeting(self: writer.ConfigWriter) -> dict[str, int]:
+        if self.name in ("sft", "rl") and self.segment != segment.SESSION_SEGMENT:
+            threads[self.name] = threading.current_thread().name
+            barrier.wait()
+        return close(self)
+
+    monkeypatch.setattr(writer.ConfigWriter, "close", meeting)
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    assert threads["sft"] != threads["rl"], threads
+    assert all(name.startswith("config-write") for name in threads.values()), threads
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_the_card_yaml_is_made_while_the_card_images_are_drawn(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each waits for the other at the barrier, which breaks (failing the build) if the
+    # YAML were made only after the images were written, or before they were started.
+    barrier = threading.Barrier(2, timeout=60)
+    yaml, images = export.card_yaml, card_images.write_card_images
+
+    def yaml_meeting(*args: Any, **kwargs: Any) -> str:
+        barrier.wait()
+        return yaml(*args, **kwargs)
+
+    def images_meeting(*args: Any, **kwargs: Any) -> dict[str, str]:
+        barrier.wait()
+        return images(*args, **kwargs)
+
+    monkeypatch.setattr(export, "card_yaml", yaml_meeting)
+    monkeypatch.setattr(card_images, "write_card_images", images_meeting)
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_thread_engine_runs_two_items_at_once() -> None:
+    barrier = threading.Barrier(2, timeout=60)  # broken, failing the test, on one thread
+
+    def work(i: int) -> str:
+        if i < 2:
+            barrier.wait()
+        return threading.current_thread().name
+
+    engine = ThreadEngine(2, name="partition")
+    try:
+        names = list(engine.map(work, ((i,) for i in range(6))))
+    finally:
+        engine.close()
+    assert len(set(names[:2])) == 2
+
+
+def test_thread_engine_keeps_item_order_and_bounds_what_is_in_flight() -> None:
+    started: list[int] = []
+    taken: list[int] = []
+    engine = ThreadEngine(2, ahead=1)
+
+    def items():  # type: ignore[no-untyped-def]
+        for i in range(20):
+            # Before item i is handed out, every item up to i - 2 has been taken.
+            assert all(k in taken for k in range(i - 1))
+            yield (i,)
+
+    def work(i: int) -> int:
+        started.append(i)
+        return i * i
+
+    try:
+        for result in engine.map(work, items()):
+            taken.append(int(result**0.5))
+    finally:
+        engine.close()
+    assert taken == list(range(20))
+    assert sorted(started) == list(range(20))
