@@ -31,7 +31,11 @@ class Manifest(TypedDict, total=False):
     rejects: dict[str, Any]  # total, by_kind
     checks: dict[str, Any]  # episodes_by_kind, questions_by_kind
     training_exclusions: dict[str, int]  # reason -> episodes
-    splits: dict[str, Any]  # method, salt, ratios, questions_per_split, assignment_sha256
+    # method, salt, ratios, questions_per_split, assignment_sha256; group_by, threshold,
+    # previous, groups and the leakage audit (``builder.derive.splits.plan``)
+    splits: dict[str, Any]
+    held_out_rows: dict[str, dict[str, int]]  # config -> reason -> rows kept out of training
+    decontamination: dict[str, Any] | None  # evals, their matches, rows removed per config
     hashing: dict[str, Any]  # scheme, precision
     options: dict[str, Any]
     layouts: dict[str, int]

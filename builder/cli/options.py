@@ -21,6 +21,7 @@ from builder.config import (
     parse_precision,
     relative_to_config_folder,
 )
+from builder.derive.splits.plan import check_held_out_inputs
 from builder.errors import require
 from builder.fs.storage import is_uri
 
@@ -113,6 +114,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         require("ray", "engine = 'ray'", "ray")
         check_ray_address(config.ray_address)
     check_output(config)
+    check_held_out_inputs(config)
     if config.sessions:
         from builder.sessions.db import check_database
 

@@ -45,7 +45,7 @@ def parse_eval_spec(spec: str) -> tuple[str, str]:
     return path, field
 
 
-def _files(path: Path) -> list[Path]:
+def eval_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if path.is_dir():
@@ -102,7 +102,7 @@ def load_eval(spec: str) -> EvalSet:
     file, field = parse_eval_spec(spec)
     path = Path(file)
     values: list[object] = []
-    for part in _files(path):
+    for part in eval_files(path):
         try:
             if part.suffix in (".jsonl", ".json"):
                 found, fields = _json_values(part, field)

@@ -192,3 +192,14 @@ def held_out_problems(plan: HeldOutPlan, config: Any) -> list[str]:
                 f"{config.decontamination_max_share:.1%}"
             )
     return problems
+
+
+def check_held_out_inputs(config: Any) -> None:
+    """Before any work: ``--previous`` names a build or a release, and every eval set named
+    for decontamination is there (each a one-line error)."""
+    from builder.derive.decontamination.evals import eval_files, parse_eval_spec
+    from builder.derive.splits.previous import check_previous
+
+    check_previous(config.split_previous)
+    for spec in config.decontamination_evals:
+        eval_files(Path(parse_eval_spec(spec)[0]))

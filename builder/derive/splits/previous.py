@@ -9,7 +9,6 @@ assignment answers another question, and the manifest says it was not followed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,9 +19,8 @@ import polars as pl
 from builder.config import HUB_RELEASE
 from builder.derive.splits.assign import PINNED_COLUMNS, SplitPolicy
 from builder.errors import UsageError
+from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 from schemas.vocabulary import GROUP_BY_QUESTION
-
-MANIFEST = "manifest.json"
 
 
 class PreviousUnreadable(UsageError, ValueError):
@@ -46,7 +44,7 @@ def settings_of(policy: SplitPolicy) -> dict[str, Any]:
     }
 
 
-def _recorded(manifest: dict[str, Any]) -> dict[str, Any]:
+def _recorded(manifest: Manifest) -> dict[str, Any]:
     splits = manifest.get("splits") or {}
     group_by = splits.get("group_by", GROUP_BY_QUESTION)  # builds before groups
     return {
@@ -95,22 +93,28 @@ def hub_folder(spec: str) -> Path:
         ) from exc
 
 
+def check_previous(spec: str) -> None:
+    """A local ``--previous`` must hold a build (a release is checked when it is read)."""
+    release = bool(HUB_RELEASE.match(spec)) and not Path(spec).exists()
+    if spec and not release and not (Path(spec) / MANIFEST).is_file():
+        raise PreviousUnreadable(
+            f"--previous {spec}: no build there (no {MANIFEST}); give a build folder or "
+            "org/name@version"
+        )
+
+
 def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
     """The earlier assignment to keep: ``spec`` (``--previous``) or ``out``'s last build."""
+    check_previous(spec)
     if spec and HUB_RELEASE.match(spec) and not Path(spec).exists():
         folder, source = hub_folder(spec), spec
     elif spec:
         folder, source = Path(spec), spec
-        if not (folder / MANIFEST).is_file():
-            raise PreviousUnreadable(
-                f"--previous {spec}: no build there (no {MANIFEST}); give a build folder or "
-                "org/name@version"
-            )
     else:
         folder, source = out, str(out)
     try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_manifest(folder)
+    except ManifestError:  # no build there yet (or not one this builder wrote)
         return Previous(_empty(), {"source": None})
     wanted, recorded = settings_of(policy), _recorded(manifest)
     if recorded != wanted:
