@@ -124,6 +124,44 @@ def correct_column_warning(manifest: Mapping[str, Any]) -> str | None:
     )
 
 
+def _held_out(m: Mapping[str, Any], out: TextIO) -> None:
+    """The leakage audit and the decontamination, in a few lines (the card has the rest)."""
+    splits = m.get("splits") or {}
+    audit, groups = splits.get("audit"), splits.get("groups") or {}
+    if not audit:
+        return
+    at = audit["nearest_train_at_least"]
+    rows: list[tuple[str, object]] = [
+        (
+            f"groups ({splits['group_by']})",
+            f"{groups.get('groups', 0):,}, the largest "
+            f"{groups.get('largest_group', 0):,}; {groups.get('too_large_groups', 0)} too large to "
+            "hold out",
+        ),
+        ("held-out questions", f"{audit['held_out_questions']:,}"),
+        ("nearest train ≥ 0.5 / 0.7 / 0.9", f"{at['0.5']} / {at['0.7']} / {at['0.9']}"),
+        ("bridging two splits (held out)", groups.get("bridges_splits", 0)),
+    ]
+    previous = splits.get("previous") or {}
+    if previous.get("source"):
+        kept = (
+            "followed"
+            if previous.get("followed")
+            else ("not followed: other " + ", ".join(previous.get("differs", [])))
+        )
+        rows.append(("previous assignment", f"{previous['source']} ({kept})"))
+    for found in (m.get("decontamination") or {}).get("evals", []):
+        rows.append(
+            (
+                f"eval {found['name']}",
+                f"{found['matched_items']:,} of {found['items']:,} items matched "
+                f"({found['matched_share']:.1%}); {found['matched_questions']:,} questions, "
+                f"{found['matched_episodes']:,} episodes held out",
+            )
+        )
+    _section("held out", rows, out)
+
+
 def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     out = sys.stdout if out is None else out  # the stream of the call, not of the import
     m = report.manifest
@@ -133,6 +171,7 @@ def print_summary(report: BuildReport, out: TextIO | None = None) -> None:
     _section("checks failed (episodes)", m["checks"]["episodes_by_kind"].items(), out)
     exclusions = ((REASON_LABELS.get(k, k), n) for k, n in m["training_exclusions"].items())
     _section("excluded from training", exclusions, out)
+    _held_out(m, out)
     if m.get("duplicate_keys"):
         _section("duplicate JSON keys (the last one was kept)", m["duplicate_keys"].items(), out)
     if m.get("sessions"):
