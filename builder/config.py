@@ -8,7 +8,6 @@ the inputs named on the command line.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import tomllib
 from collections.abc import Iterable
@@ -233,18 +232,20 @@ def _nearest(name: str, known: Iterable[str]) -> str:
 
 
 # The Hub's size categories (a card's ``size_categories``).
-SIZE_CATEGORIES = (
-    "n<1K",
-    "1K<n<10K",
-    "10K<n<100K",
-    "100K<n<1M",
-    "1M<n<10M",
-    "10M<n<100M",
-    "100M<n<1B",
-    "1B<n<10B",
-    "10B<n<100B",
-    "100B<n<1T",
-    "n>1T",
+SIZE_CATEGORIES = tuple(
+    [
+        "n<1K",
+        "1K<n<10K",
+        "10K<n<100K",
+        "100K<n<1M",
+        "1M<n<10M",
+        "10M<n<100M",
+        "100M<n<1B",
+        "1B<n<10B",
+        "10B<n<100B",
+        "100B<n<1T",
+        "n>1T",
+    ]
 )
 
 
@@ -364,50 +365,3 @@ def _session_url(base: Path, url: str) -> str:
     if url.startswith(prefix) and not url[len(prefix) :].startswith("/"):
         return prefix + str(base / url[len(prefix) :])
     return url
-
-
-def relative_to_config_folder(config: BuildConfig) -> tuple[BuildConfig, Path | None]:
-    """The config with its inputs named relative to the config file's folder, and that folder
-    (a build run from it reads them), when every local input lies inside it; else ``config``
-    unchanged and None (also when it is the working directory and the inputs are already
-    named relative to it). The names go into every row, reject, manifest and card, so
-    ``--config /checkout/dataset.toml`` from anywhere, the checkout included, builds the
-    dataset that ``episodes build`` in the checkout builds, byte for byte, and publishes no
-    local folder names. Outputs become absolute, where they were meant."""
-    if config.config_path is None:
-        return config, None
-    folder = Path(os.path.abspath(config.config_path.parent))
-    sqlite = "sqlite:///"
-    db = config.sessions[len(sqlite) :] if config.sessions.startswith(sqlite) else None
-    patterns = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
-    local = [p for p in patterns if not is_uri(p)] + ([db] if db else [])
-    if not local or not all(_inside(p, folder) for p in local):
-        return config, None
-    if folder == Path.cwd() and not any(os.path.isabs(p) for p in local):
-        return config, None  # run from the folder, named relative to it: nothing to change
-
-    def named(items: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(i if is_uri(i) else _relative(i, folder) for i in items)
-
-    def absolute(path: Path | None) -> Path | None:
-        return None if path is None else path.absolute()
-
-    return replace(
-        config,
-        episodes=named(config.episodes),
-        synthetic_questions=named(config.synthetic_questions),
-        llm_questions=named(config.llm_questions),
-        sessions=sqlite + _relative(db, folder) if db else config.sessions,
-        out=config.out.absolute(),
-        rejects=config.rejects.absolute(),
-        cache_dir=absolute(config.cache_dir),
-        config_path=Path(config.config_path.name),
-    ), folder
-
-
-def _inside(path: str, folder: Path) -> bool:
-    return Path(os.path.abspath(path)).is_relative_to(folder)
-
-
-def _relative(path: str, folder: Path) -> str:
-    return Path(os.path.abspath(path)).relative_to(folder).as_posix()

@@ -66,9 +66,8 @@ def assignment_section(split: Mapping[str, Any]) -> list[str]:
             f"questions; {groups.get('too_large_groups', 0)} groups "
             f"({groups.get('too_large_questions', 0)} questions) too large to hold out "
             "without unbalancing a held-out split went to train; "
-            f"{groups.get('pinned', 0)} questions kept an earlier build's split; "
-            f"{groups.get('bridges_splits', 0)} bridged two splits and were held out of "
-            "training.",
+            f"{groups.get('bridges_splits', 0)} new questions bridged two splits and were held "
+            "out of training.",
         ]
     return [*lines, ""]
 

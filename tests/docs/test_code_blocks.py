@@ -271,6 +271,7 @@ def outcomes(
         for item in request.session.items
         if (callspec := getattr(item, "callspec", None)) is not None
         for param in callspec.params.values()
+        if isinstance(param, Block | Path)  # other modules' parameters may be lists
     }
     jobs = {b.name: (_run_shell_in_a_copy, b) for b in SHELL_BLOCKS if b in selected}
     jobs |= {

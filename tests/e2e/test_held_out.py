@@ -125,7 +125,8 @@ def test_no_question_already_assigned_moves(grown: dict) -> None:
     )
     assert joined.height == grown["before"].height
     assert joined.filter(pl.col("split") != pl.col("after")).height == 0
-    assert grown["manifest"]["splits"]["previous"]["followed"] is True
+    # the folder's own earlier build, followed: not recorded, so a rebuild writes the same bytes
+    assert "previous" not in grown["manifest"]["splits"]
 
 
 def test_near_copies_follow_their_group(grown: dict) -> None:

@@ -70,7 +70,12 @@ def config_for(folder: Path, episodes: list[str], name: str, **kw: Any) -> Cache
     )
 
 
-def outputs(config: BuildConfig) -> dict[str, Any]:
+def outputs(config: BuildConfig, previous: Path | None = None) -> dict[str, Any]:
+    """What a build writes; ``previous``: an earlier build it starts from (copied to its
+    output folder first), whose split assignment it keeps — as a cached build keeps the splits
+    of the segments it reuses."""
+    if previous is not None:
+        shutil.copytree(previous, config.out)
     build(config)
     return {
         "dataset": folder_digest(config.out),
@@ -189,7 +194,8 @@ def test_an_appended_file_rebuilds_only_its_own_segment(
     assert spy.reused == ["00000", "00001", "00002", "00003"]
     assert spy.built == ["00004"]
     assert (spy.hits, spy.misses) == (0, 1)
-    clean = outputs(config_for(tmp_path, more, "clean", strict=strict))
+    before = tmp_path / "before" / "dataset"
+    clean = outputs(config_for(tmp_path, more, "clean", strict=strict), previous=before)
     assert incremental == clean
     assert b"already seen at" in clean["rejects"]
     # the stored segments' files are the earlier build's, not rewritten

@@ -116,7 +116,8 @@ def assign(questions: pl.DataFrame, pinned: pl.DataFrame, policy: SplitPolicy) -
     if policy.group_by == GROUP_BY_QUESTION:
         chosen, too_large = _by_text(free, policy.ratios), (0, 0)
     else:
-        chosen, too_large = _walk(free, decided, policy.ratios)
+        chosen = _walk(free, decided, policy.ratios)
+        too_large = _too_large(rows, policy.ratios)
     frame = (
         pl.concat([decided.select(_COLUMNS), chosen.select(_COLUMNS)])
         .sort("question_id")
@@ -152,9 +153,23 @@ def _by_text(free: pl.DataFrame, ratios: SplitConfig) -> pl.DataFrame:
     return free.join(table, on="text", how="left").with_columns(split=pl.col("chosen"))
 
 
-def _walk(
-    free: pl.DataFrame, decided: pl.DataFrame, ratios: SplitConfig
-) -> tuple[pl.DataFrame, tuple[int, int]]:
+def _limit(total: float, ratios: SplitConfig) -> float:
+    """The heaviest group a held-out split can take: half the smaller held-out share."""
+    shares = ratios.shares()
+    smallest = min((shares[s] * total for s in HELD_OUT if shares[s] > 0), default=0.0)
+    return smallest / 2
+
+
+def _too_large(rows: pl.DataFrame, ratios: SplitConfig) -> tuple[int, int]:
+    """Groups (and their questions) heavier than ``_limit``, pinned or not: a property of the
+    data, the same in a first build and in a rebuild that keeps its splits."""
+    groups = rows.group_by("group").agg(pl.col("weight").sum(), n=pl.len())
+    limit = _limit(float(rows.get_column("weight").sum()), ratios)
+    heavy = groups.filter(pl.col("weight") > limit) if limit > 0 else groups.clear()
+    return heavy.height, int(heavy.get_column("n").sum())
+
+
+def _walk(free: pl.DataFrame, decided: pl.DataFrame, ratios: SplitConfig) -> pl.DataFrame:
     shares = ratios.shares()
     total = int(free.get_column("weight").sum()) + int(decided.get_column("weight").sum())
     target = {s: shares[s] * total for s in SPLITS}
@@ -168,8 +183,8 @@ def _walk(
     groups = groups.with_columns(
         u=pl.Series([unit_interval(k, ratios.salt) for k in keys], dtype=pl.Float64)
     ).sort("u", "key")
-    smallest = min((target[s] for s in HELD_OUT if shares[s] > 0), default=0.0)
-    large = pl.col("weight") > smallest / 2 if smallest > 0 else pl.lit(False)
+    limit = _limit(total, ratios)
+    large = pl.col("weight") > limit if limit > 0 else pl.lit(False)
     forced = groups.filter(large)
     walked = groups.filter(~large)
     room = {s: max(0.0, target[s] - held.get(s, 0)) for s in SPLITS}
@@ -192,4 +207,4 @@ def _walk(
         [walked.select("group", "chosen"), forced.select("group", chosen=pl.lit("train"))]
     )
     out = free.join(chosen, on="group", how="left").with_columns(split=pl.col("chosen"))
-    return out, (forced.height, int(forced.get_column("n").sum()))
+    return out

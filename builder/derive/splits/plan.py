@@ -24,6 +24,8 @@ from builder.derive.splits.audit import audit
 from builder.derive.splits.previous import read_previous, settings_of, with_reused
 from builder.redact.split_key import split_key_texts
 
+# What differs between a first build and a rebuild of the same data into the same folder
+REBUILD_COUNTS = ("pinned", "joined_pinned_groups")
 EXCLUDED_QUESTIONS = {"question_id": pl.String, "reason": pl.String}
 EXCLUDED_EPISODES = {"episode_id": pl.String, "reason": pl.String}
 
@@ -54,14 +56,45 @@ def _read(files: list[Path], columns: list[str]) -> pl.DataFrame:
     return pl.read_parquet(present, columns=columns)
 
 
-def _questions(tables: Path, sessions: pl.DataFrame | None, extra: dict[str, str]) -> pl.DataFrame:
-    """This build's questions (``QUESTION_COLUMNS``): key text, weight, dataset, template."""
+QUESTION_SOURCE = ["question_id", "normalized_text", "template_name", "dataset"]
+EPISODE_SOURCE = ["question_id", "csv_source"]
+
+
+def _stored(reused: Iterable[tuple[Path, list[str]]], table: str) -> list[Path]:
+    """The files of ``table`` that the cache's reused segments link into the dataset."""
+    return [data / f for data, names in reused for f in names if f.startswith(f"{table}/")]
+
+
+def _questions(
+    tables: Path,
+    sessions: pl.DataFrame | None,
+    extra: dict[str, str],
+    reused: Iterable[tuple[Path, list[str]]] = (),
+) -> pl.DataFrame:
+    """This build's questions (``QUESTION_COLUMNS``): key text, weight, dataset, template;
+    those of the segments being built (their staging tables) and of those the cache reuses
+    (their published tables: a rebuild that reuses every segment audits the same questions
+    as the build that stored them)."""
+    reused = list(reused)
     folders = sorted(p for p in tables.glob("*") if p.is_dir())
-    questions = _read(
-        [f / "questions.parquet" for f in folders],
-        ["question_id", "normalized_text", "template_name", "dataset"],
+    found = [
+        _read([f / "questions.parquet" for f in folders], QUESTION_SOURCE),
+        _read(_stored(reused, "questions"), QUESTION_SOURCE),
+    ]
+    questions = (
+        pl.concat([f for f in found if f.height], how="diagonal_relaxed")
+        if any(f.height for f in found)
+        else pl.DataFrame()
     )
-    episodes = _read([f / "episodes.parquet" for f in folders], ["question_id", "csv_source"])
+    if questions.height:
+        questions = questions.sort("question_id")
+    rows = [
+        _read([f / "episodes.parquet" for f in folders], EPISODE_SOURCE),
+        _read(_stored(reused, "episodes"), EPISODE_SOURCE),
+    ]
+    episodes = (
+        pl.concat([r for r in rows if r.height]) if any(r.height for r in rows) else pl.DataFrame()
+    )
     parts = []
     if questions.height:
         parts.append(
@@ -95,8 +128,9 @@ def _questions(tables: Path, sessions: pl.DataFrame | None, extra: dict[str, str
         if rows
         else pl.DataFrame(schema={"question_id": pl.String, "n": pl.UInt32, "csv": pl.String})
     )
-    if "named" not in every.columns:
-        every = every.with_columns(named=pl.lit(None, pl.String))
+    for column in ("named", "template"):  # sessions alone have neither
+        if column not in every.columns:
+            every = every.with_columns(pl.lit(None, pl.String).alias(column))
     return (
         every.join(counts, on="question_id", how="left")
         .with_columns(
@@ -122,6 +156,12 @@ def _prompts(tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame | Non
     return pl.concat([p.cast(PROMPTS) for p in parts]).filter(pl.col("text").is_not_null())
 
 
+def _worth_recording(config: Any, previous: Any) -> bool:
+    """An earlier build named with ``--previous``, or the folder's own build when it was
+    made under other settings (its assignment was not followed: the user should know)."""
+    return bool(config.split_previous) or previous.info.get("followed") is False
+
+
 def plan_held_out(
     tables: Path,
     config: Any,
@@ -132,8 +172,9 @@ def plan_held_out(
     sessions' ``question_id`` and ``split_text``; ``reused``: (data folder, files) of every
     segment the cache links in."""
     policy = policy_of(config)
+    reused = list(reused)
     extra = dict(config.redaction_extra_patterns)
-    questions = _questions(tables, sessions, extra)
+    questions = _questions(tables, sessions, extra, reused)
     previous = with_reused(read_previous(config.split_previous, config.out, policy), reused)
     assigned = assign(questions, previous.pinned, policy)
     bridges = assigned.frame.filter(pl.col("reason").is_not_null()).select(list(EXCLUDED_QUESTIONS))
@@ -158,10 +199,13 @@ def plan_held_out(
             **found.summary,
         }
     excluded = excluded_questions.get_column("question_id")
+    # A rebuild into the same folder must write the same bytes as the first build: the
+    # folder's own previous build is not recorded, nor are counts that only it changes.
+    stats = {k: v for k, v in assigned.stats.items() if k not in REBUILD_COUNTS}
     splits = {
         **settings_of(policy),
-        "previous": previous.info,
-        "groups": assigned.stats,
+        **({"previous": previous.info} if _worth_recording(config, previous) else {}),
+        "groups": stats,
         "audit": audit(assigned, questions, policy, excluded),
     }
     return HeldOutPlan(

@@ -54,8 +54,16 @@ def test_new_data_leaves_existing_questions_where_they_were(tmp_path: Path) -> N
     write_jsonl(extra, generate_episodes(120, seed=4242))
     config = BuildConfig(episodes=(str(SAMPLE),), out=tmp_path / "v1", rejects=tmp_path / "r1")
     before = pl.read_parquet(build(config).out / "splits/*.parquet")
-    grown = replace(config, episodes=(str(SAMPLE), str(extra)), out=tmp_path / "v2")
-    after = pl.read_parquet(build(grown).out / "splits/*.parquet")
+    # a new version keeps the assignment of the one before it (``--previous``)
+    grown = replace(
+        config,
+        episodes=(str(SAMPLE), str(extra)),
+        out=tmp_path / "v2",
+        split_previous=str(tmp_path / "v1"),
+    )
+    report = build(grown)
+    assert report.manifest["splits"]["previous"]["followed"] is True
+    after = pl.read_parquet(report.out / "splits/*.parquet")
     assert after.height > before.height
     joined = before.join(after, on="question_id", how="left", suffix="_after")
     assert joined["split_after"].null_count() == 0
