@@ -1,5 +1,5 @@
 """Engines run the per-batch work (``builder.ingest.files.normalize_batch``) somewhere: inline, on a
-local process pool, or (``builder.engine.ray``) on Ray. Every engine yields results in
+local process pool, or (``builder.ingest.ray_engine``) on Ray. Every engine yields results in
 submission order, so the build-wide commit sees lines in input order and the output does
 not depend on the engine or on the number of workers.
 """

@@ -275,7 +275,7 @@ import json, sys
 from pathlib import Path
 from builder.pipeline import build
 from builder.cache import cached_ingest, keys, memo
-from tests.builder.test_incremental import config_for
+from tests.e2e.test_incremental import config_for
 
 folder, name, files = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 build(config_for(folder, files, name, cache_dir=folder / "cache"))
@@ -528,14 +528,18 @@ def test_code_digest_covers_the_normalizer() -> None:
         "builder/cache/entries.py",
         "builder/normalize/episode.py",
         "builder/normalize/hooks.py",
-        "builder/fastpath.py",
-        "builder/validate.py",
-        "builder/checks.py",
-        "builder/hashing.py",
-        "builder/summaries.py",
-        "builder/sources.py",
+        "builder/ingest/files.py",
+        "builder/ingest/codec.py",
+        "builder/validate/fastpath.py",
+        "builder/validate/validator.py",
+        "builder/validate/json_lines.py",
+        "builder/normalize/checks.py",
+        "builder/contract/hashing.py",
+        "builder/contract/stored_values.py",
+        "builder/sources/inputs.py",
         "schemas/episode.py",
         "schemas/tables.py",
+        "schemas/vocabulary.py",
     ):
         assert module in seen
 
