@@ -190,16 +190,18 @@ def test_an_appended_file_rebuilds_only_its_own_segment(
     write_jsonl(tmp_path / "e-appended.jsonl", later)
     more = [*files, str(tmp_path / "e-appended.jsonl")]
     spy.reset()
-    incremental = outputs(config_for(tmp_path, more, "inc", strict=strict, cache_dir=cache))
+    before = tmp_path / "before" / "dataset"
+    incremental = outputs(
+        config_for(tmp_path, more, "inc", strict=strict, cache_dir=cache), previous=before
+    )
     assert spy.reused == ["00000", "00001", "00002", "00003"]
     assert spy.built == ["00004"]
     assert (spy.hits, spy.misses) == (0, 1)
-    before = tmp_path / "before" / "dataset"
     clean = outputs(config_for(tmp_path, more, "clean", strict=strict), previous=before)
     assert incremental == clean
     assert b"already seen at" in clean["rejects"]
     # the stored segments' files are the earlier build's, not rewritten
-    before, after = tmp_path / "before" / "dataset", tmp_path / "inc" / "dataset"
+    after = tmp_path / "inc" / "dataset"
     for path in before.glob("*/*-0000[0-3]-*.parquet"):
         assert (after / path.relative_to(before)).stat().st_ino == path.stat().st_ino
         assert (after / path.relative_to(before)).read_bytes() == path.read_bytes()
@@ -262,10 +264,15 @@ def test_a_run_whose_middle_files_changed_replays_the_files_around_them(
     write_jsonl(tmp_path / "c-third.jsonl", generate_episodes(9, seed=13, question_pool=15))
     more = [*files[:2], str(tmp_path / "c-third.jsonl"), files[2]]
     spy.reset()
-    incremental = outputs(config_for(tmp_path, more, "inc", cache_dir=cache, **auto))
+    # both rebuild the earlier output folder, so both keep its splits; the cache changes
+    # nothing in what they write
+    before = tmp_path / "before" / "dataset"
+    incremental = outputs(
+        config_for(tmp_path, more, "inc", cache_dir=cache, **auto), previous=before
+    )
     assert (spy.hits, spy.misses) == (2, 2)
     assert spy.batches >= 1
-    clean = outputs(config_for(tmp_path, more, "clean", **auto))
+    clean = outputs(config_for(tmp_path, more, "clean", **auto), previous=before)
     assert incremental == clean
     assert b"already seen at" in clean["rejects"]
 
