@@ -194,7 +194,17 @@ def test_an_upload_sends_only_the_files_that_changed(bucket: str, tmp_path: Path
     assert again.upload == {"sent": 2, "unchanged": len(data), "deleted": 0}
 
     days = (str(first_day), str(second_day))
-    more = build(config_for(tmp_path, "more", episodes=days, upload_to=target, segment_bytes=1))
+    # the next version keeps the splits of the one before it, so day 1's files stay as they were
+    more = build(
+        config_for(
+            tmp_path,
+            "more",
+            episodes=days,
+            upload_to=target,
+            segment_bytes=1,
+            split_previous=str(again.out),
+        )
+    )
     added = [name for name in local_files(more.out) if "-00002-" in name]
     before, after = local_files(again.out), local_files(more.out)
     redrawn = [n for n in after if n.startswith("images/") and after[n] != before[n]]
