@@ -220,22 +220,18 @@ def run_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_strict_refuses_held_out_near_copies(grown: dict, tmp_path: Path) -> None:
+def build_first(grown: dict, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``episodes build`` of the first version's episodes into ``tmp_path/d``, with ``flags``."""
     source = grown["out"].parent / "first.jsonl"
-    done = run_cli(
-        "build",
-        "--episodes",
-        str(source),
-        "--out",
-        str(tmp_path / "d"),
-        "--rejects",
-        str(tmp_path / "r.jsonl"),
-        "--split-by",
-        "question",
-        "--strict",
-        "--no-progress",
-        cwd=tmp_path,
-    )
+    out, rejects = str(tmp_path / "d"), str(tmp_path / "r.jsonl")
+    return run_cli(
+        "build", "--episodes", str(source), "--out", out, "--rejects", rejects, "--no-progress",
+        *flags, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def test_strict_refuses_held_out_near_copies(grown: dict, tmp_path: Path) -> None:
+    done = build_first(grown, tmp_path, "--split-by", "question", "--strict")
     assert done.returncode == 3, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "held-out questions have a training question" in lines[0]
@@ -246,38 +242,13 @@ def test_strict_refuses_an_eval_matched_above_its_share(grown: dict, tmp_path: P
     texts = grown["before"].get_column("normalized_text").to_list()
     evals = tmp_path / "small.jsonl"
     evals.write_text("".join(json.dumps({"prompt": q}) + "\n" for q in [*texts[:2], "unrelated"]))
-    source = grown["out"].parent / "first.jsonl"
-    done = run_cli(
-        "build",
-        "--episodes",
-        str(source),
-        "--out",
-        str(tmp_path / "d"),
-        "--rejects",
-        str(tmp_path / "r.jsonl"),
-        "--decontaminate",
-        f"{evals}:prompt",
-        "--strict",
-        "--no-progress",
-        cwd=tmp_path,
-    )
+    done = build_first(grown, tmp_path, "--decontaminate", f"{evals}:prompt", "--strict")
     assert done.returncode == 3, done.stderr
     assert "eval set small: 66.7% of its items match" in done.stderr
 
 
 def test_a_missing_eval_file_is_one_line(tmp_path: Path, grown: dict) -> None:
-    source = grown["out"].parent / "first.jsonl"
-    done = run_cli(
-        "build",
-        "--episodes",
-        str(source),
-        "--out",
-        str(tmp_path / "d"),
-        "--decontaminate",
-        "nowhere.jsonl",
-        "--no-progress",
-        cwd=tmp_path,
-    )
-    assert done.returncode != 0
+    done = build_first(grown, tmp_path, "--decontaminate", "nowhere.jsonl")
+    assert done.returncode == 1, done.stderr  # a usage error, found before any work
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "nowhere.jsonl: no such eval file" in lines[0], done.stderr
