@@ -212,6 +212,14 @@ def test_decontamination_removes_matched_rows_from_every_training_config(
     assert removed > 0
     assert read(out, "questions").filter(pl.col("question_id").is_in(ids.implode())).height == 3
     assert "## Decontamination" in (out / "README.md").read_text()
+    page = tmp_path / "report.html"
+    done = run_cli(
+        "report", str(out), "--out", str(page), "--rejects", str(tmp_path / "rejects.jsonl"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert 'data-metric="decontamination.dabench-dev.matched_items" data-value="3"' in html
 
 
 def run_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
