@@ -9,7 +9,6 @@ script.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -98,15 +97,6 @@ def decontamination_section(
     return {**plan.decontamination, "removed_rows": {n: c for n, c in removed.items() if c}}
 
 
-def rejects_file(config: BuildConfig, rejects: RejectsWriter) -> dict[str, str]:
-    """Where this build's rejects file is, relative to the output folder (so the pair can
-    move together), and its sha256: later commands find it there, and know it if it changed."""
-    if rejects.path is None:
-        return {}
-    where = os.path.relpath(os.path.abspath(config.rejects), os.path.abspath(config.out))
-    return {"file": Path(where).as_posix(), "sha256": rejects.sha256}
-
-
 def export_dataset(
     out: Path,
     segments: list[SegmentOutput],
@@ -159,11 +149,7 @@ def export_dataset(
         ],
         "configs": {c.name: {"kind": c.kind, "rows": dict(c.rows)} for c in exported},
         "files": dict(sorted((p, d) for s in segments for p, d in s.files.items())),
-        "rejects": {
-            "total": rejects.total,
-            "by_kind": dict(sorted(rejects.by_kind.items())),
-            **rejects_file(config, rejects),
-        },
+        "rejects": {"total": rejects.total, "by_kind": dict(sorted(rejects.by_kind.items()))},
         "checks": {
             "episodes_by_kind": dict(sorted(stats.checks.items())),
             "questions_by_kind": dict(sorted(stats.question_checks.items())),
