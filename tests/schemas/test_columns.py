@@ -18,7 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPTURED = {**TABLES, **SESSION_TABLES, **{f"{k} (as read)": v for k, v in ROW_SCHEMAS.items()}}
 # Module-level column lists that are projections (which columns a stage reads), not facts
 # about a column; each is checked against its table's schema below.
-PROJECTIONS = {("builder/export/buckets.py", "LOOKUP_COLUMNS"): "questions"}
+PROJECTIONS = {
+    ("builder/export/buckets.py", "LOOKUP_COLUMNS"): "questions",
+    # what the held-out plan reads of every question and episode, before any segment is derived
+    ("builder/derive/splits/plan.py", "QUESTION_SOURCE"): "questions",
+    ("builder/derive/splits/plan.py", "EPISODE_SOURCE"): "episodes",
+}
 
 
 @pytest.mark.parametrize("name", sorted(CAPTURED))
