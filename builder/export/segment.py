@@ -235,8 +235,10 @@ class SegmentExporter:
         for name, (source, reshape) in RESHAPED.items():
             rows = reshape(pieces[source].lazy().drop("split"))
             pieces[name] = keys.attach(rows).collect(engine=PLAN_ENGINE)
-            every = reshape(derived[source].collect(engine=PLAN_ENGINE).lazy())
-            counts[name] = dict(removed_rows(every, held).collect(engine=PLAN_ENGINE).iter_rows())
+            if held.height:  # the source's rows held out, reshaped: derived again only then
+                every = reshape(derived[source].collect(engine=PLAN_ENGINE).lazy())
+                removed = removed_rows(every, held).collect(engine=PLAN_ENGINE)
+                counts[name] = dict(removed.iter_rows())
         counts = {name: c for name, c in counts.items() if c}
         pieces = {name: pieces[name] for name in self.layouts}
         return published, exclusion_counts(loaded), counts, pieces
@@ -264,6 +266,10 @@ class SegmentExporter:
 def held_out_keys(plan: HeldOutPlan, episodes: pl.LazyFrame) -> pl.DataFrame:
     """``episode_id``, ``question_id``, ``reason``: what the plan keeps out of training, for
     one bucket (its episodes of excluded questions, and the episodes excluded themselves)."""
+    if not plan.excluded_questions.height and not plan.excluded_episodes.height:
+        return pl.DataFrame(
+            schema={"episode_id": pl.String, "question_id": pl.String, "reason": pl.String}
+        )
     of_questions = (
         episodes.select("episode_id", "question_id")
         .collect()

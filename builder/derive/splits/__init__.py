@@ -1,10 +1,9 @@
-"""Split assignment: a keyed hash of the normalized question text, the same for every config.
+"""Splits: the ratios and salt, and the keyed hash of a normalized text that orders the
+question groups (``assign``) and, with ``group_by = "question"``, is a question's split.
 
 The text, not the question id, is hashed: the id includes the hint, and the same question
-asked with two hints must not land in train and test. The assignment depends on nothing but
-the text, the salt and the ratios, so adding data never moves an existing question, and a
-test set stays a test set across dataset versions (as long as salt and ratios stay put —
-the manifest records both).
+asked with two hints must not land in train and test. Which questions share a split, and how
+earlier assignments are kept, is ``groups``, ``assign`` and ``previous``.
 
     u = int(sha256(f"{salt}\\x00{normalized_text}")[:16], 16) / 2**64
     split = train if u < r_train, validation if u < r_train + r_validation, else test

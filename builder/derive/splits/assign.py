@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from builder.derive.splits import SplitConfig, split_of, unit_interval
+from builder.derive.splits import SplitConfig, assign_splits, unit_interval
 from builder.derive.splits.groups import group_texts
 from builder.derive.splits.similarity_join import hashed_ngrams
 from schemas.vocabulary import (
@@ -145,12 +145,10 @@ def _largest(frame: pl.DataFrame) -> int:
 
 
 def _by_text(free: pl.DataFrame, ratios: SplitConfig) -> pl.DataFrame:
-    texts = free.get_column("text").unique().sort()
-    table = pl.DataFrame(
-        {"text": texts, "chosen": [split_of(t, ratios) for t in texts.to_list()]},
-        schema={"text": pl.String, "chosen": pl.String},
-    )
-    return free.join(table, on="text", how="left").with_columns(split=pl.col("chosen"))
+    """The split of each question its own text's hash gives (``assign_splits``)."""
+    chosen = assign_splits(free.select("question_id", normalized_text="text"), ratios)
+    picked = chosen.select("question_id", chosen="split")
+    return free.join(picked, on="question_id", how="left").with_columns(split=pl.col("chosen"))
 
 
 def _limit(total: float, ratios: SplitConfig) -> float:

@@ -42,11 +42,3 @@ def ngram_frame(texts: pl.Series, n: int) -> pl.DataFrame:
         .with_columns(pl.col("row").cast(pl.UInt32))
         .unique(maintain_order=True)
     )
-
-
-def ngram_sets(texts: pl.Series, n: int) -> list[list[str]]:
-    """Every text's distinct n-grams, in the order of ``texts``."""
-    grams = ngram_frame(texts, n).group_by("row").agg("gram")
-    full = pl.DataFrame({"row": pl.arange(0, len(texts), eager=True).cast(pl.UInt32)})
-    joined = full.join(grams, on="row", how="left", maintain_order="left")
-    return [g or [] for g in joined.get_column("gram").to_list()]

@@ -117,14 +117,11 @@ def labels(rows: int) -> pl.DataFrame:
     )
 
 
-def components(
-    grams: pl.DataFrame, rows: int, threshold: float, joined: pl.DataFrame | None = None
-) -> pl.DataFrame:
+def components(grams: pl.DataFrame, rows: int, threshold: float) -> pl.DataFrame:
     """``row``, ``label``: the group of each of ``rows`` texts (the smallest row joined to it,
-    transitively, through pairs at or above ``threshold`` and the pairs ``joined``: ``a``,
-    ``b``)."""
-    edges = [joined.select("a", "b").cast(pl.UInt32)] if joined is not None else []
-    label = _propagate(labels(rows), pl.concat(edges)) if edges else labels(rows)
+    transitively, through pairs at or above ``threshold``)."""
+    edges: list[pl.DataFrame] = []
+    label = labels(rows)
     pending = candidates(grams, threshold)
     sets = set_lists(grams)
     while pending.height:
