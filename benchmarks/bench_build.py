@@ -93,7 +93,8 @@ def instrument():
     wrap(i, "to_table", "normalize (Arrow tables)")
     wrap(redact.TableRedactor, "__init__", "redact (pre-pass)")
     wrap(redact.TableRedactor, "frame", "redact (buckets)")
-    wrap(b, "partition", "partition into buckets")
+    loop = sys.modules.get("builder.pipeline.segments", b)  # the segment loop, if its own module
+    wrap(loop, "partition", "partition into buckets")
     wrap(pl, "collect_all", "derive (collect_all, every config)")
     wrap(writer.ConfigWriter, "write", "write Parquet")
     wrap(writer.ConfigWriter, "close", "write Parquet")

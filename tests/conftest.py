@@ -11,6 +11,7 @@ import pytest
 
 from builder.config import load_config
 from builder.pipeline import BuildReport, build
+from builder.sessions.pgcluster import PostgresCluster, find_bindir, temporary_cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,3 +51,11 @@ def sample_build(tmp_path_factory: pytest.TempPathFactory) -> BuildReport:
     config = load_config(ROOT / "dataset.toml")
     config = replace(config, out=out / "dataset", rejects=out / "rejects.jsonl")
     return build(config)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PostgresCluster]:
+    if find_bindir() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl, postgres) are not installed")
+    with temporary_cluster() as cluster:
+        yield cluster

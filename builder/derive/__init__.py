@@ -32,12 +32,33 @@ RESHAPED: dict[str, tuple[str, Callable[[pl.LazyFrame], pl.LazyFrame]]] = {
 }
 
 
+def derived_from_tables(
+    tables: Mapping[str, pl.LazyFrame], options: DeriveOptions | None = None
+) -> dict[str, pl.LazyFrame]:
+    """The derive step, as the export runs it a bucket at a time: every objective's lazy
+    frame made from the tables, in schema order, but those ``RESHAPED`` from another's
+    collected rows (``reshaped``)."""
+    options = options or DeriveOptions()
+    return {
+        name: module.derive(tables, options)
+        for name, module in OBJECTIVE_MODULES.items()
+        if name not in RESHAPED
+    }
+
+
+def reshaped(name: str, rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Objective ``name``'s rows from its source objective's ``rows`` (``RESHAPED``)."""
+    return RESHAPED[name][1](rows)
+
+
 def derive_all(
     tables: Mapping[str, pl.LazyFrame], options: DeriveOptions | None = None
 ) -> dict[str, pl.LazyFrame]:
     """Every objective's lazy frame, in schema order."""
-    options = options or DeriveOptions()
-    return {name: module.derive(tables, options) for name, module in OBJECTIVE_MODULES.items()}
+    frames = derived_from_tables(tables, options)
+    for name, (source, _) in RESHAPED.items():
+        frames[name] = reshaped(name, frames[source])
+    return {name: frames[name] for name in OBJECTIVE_MODULES}
 
 
 __all__ = [
@@ -46,7 +67,9 @@ __all__ = [
     "RESHAPED",
     "DeriveOptions",
     "derive_all",
+    "derived_from_tables",
     "eligible_episodes",
     "exclusion_counts",
     "exclusion_reasons",
+    "reshaped",
 ]

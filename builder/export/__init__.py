@@ -23,12 +23,11 @@ from builder.derive.splits.plan import HeldOutPlan
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
 from builder.export.manifest import builder_version, split_section, write_manifest
 from builder.export.segment import SegmentOutput
-from builder.ingest.rejects import RejectsWriter
-from builder.ingest.results import IngestResult
-from builder.normalize import Normalizer
 from schemas.episode import SCHEMA_VERSION
 from schemas.manifest import CARD, CARD_DIGEST
+from schemas.objectives import OBJECTIVES
 from schemas.sessions import SESSION_TABLES
+from schemas.stages import StageResults
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 from schemas.vocabulary import EVAL_PREFIX, HOOK_ONLY, REASONS, SPLITS
 
@@ -101,65 +100,46 @@ def export_dataset(
     out: Path,
     segments: list[SegmentOutput],
     config: BuildConfig,
-    result: IngestResult,
-    normalizer: Normalizer,
-    rejects: RejectsWriter,
-    sessions: Any = None,
+    results: StageResults,
+    plan: HeldOutPlan | None = None,
     card_memo: Path | None = None,
     images: CardImages | None = None,
-    plan: HeldOutPlan | None = None,
 ) -> dict[str, Any]:
     """The card and manifest of the dataset folder whose configs' files the ``segments``
-    (``builder.export.segment``) wrote, in segment order; ``sessions``: the session
-    pipeline's result, when there is one; ``card_memo``: see ``card.card_yaml``."""
-    from builder.derive import OBJECTIVE_MODULES
-
+    (``builder.export.segment``) wrote, in segment order, from the values the stages before
+    it returned (``results``); ``card_memo``: see ``card.card_yaml``."""
     out.mkdir(parents=True, exist_ok=True)  # an input with no valid rows still gets a card
-    schemas: dict[str, pa.Schema] = {n: m.SCHEMA for n, m in OBJECTIVE_MODULES.items()}
-    schemas |= TABLES | (SESSION_TABLES if sessions is not None else {})
+    schemas: dict[str, pa.Schema] = dict(OBJECTIVES)
+    ingested, rejected = results.ingested, results.rejected
+    schemas |= TABLES | (SESSION_TABLES if results.sessions is not None else {})
     schemas["splits"] = SPLIT_ASSIGNMENT
     exported = [
         ExportedConfig(
             name,
             schema,
             _total((s.rows.get(name, {}) for s in segments), SPLITS),
-            "objective" if name in OBJECTIVE_MODULES else "table",
+            "objective" if name in OBJECTIVES else "table",
             _files_by_split(name, segments),
         )
         for name, schema in schemas.items()
     ]
-    stats = normalizer.stats
     manifest: dict[str, Any] = {
         "builder_version": builder_version(),
         "schema_version": SCHEMA_VERSION,
-        "inputs": [
-            {
-                "path": s.path,
-                "kind": result.kinds[s.path],
-                "sha256": s.sha256,
-                "bytes": s.bytes,
-                "lines": s.lines,
-                # a JSON document's records are its episodes, not its lines
-                "records": result.counts[s.path].valid + result.counts[s.path].rejected,
-                "valid": result.counts[s.path].valid,
-                "rejected": result.counts[s.path].rejected,
-                "blank": result.counts[s.path].blank,
-            }
-            for s in result.inputs
-        ],
+        "inputs": ingested.manifest_inputs(),
         "configs": {c.name: {"kind": c.kind, "rows": dict(c.rows)} for c in exported},
         "files": dict(sorted((p, d) for s in segments for p, d in s.files.items())),
-        "rejects": {"total": rejects.total, "by_kind": dict(sorted(rejects.by_kind.items()))},
+        "rejects": {"total": rejected.total, "by_kind": dict(rejected.by_kind)},
         "checks": {
-            "episodes_by_kind": dict(sorted(stats.checks.items())),
-            "questions_by_kind": dict(sorted(stats.question_checks.items())),
+            "episodes_by_kind": dict(ingested.episode_checks),
+            "questions_by_kind": dict(ingested.question_checks),
         },
-        "extra_fields": dict(sorted(stats.extra_fields.items())),
+        "extra_fields": dict(ingested.extra_fields),
         "layouts": layout_counts(out, segments),
-        "duplicate_keys": dict(sorted(stats.duplicate_keys.items())),
-        "bounded_hook_values": stats.bounded_hook_values,
+        "duplicate_keys": dict(ingested.duplicate_keys),
+        "bounded_hook_values": ingested.bounded_hook_values,
         "training_exclusions": _total((s.excluded for s in segments), (*REASONS, *HOOK_ONLY)),
-        "sessions": sessions.summary if sessions is not None else None,
+        "sessions": dict(results.sessions) if results.sessions is not None else None,
         "redaction": {
             "enabled": config.redaction_enabled,
             "by_kind": _total(s.redactions for s in segments),
@@ -178,7 +158,7 @@ def export_dataset(
             "max_output_chars": config.max_output_chars,
         },
     }
-    episode_count = result.rows.get("episodes", 0)
+    episode_count = ingested.rows.get("episodes", 0)
     # The YAML is Python (a YAML dump of every file's path) and the charts are mostly
     # waiting (row lengths counted in Polars, drawing in the chart process): one beside the other.
     with ThreadPoolExecutor(1, thread_name_prefix="card-yaml") as pool:

@@ -22,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
+from builder.derive import RESHAPED, DeriveOptions, derived_from_tables, reshaped
 from builder.derive.eligibility import exclusion_counts
 from builder.derive.options import PLAN_ENGINE
 from builder.derive.splits import SplitConfig
@@ -31,6 +32,7 @@ from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, 
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.fs.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
+from schemas.objectives import OBJECTIVES
 from schemas.sessions import SESSION_TABLES
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 from schemas.vocabulary import HOOK_ONLY, REASONS
@@ -120,9 +122,7 @@ class _Writers:
 
 def _layouts() -> dict[str, tuple[pa.Schema, int]]:
     """Every episode config: its schema and row-group size, in the order of the card."""
-    from builder.derive import OBJECTIVE_MODULES
-
-    layouts = {name: (m.SCHEMA, CONVERSATION_GROUP_ROWS) for name, m in OBJECTIVE_MODULES.items()}
+    layouts = {name: (schema, CONVERSATION_GROUP_ROWS) for name, schema in OBJECTIVES.items()}
     layouts |= {name: (schema, TABLE_GROUP_ROWS) for name, schema in TABLES.items()}
     layouts["splits"] = (SPLIT_ASSIGNMENT, TABLE_GROUP_ROWS)
     return layouts
@@ -148,8 +148,6 @@ class SegmentExporter:
     segment can look its questions up."""
 
     def __init__(self, out: Path, config: BuildConfig, plan: HeldOutPlan) -> None:
-        from builder.derive import DeriveOptions
-
         self.out, self.config, self.plan = out, config, plan
         self.options = DeriveOptions(
             dpo_max_pairs_per_episode=config.dpo_max_pairs_per_episode,
@@ -200,8 +198,6 @@ class SegmentExporter:
         """One bucket read, redacted and derived (on a derive thread): its questions'
         splits, its training exclusions, the rows held out of each config by reason and
         every config's piece, by config."""
-        from builder.derive import OBJECTIVE_MODULES, RESHAPED
-
         loaded = load(part, redact)
         captured = loaded[SPLIT_TEXTS].collect()
         assigned = self.plan.split_of(captured.select("question_id"))
@@ -217,11 +213,7 @@ class SegmentExporter:
         )
         sources = {**loaded, "questions": every_question.sort("question_id")}
         held = held_out_keys(self.plan, loaded["episodes"])
-        derived = {
-            name: m.derive(sources, self.options)
-            for name, m in OBJECTIVE_MODULES.items()
-            if name not in RESHAPED
-        }
+        derived = derived_from_tables(sources, self.options)
         frames = {name: without(frame, held) for name, frame in derived.items()}
         removed = {name: removed_rows(frame, held) for name, frame in derived.items()}
         frames |= {name: loaded[name] for name in TABLES}
@@ -232,11 +224,11 @@ class SegmentExporter:
             name: dict(frame.iter_rows())
             for name, frame in zip(removed, collected[len(frames) :], strict=True)
         }
-        for name, (source, reshape) in RESHAPED.items():
-            rows = reshape(pieces[source].lazy().drop("split"))
+        for name, (source, _) in RESHAPED.items():
+            rows = reshaped(name, pieces[source].lazy().drop("split"))
             pieces[name] = keys.attach(rows).collect(engine=PLAN_ENGINE)
             if held.height:  # the source's rows held out, reshaped: derived again only then
-                every = reshape(derived[source].collect(engine=PLAN_ENGINE).lazy())
+                every = reshaped(name, derived[source].collect(engine=PLAN_ENGINE).lazy())
                 removed = removed_rows(every, held).collect(engine=PLAN_ENGINE)
                 counts[name] = dict(removed.iter_rows())
         counts = {name: c for name, c in counts.items() if c}
@@ -336,11 +328,9 @@ def removed_rows(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
 def export_sessions(
     out: Path, sessions: Any, config: BuildConfig, plan: HeldOutPlan
 ) -> SegmentOutput:
-    """The sessions segment (``builder.sessions.pipeline``: tables in memory): its ``sft``
+    """The sessions segment (``builder.derive.sessions``: tables in memory): its ``sft``
     and ``self_correction`` rows, the session tables and the split assignment of the
     sessions' questions that no episode segment in ``out`` listed already."""
-    from builder.derive import OBJECTIVE_MODULES
-
     ids = sessions.split_texts.select("question_id").unique().sort("question_id")
     splits = plan.split_of(ids)
     keys = SplitKeys.of_questions(splits)
@@ -362,7 +352,7 @@ def export_sessions(
     writers = _Writers(out, SESSION_SEGMENT, config)
     pieces = {
         "sft": sessions.sft.lazy(),
-        "sft_turns": OBJECTIVE_MODULES["sft_turns"].from_sft(sessions.sft.lazy()),
+        "sft_turns": sessions.sft_turns,
         "self_correction": sessions.self_correction.lazy(),
     }
     held = plan.excluded_questions.select(
@@ -374,7 +364,7 @@ def export_sessions(
         if removed:
             held_out[name] = removed
         piece = keys.attach(without(frame, held)).collect(engine=PLAN_ENGINE)
-        writers.write(name, OBJECTIVE_MODULES[name].SCHEMA, CONVERSATION_GROUP_ROWS, piece)
+        writers.write(name, OBJECTIVES[name], CONVERSATION_GROUP_ROWS, piece)
     for name, schema in SESSION_TABLES.items():
         piece = keys.attach(_frame(sessions.tables[name]).lazy()).collect(engine=PLAN_ENGINE)
         writers.write(name, schema, TABLE_GROUP_ROWS, piece)

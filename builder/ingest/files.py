@@ -55,6 +55,7 @@ from builder.validate.reject import FieldError, Reject
 from builder.validate.validator import Validator
 from schemas.episode import Episode
 from schemas.layouts import SEEDS
+from schemas.stages import Ingested
 from schemas.tables import TABLES
 from schemas.vocabulary import CHECK_FAILED, DUPLICATE_EPISODE_ID
 
@@ -308,10 +309,10 @@ def ingest_files(
     on_bytes: ProgressCallback | None = None,
     workers: int | None = None,
     cache: Any = None,
-) -> tuple[IngestResult, Normalizer]:
-    """Read every input into the staging tables. ``workers``: processes for the per-batch
-    work (default: chosen as runs of files come, ``_local``); the output is the same bytes
-    for any number.
+) -> Ingested:
+    """Read every input into the staging tables; what was read, counted, as a value.
+    ``workers``: processes for the per-batch work (default: chosen as runs of files come,
+    ``_local``); the output is the same bytes for any number.
     ``cache``: an open ``builder.cache.IngestCache`` (``builder.cache.open_cache``), which
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
     does not import it."""
@@ -325,7 +326,7 @@ def ingest_files(
         result = job.run()
         if cache is not None:
             cache.finish()
-        return result, job.normalizer
+        return result.ingested(job.normalizer.stats)
     finally:
         sink.close()
         engine.close()

@@ -19,6 +19,7 @@ from typing import IO, TextIO
 import orjson
 
 from builder.validate.reject import Reject
+from schemas.stages import Rejected
 
 
 def process_alive(pid: int) -> bool:
@@ -65,6 +66,10 @@ class RejectsWriter:
     @property
     def total(self) -> int:
         return sum(self.by_kind.values())
+
+    def summary(self) -> Rejected:
+        """What was rejected so far, as the value the later stages read."""
+        return Rejected.of(self.by_kind)
 
     def add(self, reject: Reject) -> None:
         self.by_kind[reject.kind] += 1

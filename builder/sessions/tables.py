@@ -12,9 +12,8 @@ import polars as pl
 import pyarrow as pa
 
 from builder.fs.parquet import conform
-from builder.sessions.replay import final_state, source_counts
 from builder.sessions.validate import Validated
-from schemas.sessions import ACTIONS, SESSIONS
+from schemas.sessions import ACTION_SOURCES, ACTIONS, SESSIONS
 
 INCOMPLETE_CHECK = "rejected_actions"
 
@@ -45,3 +44,27 @@ def session_tables(v: Validated) -> dict[str, pa.Table]:
         "sessions": conform(sessions.to_arrow(), SESSIONS),
         "actions": conform(v.actions.to_arrow(), ACTIONS),
     }
+
+
+def source_counts(actions: pl.DataFrame) -> pl.DataFrame:
+    """session_id -> n_actions and n_<source>_actions (int32), over the clean actions."""
+    return actions.group_by("session_id").agg(
+        pl.len().cast(pl.Int32).alias("n_actions"),
+        *[
+            (pl.col("source") == s).sum().cast(pl.Int32).alias(f"n_{s}_actions")
+            for s in ACTION_SOURCES
+        ],
+    )
+
+
+def final_state(actions: pl.DataFrame) -> pl.DataFrame:
+    """session_id -> the last set_instruction/set_code/set_exec_output (null: never set)."""
+    last = {
+        "set_instruction": "final_instruction",
+        "set_code": "final_code",
+        "set_exec_output": "final_exec_output",
+    }
+    text = pl.col("action").fill_null("")
+    return actions.group_by("session_id").agg(
+        text.filter(pl.col("action_type") == kind).last().alias(name) for kind, name in last.items()
+    )

@@ -79,7 +79,7 @@ def test_builder_has_no_import_cycle() -> None:
 # package it sits in, directly under ``builder/``; it may import its own package, the ones
 # before it, and ``schemas/``, never one after it. The foundation is imported by anything;
 # the stages follow the data (sources → validate → normalize → ingest → derive → export,
-# sessions a source whose rows the derive helpers shape, the cache wrapping the ingest and
+# sessions a source whose rows the derive step makes, the cache wrapping the ingest and
 # the export); the pipeline and the commands come last. The readers of a build folder
 # (``report/``, ``publish/``) import the foundation only: never a stage.
 FOUNDATION = ("__init__", "errors", "fs", "config", "engine")
@@ -90,8 +90,8 @@ STAGES = (
     "normalize",
     "redact",
     "ingest",
-    "derive",
     "sessions",
+    "derive",
     "export",
     "cache",
 )
@@ -163,3 +163,17 @@ def test_schemas_import_nothing_of_the_builder() -> None:
                 raise AssertionError(f"{path.relative_to(ROOT)} imports {node.module}")
             if isinstance(node, ast.Import):
                 assert not any(a.name.startswith("builder") for a in node.names), path
+
+
+def test_the_export_reads_values_not_the_stages_that_counted_them() -> None:
+    """The manifest is assembled from the values the stages returned (``schemas.stages``):
+    the export imports no module of the stages that read, validated and normalized."""
+    counted_by = {"sources", "validate", "normalize", "ingest"}
+    found = sorted(
+        f"{module} imports {target}"
+        for module, targets in import_graph().items()
+        if package_of(module) == "export"
+        for target in targets
+        if package_of(target) in counted_by
+    )
+    assert found == []

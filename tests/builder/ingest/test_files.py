@@ -20,27 +20,26 @@ from builder.config import BuildConfig
 from builder.contract.hashing import value_hash
 from builder.ingest.files import ingest_files
 from builder.ingest.rejects import RejectsWriter
-from builder.ingest.results import IngestResult
 from builder.ingest.staging import read_staged
-from builder.normalize import Normalizer
 from builder.sources.inputs import InputError
 from schemas import vocabulary
+from schemas.stages import Ingested
 from schemas.tables import TABLES
 from schemas.vocabulary import CHECK_FAILED
 
 
 def ingest(
     folder: Path, **config: Any
-) -> tuple[IngestResult, Normalizer, list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """Run ingest into ``folder``; returns the result, normalizer, rejects and staged rows."""
+) -> tuple[Ingested, list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """Run ingest into ``folder``; returns what it counted, the rejects and staged rows."""
     writer = RejectsWriter(folder / "rejects.jsonl")
     try:
-        result, normalizer = ingest_files(BuildConfig(**config), folder / "staging", writer)
+        result = ingest_files(BuildConfig(**config), folder / "staging", writer)
     finally:
         writer.close()
     rejects = [json.loads(line) for line in (folder / "rejects.jsonl").read_text().splitlines()]
     staged = {name: read_staged(folder / "staging", name).to_pylist() for name in TABLES}
-    return result, normalizer, rejects, staged
+    return result, rejects, staged
 
 
 def write_lines(path: Path, lines: list[bytes], terminator: bytes = b"\n") -> Path:
@@ -102,7 +101,7 @@ def raw_of(reject: dict[str, Any]) -> bytes:
 
 
 def check_accounting(
-    result: IngestResult,
+    result: Ingested,
     rejects: list[dict[str, Any]],
     staged: dict[str, list[dict[str, Any]]],
     expected: dict[str, list[tuple[str, bytes, str | None]]],
@@ -110,7 +109,7 @@ def check_accounting(
     """``expected``: per file, per line: (what, raw line, episode id when valid)."""
     stats = {s.path: s for s in result.inputs}
     for path, lines in expected.items():
-        counts = result.counts[path]
+        counts = result.input(path)
         assert stats[path].lines == len(lines)
         assert counts.valid + counts.rejected + counts.blank == stats[path].lines
         assert counts.valid == sum(what == "valid" for what, _, _ in lines)
@@ -144,7 +143,7 @@ def test_mixed_file_accounting_and_rejects_contract(make: SimpleNamespace, tmp_p
         )
         lines.append((what, raw, eid if what == "valid" else None))
     path = write_lines(tmp_path / "mixed.jsonl", [raw for _, raw, _ in lines])
-    result, _, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
+    result, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
     check_accounting(result, rejects, staged, {str(path): lines})
     paths = {r["line"]: r["path"] for r in rejects}
     assert paths[plan.index("wrong_type") + 1] == "$.verified"
@@ -201,7 +200,7 @@ def test_accounting_property(
                 root / f"f{f}{suffix}", [r for _, r, _ in lines], b"\r\n" if crlf else b"\n"
             )
             expected[str(path)] = lines
-        result, _, rejects, staged = ingest(root / "out", episodes=tuple(expected))
+        result, rejects, staged = ingest(root / "out", episodes=tuple(expected))
         check_accounting(result, rejects, staged, expected)
         assert len(rejects) == result.rejected
 
@@ -218,7 +217,7 @@ def test_bad_neighbours_do_not_cost_valid_rows_across_batches(
             raws.append(good)
             ids.append(f"ep-{i}")
     path = write_lines(tmp_path / "e.jsonl", raws)
-    result, _, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),), batch_lines=4)
+    result, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),), batch_lines=4)
     assert [r["episode_id"] for r in staged["episodes"]] == ids
     assert [r["source_line"] for r in staged["episodes"]] == [int(i.split("-")[1]) + 1 for i in ids]
     assert len(rejects) == 25 - len(ids)
@@ -233,9 +232,7 @@ def test_duplicate_episode_id_is_rejected_and_counted(
         tmp_path / "a.jsonl", [make.line(make.episode("same")), make.line(make.episode("other"))]
     )
     second = write_lines(tmp_path / "b.jsonl", [make.line(make.episode("same"))])
-    result, normalizer, rejects, staged = ingest(
-        tmp_path / "out", episodes=(str(first), str(second))
-    )
+    result, rejects, staged = ingest(tmp_path / "out", episodes=(str(first), str(second)))
     (reject,) = rejects
     assert (reject["kind"], reject["source_file"], reject["line"]) == (
         "duplicate_episode_id",
@@ -245,8 +242,8 @@ def test_duplicate_episode_id_is_rejected_and_counted(
     assert f"{first}:1" in reject["message"]
     assert sorted(r["episode_id"] for r in staged["episodes"]) == ["other", "same"]
     # counted once, as the reject it is: not also as a failed check of a kept row
-    assert vocabulary.DUPLICATE_EPISODE_ID not in normalizer.stats.checks
-    assert result.counts[str(second)].rejected == 1
+    assert vocabulary.DUPLICATE_EPISODE_ID not in result.episode_checks
+    assert result.input(str(second)).rejected == 1
 
 
 def flagged_episode(make: SimpleNamespace, eid: str) -> dict[str, Any]:
@@ -262,13 +259,13 @@ def test_check_failures_are_flagged_not_rejected_by_default(
         tmp_path / "e.jsonl",
         [make.line(make.episode("ok")), make.line(flagged_episode(make, "bad"))],
     )
-    result, normalizer, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
+    result, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
     assert rejects == []
     episodes = {r["episode_id"]: r for r in staged["episodes"]}
     assert episodes["bad"]["checks"] == [vocabulary.TRIANGULATION_MISMATCH]
     assert episodes["ok"]["checks"] == []
-    assert normalizer.stats.checks == {vocabulary.TRIANGULATION_MISMATCH: 1}
-    assert result.counts[str(path)].valid == 2
+    assert result.episode_checks == {vocabulary.TRIANGULATION_MISMATCH: 1}
+    assert result.input(str(path)).valid == 2
 
 
 def test_strict_turns_check_failures_into_rejects_and_removes_rows(
@@ -279,7 +276,7 @@ def test_strict_turns_check_failures_into_rejects_and_removes_rows(
     bad["question"] = new_q
     lines = [make.line(make.episode("ok-1")), make.line(bad), make.line(make.episode("ok-2"))]
     path = write_lines(tmp_path / "e.jsonl", lines)
-    result, _, rejects, staged = ingest(
+    result, rejects, staged = ingest(
         tmp_path / "out", episodes=(str(path),), strict=True, batch_lines=1
     )
     (reject,) = rejects
@@ -293,7 +290,7 @@ def test_strict_turns_check_failures_into_rejects_and_removes_rows(
     for name in ("traces", "turns", "hooks", "messages"):
         assert "bad" not in {r["episode_id"] for r in staged[name]}, name
     assert new_q["id"] not in {r["question_id"] for r in staged["questions"]}
-    counts = result.counts[str(path)]
+    counts = result.input(str(path))
     assert (counts.valid, counts.rejected, counts.blank) == (2, 1, 0)
 
 
@@ -305,7 +302,7 @@ def test_strict_rejected_line_does_not_flag_a_later_clean_line(
     wrong = make.question(ground_truth_hash=value_hash(41))
     lines = [make.line(make.episode("wrong-truth", q=wrong)), make.line(make.episode("clean"))]
     path = write_lines(tmp_path / "e.jsonl", lines)
-    _, _, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),), strict=True)
+    _, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),), strict=True)
     assert [(r["line"], r["kind"]) for r in rejects] == [(1, CHECK_FAILED)]
     assert [r["episode_id"] for r in staged["episodes"]] == ["clean"]
 
@@ -317,8 +314,8 @@ def test_compressed_inputs_give_the_same_rows(
     lines = [make.line(make.episode(f"ep-{i}")) for i in range(3)] + [b"", b"{broken"]
     plain = write_lines(tmp_path / "e.jsonl", lines)
     packed = write_lines(tmp_path / f"e{suffix}", lines)
-    _, _, rej1, staged1 = ingest(tmp_path / "plain", episodes=(str(plain),))
-    r2, _, rej2, staged2 = ingest(tmp_path / "packed", episodes=(str(packed),))
+    _, rej1, staged1 = ingest(tmp_path / "plain", episodes=(str(plain),))
+    r2, rej2, staged2 = ingest(tmp_path / "packed", episodes=(str(packed),))
     for name in TABLES:
         strip = [{k: v for k, v in row.items() if k != "source_file"} for row in staged1[name]]
         assert strip == [
@@ -329,7 +326,7 @@ def test_compressed_inputs_give_the_same_rows(
     ]
     (stats,) = r2.inputs
     assert stats.sha256 == hashlib.sha256(packed.read_bytes()).hexdigest()
-    assert stats.lines == 5 and r2.counts[str(packed)].blank == 1
+    assert stats.lines == 5 and r2.input(str(packed)).blank == 1
 
 
 def test_truncated_compressed_input_fails_loudly(make: SimpleNamespace, tmp_path: Path) -> None:
@@ -349,7 +346,7 @@ def test_question_banks_are_read_first_and_keep_their_source(
     syn_path = write_lines(tmp_path / "syn.jsonl", [make.line(synthetic), bad_bank_line, b""])
     llm_path = write_lines(tmp_path / "llm.jsonl", [make.line(llm), make.line(synthetic)])
     ep_path = write_lines(tmp_path / "e.jsonl", [make.line(make.episode("ep-1"))])
-    result, _, rejects, staged = ingest(
+    result, rejects, staged = ingest(
         tmp_path / "out",
         episodes=(str(ep_path),),
         synthetic_questions=(str(syn_path),),
@@ -359,18 +356,18 @@ def test_question_banks_are_read_first_and_keep_their_source(
     assert sources == {synthetic["id"]: "synthetic", llm["id"]: "llm"}
     # the gold answer 42 disagrees with the bank's ground truth 41
     assert staged["episodes"][0]["checks"] == [vocabulary.GROUND_TRUTH_MISMATCH]
-    assert result.kinds == {
+    assert {i.path: i.kind for i in result.inputs} == {
         str(syn_path): "questions",
         str(llm_path): "questions",
         str(ep_path): "episodes",
     }
-    counts = result.counts[str(syn_path)]
+    counts = result.input(str(syn_path))
     assert (counts.valid, counts.rejected, counts.blank) == (1, 1, 1)
     assert {(r["source_file"], r["line"], r["kind"]) for r in rejects} == {
         (str(syn_path), 2, "schema")
     }
     # the same question listed in two banks: first source wins, the second is not a reject
-    assert result.counts[str(llm_path)].valid == 2
+    assert result.input(str(llm_path)).valid == 2
 
 
 def test_too_long_line_is_rejected_with_a_prefix_and_neighbours_kept(
@@ -380,14 +377,12 @@ def test_too_long_line_is_rejected_with_a_prefix_and_neighbours_kept(
     long_record["teacher_gold_trace"]["turns"][0]["execution"]["stdout"] = "x" * 50_000
     lines = [make.line(make.episode("a")), make.line(long_record), make.line(make.episode("b"))]
     path = write_lines(tmp_path / "e.jsonl", lines)
-    result, _, rejects, staged = ingest(
-        tmp_path / "out", episodes=(str(path),), max_line_bytes=8192
-    )
+    result, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),), max_line_bytes=8192)
     (reject,) = rejects
     assert (reject["line"], reject["kind"], reject["path"]) == (2, "line_too_long", "$")
     assert lines[1].startswith(reject["raw"].encode()) and len(reject["raw"]) <= 256
     assert [r["episode_id"] for r in staged["episodes"]] == ["a", "b"]
-    counts = result.counts[str(path)]
+    counts = result.input(str(path))
     assert (counts.valid, counts.rejected, counts.blank) == (2, 1, 0)
 
 
@@ -411,7 +406,7 @@ def test_validate_files_reports_what_ingest_rejects(make: SimpleNamespace, tmp_p
     counts = validate_files([str(path)], Episode, writer, 1 << 20)[str(path)]
     writer.close()
     assert (counts.valid, counts.rejected, counts.blank) == (2, 3, 1)
-    _, _, ingest_rejects, _ = ingest(tmp_path / "out", episodes=(str(path),))
+    _, ingest_rejects, _ = ingest(tmp_path / "out", episodes=(str(path),))
     validate_rejects = [
         json.loads(x) for x in (tmp_path / "validate.jsonl").read_text().splitlines()
     ]
@@ -427,7 +422,7 @@ def test_python_json_answers_build_and_pass_their_hash_checks(
     raw = make.line(record)
     assert b"NaN" in raw or b"Infinity" in raw
     path = write_lines(tmp_path / "e.jsonl", [raw])
-    _, _, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
+    _, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
     assert rejects == []
     (episode,) = staged["episodes"]
     assert episode["checks"] == []
@@ -447,17 +442,17 @@ def test_a_duplicated_key_is_a_counted_check_with_its_path(
     twice = twice.replace(b'"variable_name": "n"', b'"variable_name": "m", "variable_name": "n"')
     twice = twice.replace(b'"verified": ', b'"verified": false, "verified": ', 1)
     path = write_lines(tmp_path / "e.jsonl", [clean, twice])
-    _, normalizer, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
+    result, rejects, staged = ingest(tmp_path / "out", episodes=(str(path),))
     assert rejects == []  # kept, with its check: nothing is lost
     episodes = {r["episode_id"]: r for r in staged["episodes"]}
     assert vocabulary.DUPLICATE_JSON_KEY in episodes["twice"]["checks"]
     assert episodes["clean"]["checks"] == []
-    assert normalizer.stats.duplicate_keys == {
+    assert result.duplicate_keys == {
         "$.verified": 1,
         "$.teacher_gold_trace.turns[*].execution.hooks[*].variable_name": 1,
     }
     # no key of the question repeats: its row is not flagged, nor counted among questions'
-    assert vocabulary.DUPLICATE_JSON_KEY not in normalizer.stats.question_checks
+    assert vocabulary.DUPLICATE_JSON_KEY not in result.question_checks
     assert all(q["checks"] == [] for q in staged["questions"])
 
 
@@ -497,10 +492,10 @@ def test_a_batch_spans_the_files_of_a_run(
     calls.clear()
     alone = ingest(tmp_path / "alone", episodes=tuple(paths), batch_lines=1)
     assert calls == [1] * 7  # a record each
-    result, _, rejects, staged = shared
+    result, rejects, staged = shared
     assert [s.path for s in result.inputs] == paths
-    assert result.inputs == alone[0].inputs and result.counts == alone[0].counts
-    assert (rejects, staged) == (alone[2], alone[3])
+    assert result.inputs == alone[0].inputs  # each file's counts too
+    assert (rejects, staged) == (alone[1], alone[2])
     assert {(r["source_file"], r["line"], r["kind"]) for r in rejects} == {
         (paths[3], 2, "invalid_json"),
         (paths[3], 3, "duplicate_episode_id"),
@@ -512,4 +507,4 @@ def test_a_batch_spans_the_files_of_a_run(
         (paths[4], 1),
         (paths[5], 1),
     ]
-    assert (result.counts[paths[1]].blank, result.counts[paths[2]].blank) == (0, 2)
+    assert (result.input(paths[1]).blank, result.input(paths[2]).blank) == (0, 2)

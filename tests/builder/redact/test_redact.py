@@ -208,7 +208,7 @@ def write_staging(tmp: Path, batch_lines: int = 2048) -> tuple[Path, Path]:
     write_jsonl(source, corpus_episodes())
     staging = tmp / "tables"
     config = BuildConfig(episodes=(str(source),), batch_lines=batch_lines)
-    result, _ = ingest_files(config, staging, RejectsWriter(None))
+    result = ingest_files(config, staging, RejectsWriter(None))
     assert result.rejected == 0
     return source, staging / segment_name(1)  # the file's segment: every episode row
 

@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 import psycopg
 
+from builder.derive.sessions.replay import SYSTEM_PROMPT
 from builder.sessions.db import init_database
 from builder.sessions.read import read_source
-from builder.sessions.replay import SYSTEM_PROMPT
 from builder.sessions.validate import Validated, validate_source
 from schemas.sessions import ACTION_ROW, SESSION_ROW
 

@@ -6,9 +6,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sessions_support import Backend, action, session
 
+from builder.derive.sessions import run
 from builder.export.card import _sessions_section
 from builder.sessions.db import connect, ingest
-from builder.sessions.pipeline import run
 from builder.sessions.read import batch_schema, iter_batches, read_source, read_table
 from builder.sessions.urls import parse_url
 from samples.sessions import generate

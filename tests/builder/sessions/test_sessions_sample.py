@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 from sessions_support import Backend
 
-from builder.sessions.pipeline import run
+from builder.derive.sessions import run
 from builder.sessions.urls import DatabaseURL, parse_url
 from samples.sessions import SAMPLE_PATH, dump_sql, generate, write_sample
 from schemas.sessions import ACTION_ROW, ACTIONS, SESSION_ROW, SESSIONS

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sessions_support import Backend, action, session
 
-from builder.sessions.pipeline import run
+from builder.derive.sessions import run
 from builder.sessions.read import read_source
 from builder.sessions.validate import Validated, validate_source
 from schemas.vocabulary import SESSION_REJECT_KINDS as KINDS

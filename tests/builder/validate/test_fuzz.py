@@ -285,20 +285,20 @@ def test_ingest_never_crashes_and_accounts_for_every_line(
         )
         rejects = RejectsWriter(root / "rejects.jsonl")
         try:
-            result, _ = ingest_files(config, root / "tables", rejects)
+            result = ingest_files(config, root / "tables", rejects)
         finally:
             rejects.close()
         stats = {s.path: s.lines for s in result.inputs}
         assert stats == expected
         for path, lines_ in expected.items():
-            c = result.counts[path]
+            c = result.input(path)
             assert c.valid + c.rejected + c.blank == lines_, path
         written = rejects_lines(root / "rejects.jsonl")
         assert len(written) == result.rejected == rejects.total
         for reject in written:
             assert reject["source_file"] in expected and reject["line"] >= 1
             assert reject["message"]
-        valid = sum(c.valid for c in result.counts.values())
+        valid = sum(c.valid for c in result.inputs)
         assert read_staged(root / "tables", "episodes").num_rows == valid
         assert result.rows["episodes"] == valid
 
@@ -357,8 +357,8 @@ def ingest_one(record_bytes: bytes) -> None:
         path = root / "one.jsonl"
         path.write_bytes(record_bytes + b"\n")
         config = BuildConfig(episodes=(str(path),))
-        result, _ = ingest_files(config, root / "tables", RejectsWriter(None))
-        c = result.counts[str(path)]
+        result = ingest_files(config, root / "tables", RejectsWriter(None))
+        c = result.input(str(path))
         assert (c.valid, c.rejected + c.valid, c.blank) in {(1, 1, 0), (0, 1, 0)}
 
 

@@ -1,7 +1,7 @@
 """Self-correction rows from sessions: failed code, the error it produced, and the fix.
 
 A pair is a ``set_code`` with ``correct = false`` whose output (of its last run:
-``builder.sessions.outputs``) is an error — a Python traceback, or a last line like
+``builder.derive.sessions.outputs``) is an error — a Python traceback, or a last line like
 ``KeyError: 'region'`` — and the *next* ``set_code`` of the session, when that one trains in
 ``sft`` (weight 1: not marked incorrect, or unmarked when ``null_correct_trains``, and not
 blank) and its output is not an error (with no output at all, it must be marked
@@ -26,8 +26,8 @@ from __future__ import annotations
 import polars as pl
 
 from builder.derive.failures import is_error
-from builder.sessions.outputs import error_parts
-from builder.sessions.replay import (
+from builder.derive.sessions.outputs import error_parts
+from builder.derive.sessions.replay import (
     DEFAULT_OPTIONS,
     SOURCE,
     ReplayOptions,

@@ -31,7 +31,7 @@ Weights (the seed: incorrect actions "can be used for setup but should not be tr
 directly"): an assistant message has weight 1 unless its action has ``correct = false``
 (weight 0, the message stays in the conversation as context); ``correct`` null trains by
 default (``null_correct_trains``), unless running the code gave an error
-(``builder.sessions.outputs``): unmarked code that failed is context, not a target. An empty
+(``builder.derive.sessions.outputs``): unmarked code that failed is context, not a target. An empty
 edit (blank code) has weight 0. Non-assistant messages have a null weight. Only sessions
 marked ``verified`` and not ``incomplete`` (see ``validate``) are replayed; a session with
 no assistant message of weight 1 has nothing to train and is excluded too. Each exclusion is
@@ -51,10 +51,10 @@ import pyarrow as pa
 from builder.derive.failures import is_error
 from builder.derive.messages import TOOL_CALLS, bounded, fenced
 from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
-from builder.sessions.outputs import with_code_outputs
+from builder.derive.sessions.outputs import with_code_outputs
+from builder.sessions.tables import source_counts
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
-from schemas.sessions import ACTION_SOURCES
 from schemas.tables import empty_table
 
 SYSTEM_PROMPT = (
@@ -209,30 +209,6 @@ def conversation_rows(
         "content",
         pl.col("weight").cast(pl.Int64),
         "output",
-    )
-
-
-def source_counts(actions: pl.DataFrame) -> pl.DataFrame:
-    """session_id -> n_actions and n_<source>_actions (int32), over the clean actions."""
-    return actions.group_by("session_id").agg(
-        pl.len().cast(pl.Int32).alias("n_actions"),
-        *[
-            (pl.col("source") == s).sum().cast(pl.Int32).alias(f"n_{s}_actions")
-            for s in ACTION_SOURCES
-        ],
-    )
-
-
-def final_state(actions: pl.DataFrame) -> pl.DataFrame:
-    """session_id -> the last set_instruction/set_code/set_exec_output (null: never set)."""
-    last = {
-        "set_instruction": "final_instruction",
-        "set_code": "final_code",
-        "set_exec_output": "final_exec_output",
-    }
-    text = pl.col("action").fill_null("")
-    return actions.group_by("session_id").agg(
-        text.filter(pl.col("action_type") == kind).last().alias(name) for kind, name in last.items()
     )
 
 

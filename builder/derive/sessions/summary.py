@@ -12,8 +12,8 @@ from typing import Any
 
 import polars as pl
 
+from builder.derive.sessions.replay import Replay
 from builder.fs.storage import file_sha256
-from builder.sessions.replay import Replay
 from builder.sessions.urls import parse_url
 from builder.sessions.validate import Validated
 from schemas.sessions import ACTION_SOURCES, ACTION_TYPES

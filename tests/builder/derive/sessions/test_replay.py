@@ -9,8 +9,8 @@ import pytest
 from sessions_support import INSTRUCTION, Backend, action, expected_messages, load, session
 
 from builder.contract.hashing import question_id
+from builder.derive.sessions.replay import SFT_COLUMNS, ReplayOptions, replay
 from builder.sessions.read import read_source
-from builder.sessions.replay import SFT_COLUMNS, ReplayOptions, replay
 from builder.sessions.validate import validate_source
 
 
@@ -58,7 +58,7 @@ def test_weights_follow_correct(backend: Backend, null_correct_trains: bool) -> 
 def test_exec_output_uses_the_episode_feedback_format_and_is_bounded() -> None:
     import polars as pl
 
-    from builder.sessions.replay import action_message
+    from builder.derive.sessions.replay import action_message
 
     actions = pl.DataFrame(
         {
@@ -76,7 +76,7 @@ def test_exec_output_uses_the_episode_feedback_format_and_is_bounded() -> None:
 
 
 def test_the_opening_output_is_bounded_like_every_other() -> None:
-    from builder.sessions.replay import initial_message
+    from builder.derive.sessions.replay import initial_message
 
     sessions = pl.DataFrame(
         {

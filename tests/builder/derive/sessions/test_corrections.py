@@ -7,9 +7,9 @@ from itertools import pairwise
 import polars as pl
 from sessions_support import ERROR, Backend, action, expected_messages, load, session
 
-from builder.sessions.corrections import SELF_CORRECTION_COLUMNS, self_corrections
+from builder.derive.sessions.corrections import SELF_CORRECTION_COLUMNS, self_corrections
+from builder.derive.sessions.replay import ReplayOptions
 from builder.sessions.read import read_source
-from builder.sessions.replay import ReplayOptions
 from builder.sessions.validate import Validated, validate_source
 
 
