@@ -31,6 +31,7 @@ from builder.config import (
 )
 from builder.errors import UserError, one_line
 from builder.fs.storage import is_uri
+from schemas.manifest import MANIFEST
 from schemas.vocabulary import GROUP_POLICIES
 
 
@@ -202,7 +203,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"episodes build: built {config.out}, but {exc}; run it again", file=sys.stderr)
         return exit_codes.UNAVAILABLE
     except BuildFailed as exc:
-        held = (config.out / "manifest.json").is_file()
+        held = (config.out / MANIFEST).is_file()
         intact = (
             f"the previous build in {config.out} was left intact"
             if held
