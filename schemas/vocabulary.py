@@ -132,3 +132,11 @@ REASON_LABELS = {FAILED_HOOK_CHECKS: f"{FAILED_HOOK_CHECKS} (prm, prm_stepwise, 
 # A question bank's id seen again with other content (``builder.ingest.question_banks``); the
 # validator names a repeated unique field ``duplicate_<field>`` the same way.
 DUPLICATE_ID = "duplicate_id"
+
+# The check a session gets when some of its actions were rejected (``builder.sessions.tables``).
+REJECTED_ACTIONS = "rejected_actions"
+# Why a session is left out of the training configs (``builder.derive.sessions.replay``), in
+# the order they are decided; ``rejected_actions`` is the check of that name.
+UNVERIFIED = "unverified"
+NO_INSTRUCTION = "no_instruction"  # nothing asked: no instruction, set_instruction or input
+NO_TRAINABLE_TURNS = "no_trainable_turns"

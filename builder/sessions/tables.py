@@ -14,8 +14,7 @@ import pyarrow as pa
 from builder.fs.parquet import conform
 from builder.sessions.validate import Validated
 from schemas.sessions import ACTION_SOURCES, ACTIONS, SESSIONS
-
-INCOMPLETE_CHECK = "rejected_actions"
+from schemas.vocabulary import REJECTED_ACTIONS
 
 
 def session_tables(v: Validated) -> dict[str, pa.Table]:
@@ -35,7 +34,7 @@ def session_tables(v: Validated) -> dict[str, pa.Table]:
             *[pl.coalesce(final, start).alias(final) for final, start in initial.items()],
             pl.lit(v.source).alias("source_url"),
             pl.when(pl.col("incomplete"))
-            .then(pl.lit([INCOMPLETE_CHECK]))
+            .then(pl.lit([REJECTED_ACTIONS]))
             .otherwise(pl.lit([], pl.List(pl.String)))
             .alias("checks"),
         )

@@ -56,6 +56,7 @@ from builder.sessions.tables import source_counts
 from builder.sessions.validate import Validated
 from schemas.objectives import OBJECTIVES
 from schemas.tables import empty_table
+from schemas.vocabulary import NO_INSTRUCTION, NO_TRAINABLE_TURNS, REJECTED_ACTIONS, UNVERIFIED
 
 SYSTEM_PROMPT = (
     "You are a data analysis assistant in an interactive Python environment with pandas. "
@@ -77,12 +78,6 @@ def polars_schema(schema: pa.Schema) -> dict[str, pl.DataType]:
 # Exactly the columns of the sft config, as schemas.objectives declares them.
 SFT_COLUMNS = polars_schema(OBJECTIVES["sft"])
 SOURCE = "session"  # the value of the training configs' source column
-
-# Exclusion reasons, in the order they are decided (a session counts under the first).
-UNVERIFIED = "unverified"
-REJECTED_ACTIONS = "rejected_actions"
-NO_INSTRUCTION = "no_instruction"  # nothing asked: no instruction, set_instruction or input
-NO_TRAINABLE_TURNS = "no_trainable_turns"
 
 
 @dataclass(frozen=True)
