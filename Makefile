@@ -52,7 +52,13 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-bench: $(STAMP)  ## throughput and peak memory; results in .bench/
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP)
+	$(PIP) install -e '.[test,bench]'
+	touch $@
+
+bench: $(BENCH_STAMP)  ## throughput and peak memory against the peers; results in .bench/
 	$(PY) -m benchmarks
 
 publish: $(STAMP)  ## release build/dataset: make publish VERSION=X.Y.Z [REPO=org/name] [DRY_RUN=1]

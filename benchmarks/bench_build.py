@@ -7,7 +7,9 @@ a parallel build cannot hide memory in its workers. The floor is ``orjson.loads`
 line of the same file (measured before and after each build; the lower is taken): the least
 any builder must do. CPU time ÷ wall of the process tree shows the cores used. The write
 floor is the build's own output, already in memory, written again with the project's Parquet
-settings on one thread: what the export cannot spend less than on one core.
+settings on one thread: what the export cannot spend less than on one core. Beside them, in
+the same run, the tools a user would run instead (``benchmarks.peers``): the build ÷
+``datasets.load_dataset("json")`` and ÷ (parse floor + write floor) are the goals.
 
 ``python -m benchmarks.bench_build --base 1000 [--workers N] [--baseline-root DIR]``
 (``--no-stages``: skip the extra instrumented build that gives the stage breakdown.)
@@ -24,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.peers import measure_peers, ratios
 
 FLOOR = """
 import sys, orjson
@@ -254,7 +258,8 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
     ingest_s = json.loads(stdout.rsplit("TIMING ", 1)[1]).get("ingest_s", float("nan"))
     floor_s = min(before, floor(source))  # the floor before and after; the lower
     write_s = float(run_child(WRITE_FLOOR, str(out / "ds"), root=root)[2].strip())
-    return {
+    peers = measure_peers(run_child, source, work.resolve())
+    row = {
         "episodes": episodes,
         "mb": round(mb, 1),
         "floor_s": round(floor_s, 2),
@@ -268,7 +273,10 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
         "write_over_floor": round(write_s / floor_s, 1),
         "cpu_over_wall": round(cpu / build_s, 2),
         "peak_rss_mib": round(rss),
+        "load_dataset_s": peers["load_dataset_s"],
+        **({"duckdb_s": peers["duckdb_s"]} if "duckdb_s" in peers else {}),
     }
+    return row | ratios(row)
 
 
 def stages(work: Path, episodes: int, workers: int, root: Path | None) -> dict[str, float]:

@@ -20,6 +20,9 @@ def test_build_benchmark_reports_every_scale(tmp_path: Path) -> None:
         assert row["build_s"] > 0 and row["floor_s"] > 0 and row["peak_rss_mib"] > 0
         assert row["build_over_floor"] > 0 and row["ingest_s"] > 0
         assert 0 < row["write_floor_s"] < row["build_s"]
+        # the peer measured in the same run, and the goal's ratio against it
+        assert row["load_dataset_s"] > 0
+        assert row["build_over_load_dataset"] == round(row["build_s"] / row["load_dataset_s"], 2)
     stages = json.loads((tmp_path / "build.json").read_text())["stages"]
     assert stages["write Parquet"] > 0
     # the CPU of the writing threads, measured beside their thread-seconds
