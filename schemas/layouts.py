@@ -58,8 +58,24 @@ class Layout:
                 out[key] = [self._trace(t) if isinstance(t, dict) else t for t in traces]
         return out
 
-    def _trace(self, trace: dict[str, Any]) -> dict[str, Any]:
-        return {self.trace_renames.get(k, k): v for k, v in trace.items()}
+    def _trace(self, trace: dict[str, Any], renames: Mapping[str, str] | None = None) -> dict:
+        renames = self.trace_renames if renames is None else renames
+        return {renames.get(k, k): v for k, v in trace.items()}
+
+    def to_line(self, model: dict[str, Any]) -> dict[str, Any]:
+        """The inverse of ``to_model``: the model's keys as this layout spells them."""
+        if not self.renames and not self.trace_renames:
+            return model
+        back = {ours: theirs for theirs, ours in self.trace_renames.items()}
+        out = dict(model)
+        for key in TRACE_KEYS:
+            traces = out.get(key)
+            if isinstance(traces, dict):
+                out[key] = self._trace(traces, back)
+            elif isinstance(traces, list):
+                out[key] = [self._trace(t, back) if isinstance(t, dict) else t for t in traces]
+        top = {ours: theirs for theirs, ours in self.renames.items()}
+        return {top.get(k, k): v for k, v in out.items()}
 
 
 SEEDS = Layout(

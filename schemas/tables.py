@@ -192,6 +192,14 @@ EPISODES = table_schema(
         "Unknown input fields, JSON object keyed by JSON path",
         role=JSON,
     ),
+    column(
+        "line_patch",
+        pa.string(),
+        "What the line held that the other columns do not give back (a field left out "
+        "rather than null, a spelling, its question's own fields): [path, value] and [path] "
+        "edits onto the line rebuilt from the rows (canonical JSON; see export-jsonl)",
+        role=JSON,
+    ),
     column("layout", pa.string(), "Episode layout of the line: seeds or capture_v2", role=LABEL),
     column("source_file", pa.string(), "Input file the episode was read from", role=SOURCE),
     column("source_line", pa.int64(), "1-based line in source_file", role=SOURCE),

@@ -103,6 +103,7 @@ def normalize_batch(
             layout,
             duplicates,
             tolerance=tolerance,
+            raw=line.raw,
         )
         outcomes.append(info)
         questions.append(question_row(record.question, "episode", path, line.number, precision))

@@ -127,6 +127,7 @@ class Normalizer:
             valid.layout,
             duplicate_keys(line.raw),
             tolerance=self.answer_tolerance,
+            raw=line.raw,
         )
         episode_checks, new_question = self.commit(info)
         episodes = self._rows["episodes"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from json import dumps as _dumps
 from types import SimpleNamespace
 from typing import Any
 
@@ -29,8 +30,10 @@ from builder.normalize.rows import (
 )
 from builder.normalize.values import Dump, decoded_json, json_text, present, utc, value_of
 from builder.validate.fastpath import FastRecord
+from builder.validate.json_lines import line_value
 from schemas import vocabulary
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
+from schemas.lines import EpisodeRows, line_patch, rebuild
 
 
 def extra_fields(model: BaseModel, path: str = "$") -> Iterator[tuple[str, Any]]:
@@ -107,11 +110,13 @@ def emit_episode(
     duplicates: Sequence[str] = (),
     *,
     tolerance: float | None = None,
+    raw: bytes | None = None,
 ) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
     ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.validate.fastpath``), whose
-    any-typed values are decoded JSON, so their canonical text skips ``normalize_value``."""
+    any-typed values are decoded JSON, so their canonical text skips ``normalize_value``.
+    ``raw``: the line's text, for the episode's ``line_patch`` (null without it)."""
     dump: Dump = decoded_json if isinstance(ep, FastRecord) else canonical_json
     written, ep = ep, with_answer_hashes(ep, dump, precision)
     before = tuple(len(out[t]) for t in EPISODE_TABLES)
@@ -157,31 +162,33 @@ def emit_episode(
     message_rows(out, ep)
     meta, sft = ep.triangulation_metadata, ep.conversation_for_sft
     key = question_key(ep.question)
-    out["episodes"].append(
-        EpisodeRow(
-            episode_id=eid,
-            question_id=key,
-            timestamp=utc(ep.timestamp),
-            verified=ep.verified,
-            verified_recomputed=verified,
-            system_prompt=sft.system_prompt if sft else None,
-            n_messages=len(sft.messages) if sft else None,
-            expected_final_answer=expected,
-            expected_final_answer_hash=rl.expected_final_answer_hash if rl else None,
-            ground_truth_hashes=sorted(checks.accepted_hashes(ep.question)),
-            n_consistency_traces=len(ep.consistency_traces),
-            n_consistency_runs=meta.n_consistency_runs if meta else None,
-            n_consistency_succeeded=meta.n_consistency_succeeded if meta else None,
-            majority_answer_hash=meta.majority_answer_hash if meta else None,
-            majority_count=meta.majority_count if meta else None,
-            gold_matches_majority=meta.gold_matches_majority if meta else None,
-            csv_source=ep.csv_source,
-            extra_fields=canonical_json(extras) if extras else None,
-            layout=layout,
-            source_file=file,
-            source_line=number,
-        )
+    row = EpisodeRow(
+        episode_id=eid,
+        question_id=key,
+        timestamp=utc(ep.timestamp),
+        verified=ep.verified,
+        verified_recomputed=verified,
+        system_prompt=sft.system_prompt if sft else None,
+        n_messages=len(sft.messages) if sft else None,
+        expected_final_answer=expected,
+        expected_final_answer_hash=rl.expected_final_answer_hash if rl else None,
+        ground_truth_hashes=sorted(checks.accepted_hashes(ep.question)),
+        n_consistency_traces=len(ep.consistency_traces),
+        n_consistency_runs=meta.n_consistency_runs if meta else None,
+        n_consistency_succeeded=meta.n_consistency_succeeded if meta else None,
+        majority_answer_hash=meta.majority_answer_hash if meta else None,
+        majority_count=meta.majority_count if meta else None,
+        gold_matches_majority=meta.gold_matches_majority if meta else None,
+        csv_source=ep.csv_source,
+        extra_fields=canonical_json(extras) if extras else None,
+        layout=layout,
+        line_patch=None,
+        source_file=file,
+        source_line=number,
     )
+    if raw is not None:
+        row = row._replace(line_patch=patch_of(row, ep.question, out, before, raw))
+    out["episodes"].append(row)
     return EpisodeInfo(
         number,
         eid,
@@ -195,6 +202,29 @@ def emit_episode(
         tuple(len(out[t]) - b for t, b in zip(EPISODE_TABLES, before, strict=True)),
         sorted({generic_path(p) for p in duplicates}),
     )
+
+
+def patch_of(row: Any, question: Any, out: Rows, before: tuple[int, ...], raw: bytes) -> str | None:
+    """The episode's ``line_patch``: what its rows, rebuilt into a line, lack of ``raw``."""
+    mine = {
+        t: [r._asdict() for r in out[t][b:]] for t, b in zip(EPISODE_TABLES, before, strict=True)
+    }
+    rows = EpisodeRows(
+        episode=row._asdict(),
+        question={"question_text": question.question_text, "hint": question.hint},
+        traces=mine["traces"],
+        turns=mine["turns"],
+        hooks=mine["hooks"],
+        corrections=mine["corrections"],
+        messages=mine["messages"],
+    )
+    ops, _ = line_patch(rebuild(rows, mark_bounded=True), line_value(raw))
+    if not ops:
+        return None
+    try:
+        return _dumps(ops, sort_keys=True)
+    except RecursionError:  # deeper than json writes: the line as it came
+        return _dumps([[[], None]])[:-6] + raw.decode("utf-8") + "]]"
 
 
 def with_answer_hashes(ep: Any, dump: Dump, precision: int | None) -> Any:

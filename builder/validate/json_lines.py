@@ -243,5 +243,13 @@ def duplicate_keys(raw: bytes) -> list[str]:
     return sorted(found)
 
 
+def line_value(raw: bytes) -> Any:
+    """The JSON value of a line ``parse_line`` accepted, as it read it."""
+    try:
+        return _exact_integers(raw, orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        return _python_dialect(raw)
+
+
 def is_blank(line: SourceLine) -> bool:
     return not line.too_long and not line.raw.strip()

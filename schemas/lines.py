@@ -1,0 +1,334 @@
+"""Episode lines rebuilt from their table rows: the inverse of normalize.
+
+The typed columns hold an episode's content; what they cannot say of one line (a field the
+line left out rather than gave as null, a timestamp's own spelling, its question's fields as
+this episode captured them, a hash the builder filled in, a listing's own order) is the
+episode's ``line_patch``: edits onto the line ``rebuild`` makes from the rows, so that the
+rows plus the patch give back the line as a JSON value. Normalize computes the patch
+(``line_patch``) from the rows it has just made, and the restore reader applies it
+(``apply_patch``) to the rows it reads from a build folder, so both ends must rebuild the
+same line from the same rows: that is why the rebuild lives here, below both.
+
+The question is rebuilt from the ``questions`` row of its id with its text and hint only:
+that row is the first source's (a bank's, or an earlier episode's), so every other field of
+an episode's question is its own, kept in its patch.
+
+What cannot come back is declared, never dropped silently: a hook value the build bounded
+(``value_bounded``) is rebuilt as its summary, and ``line_patch`` counts it by JSON path
+instead of keeping the original (that would bring back the bytes bounding saved).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from schemas.layouts import LAYOUTS_BY_NAME, SEEDS
+
+# The version of ``rebuild``: a build's patches fit only the rebuild they were computed
+# against, so any change to what ``rebuild`` makes of the rows is a new rule (the manifest's
+# ``round_trip.rule``), and ``tests/schemas/test_lines.py`` pins what this one makes.
+REBUILD_RULE = 1
+
+Row = Mapping[str, Any]
+Path = list[str | int]
+
+
+@dataclass(frozen=True)
+class EpisodeRows:
+    """One episode's rows of every table (each list in table order); ``question``: the
+    ``question_text`` and ``hint`` of its question."""
+
+    episode: Row
+    question: Row | None
+    traces: Sequence[Row]
+    turns: Sequence[Row]
+    hooks: Sequence[Row]
+    corrections: Sequence[Row]
+    messages: Sequence[Row]
+
+
+class Bounded:
+    """A value the tables hold only as its bounded summary (``rebuild(mark_bounded=True)``)."""
+
+    __slots__ = ("summary",)
+
+    def __init__(self, summary: Any) -> None:
+        self.summary = summary
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _iso(moment: datetime | None) -> str | None:
+    # The capture side writes ``datetime.now().isoformat()``: naive, as the tables read it.
+    return None if moment is None else moment.replace(tzinfo=None).isoformat()
+
+
+def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
+    out: dict[Any, list[Row]] = defaultdict(list)
+    for row in rows:
+        out[row[key]].append(row)
+    return out
+
+
+def _hook(row: Row, mark_bounded: bool) -> dict[str, Any]:
+    out = {
+        "code_line": row["code_line"],
+        "variable_name": row["variable_name"],
+        "value_hash": row["value_hash"],
+        "description": row["description"],
+        "depends_on": list(row["depends_on"] or []),
+    }
+    if row["value"] is not None:
+        value = _json(row["value"])
+        out["value"] = Bounded(value) if mark_bounded and row["value_bounded"] else value
+    return out
+
+
+def _turn(row: Row, hooks: list[dict[str, Any]], correction: Row | None) -> dict[str, Any]:
+    fix = None
+    if correction is not None:
+        fix = {
+            "corrects_turn": correction["corrects_turn"],
+            "error_type": correction["error_type"],
+            "error_message": correction["error_message"],
+            "attempts_since_error": correction["attempts_since_error"],
+            "code_diff": {
+                "removed_lines": list(correction["removed_lines"] or []),
+                "added_lines": list(correction["added_lines"] or []),
+            },
+        }
+    return {
+        "turn_index": row["turn_index"],
+        "reasoning": row["reasoning"],
+        "code": row["code"],
+        "execution": {
+            "success": row["success"],
+            "stdout": row["stdout"],
+            "stderr": row["stderr"],
+            "hooks": hooks,
+            "submitted_answer": _json(row["submitted_answer"]),
+        },
+        "correction": fix,
+    }
+
+
+def _trace(
+    row: Row, turns: list[Row], hooks: list[Row], fixes: list[Row], mark: bool
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if row["form"] == "flat":
+        out["code_cells"] = [turn["code"] for turn in turns]
+    else:
+        at_turn = _by((h for h in hooks if h["listed_in"] != "trace"), "turn_index")
+        by_turn: dict[Any, deque[Row]] = defaultdict(deque)
+        for fix in fixes:
+            by_turn[fix["turn_index"]].append(fix)
+        out["turns"] = [
+            _turn(
+                turn,
+                [_hook(h, mark) for h in at_turn.get(turn["turn_index"], [])],
+                by_turn[turn["turn_index"]].popleft()
+                if turn["has_correction"] and by_turn[turn["turn_index"]]
+                else None,
+            )
+            for turn in turns
+        ]
+    out["final_answer"] = _json(row["final_answer"])
+    out["final_answer_hash"] = row["final_answer_hash"]
+    out["execution_success"] = row["execution_success"]
+    out["hooks"] = [_hook(h, mark) for h in hooks if h["listed_in"] != "turn"]
+    out["submission_metadata"] = _json(row["submission_metadata"])
+    for name in ("total_turns", "archived_turn_count"):  # absent from the later layout
+        if row[name] is not None:
+            out[name] = row[name]
+    return out
+
+
+def _message(row: Row) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": row["role"]}
+    content = row["content"] if row["content"] is not None else _json(row["content_parts"])
+    out["content"] = content
+    for name in ("tool_calls",):
+        if row[name] is not None:
+            out[name] = _json(row[name])
+    for name in ("tool_call_id", "name"):
+        if row[name] is not None:
+            out[name] = row[name]
+    out.update(_json(row["extra_fields"]) or {})
+    return out
+
+
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def _set_extra(line: dict[str, Any], path: str, value: Any) -> None:
+    """Put an unknown field back at its JSON path (``$.gold_trace.turns[0].x``). A key whose
+    name the path cannot spell unambiguously is put wherever it leads, or nowhere: the
+    patch, computed against this same rebuild, corrects it."""
+    steps: Path = [int(i) if i else k for k, i in _STEP.findall(path[1:])]
+    node: Any = line
+    for step in steps[:-1]:
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return
+    if steps and isinstance(node, dict) and isinstance(steps[-1], str):
+        node[steps[-1]] = value
+
+
+def rebuild(rows: EpisodeRows, mark_bounded: bool = False) -> dict[str, Any]:
+    """The line of an episode as its rows say it, in the layout it was captured in (before
+    its patch). With ``mark_bounded``, a bounded hook value is a ``Bounded``."""
+    ep = rows.episode
+    question = rows.question or {}
+    line: dict[str, Any] = {"episode_id": ep["episode_id"]}
+    if ep["timestamp"] is not None:
+        line["timestamp"] = _iso(ep["timestamp"])
+    line["verified"] = ep["verified"]
+    line["question"] = {
+        "id": ep["question_id"],
+        "question_text": question.get("question_text"),
+        # ``sha256(text|hint)`` is the same for a null and an empty hint: either row may be
+        # the one an episode finds, so the rebuild says null for both.
+        "hint": question.get("hint") or None,
+    }
+    turns, hooks = _by(rows.turns, "trace_id"), _by(rows.hooks, "trace_id")
+    fixes = _by(rows.corrections, "trace_id")
+    traces = [
+        _trace(
+            t,
+            turns.get(t["trace_id"], []),
+            hooks.get(t["trace_id"], []),
+            fixes.get(t["trace_id"], []),
+            mark_bounded,
+        )
+        for t in sorted(rows.traces, key=lambda t: (t["role"] != "gold", t["trace_index"]))
+    ]
+    line["teacher_gold_trace"] = traces[0] if traces else None
+    line["consistency_traces"] = traces[1:]
+    if ep["n_messages"] is not None:
+        messages = sorted(rows.messages, key=lambda m: m["message_index"])
+        line["conversation_for_sft"] = {
+            "system_prompt": ep["system_prompt"],
+            "messages": [_message(m) for m in messages],
+        }
+    if ep["expected_final_answer"] is not None or ep["expected_final_answer_hash"] is not None:
+        line["rl_verification_data"] = {
+            "expected_final_answer_hash": ep["expected_final_answer_hash"],
+            "expected_final_answer": _json(ep["expected_final_answer"]),
+        }
+    if ep["gold_matches_majority"] is not None:
+        line["triangulation_metadata"] = {
+            name: ep[name]
+            for name in (
+                "n_consistency_runs",
+                "n_consistency_succeeded",
+                "majority_answer_hash",
+                "majority_count",
+                "gold_matches_majority",
+            )
+        }
+    if ep["csv_source"] is not None:
+        line["csv_source"] = ep["csv_source"]
+    line = LAYOUTS_BY_NAME.get(ep["layout"] or SEEDS.name, SEEDS).to_line(line)
+    for path, value in (_json(ep["extra_fields"]) or {}).items():
+        _set_extra(line, path, value)
+    return line
+
+
+# --- the patch: [path, value] sets a value, [path] deletes a key ---------------------------
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: ``1 == 1.0`` but ``true != 1``, NaN equals NaN, key order
+    aside."""
+    kind = _kind(a)
+    if kind != _kind(b):
+        return False
+    if kind == "number":
+        return a == b or (
+            isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+        )
+    if kind == "dict":
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if kind == "list":
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _generic(path: Path) -> str:
+    return "$" + "".join("[*]" if isinstance(s, int) else f".{s}" for s in path)
+
+
+def _diff(built: Any, line: Any, path: Path, ops: list[list[Any]], lost: dict[str, int]) -> None:
+    if isinstance(built, Bounded):
+        lost[_generic(path)] = lost.get(_generic(path), 0) + 1
+    elif isinstance(built, dict) and isinstance(line, dict):
+        ops.extend([[*path, key]] for key in built if key not in line)
+        for key, value in line.items():
+            if key in built:
+                _diff(built[key], value, [*path, key], ops, lost)
+            else:
+                ops.append([[*path, key], value])
+    elif isinstance(built, list) and isinstance(line, list) and len(built) == len(line):
+        for i, (a, b) in enumerate(zip(built, line, strict=True)):
+            _diff(a, b, [*path, i], ops, lost)
+    elif not same(_unmarked(built), line):
+        ops.append([path, line])
+
+
+def _unmarked(value: Any) -> Any:
+    if isinstance(value, Bounded):
+        return value.summary
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def line_patch(
+    built: dict[str, Any], line: dict[str, Any]
+) -> tuple[list[list[Any]], dict[str, int]]:
+    """The edits that make ``built`` (``rebuild(..., mark_bounded=True)``) the ``line``, and
+    the values only a bounded summary keeps, counted by generic JSON path."""
+    ops: list[list[Any]] = []
+    lost: dict[str, int] = {}
+    try:
+        _diff(built, line, [], ops, lost)
+    except RecursionError:  # nested deeper than the walk goes: the whole line, as it was
+        return [[[], line]], {}
+    return ops, lost
+
+
+def apply_patch(built: dict[str, Any], patch: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """``built`` (``rebuild``) with its patch applied (in place, but for a whole-line patch)."""
+    for op in patch:
+        path = op[0]
+        if not path:
+            return op[1]
+        node: Any = built
+        for step in path[:-1]:
+            node = node[step]
+        if len(op) == 1:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = op[1]
+    return built
