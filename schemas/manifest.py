@@ -44,6 +44,9 @@ class Manifest(TypedDict, total=False):
     duplicate_keys: dict[str, int]
     extra_fields: dict[str, int]
     bounded_hook_values: int
+    # rule (of ``schemas.lines.rebuild``), not_round_tripped: bounded hook values by JSON
+    # path, redacted secrets (``builder.export.round_trip``)
+    round_trip: dict[str, Any]
     release: dict[str, Any]  # added to the published copy (``builder.publish.changelog``)
 
 

@@ -157,9 +157,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     from builder.publish import cli as publish_cli
     from builder.report import cli as report_cli
+    from builder.restore import cli as restore_cli
 
     publish_cli.add_parser(sub)
     report_cli.add_parser(sub)
+    restore_cli.add_parser(sub)
     return parser
 
 
@@ -279,6 +281,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     return report_cli.run(args)
 
 
+def cmd_export_jsonl(args: argparse.Namespace) -> int:
+    from builder.restore import cli as restore_cli
+
+    return restore_cli.run(args)
+
+
 COMMANDS = {
     "build": cmd_build,
     "validate": cmd_validate,
@@ -286,6 +294,7 @@ COMMANDS = {
     "publish": cmd_publish,
     "sessions": cmd_sessions,
     "report": cmd_report,
+    "export-jsonl": cmd_export_jsonl,
 }
 
 

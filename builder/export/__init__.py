@@ -22,6 +22,7 @@ from builder.config import BuildConfig
 from builder.derive.splits.plan import HeldOutPlan
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
 from builder.export.manifest import builder_version, split_section, write_manifest
+from builder.export.round_trip import round_trip_section
 from builder.export.segment import SegmentOutput
 from schemas.episode import SCHEMA_VERSION
 from schemas.manifest import CARD, CARD_DIGEST
@@ -158,6 +159,7 @@ def export_dataset(
             "max_output_chars": config.max_output_chars,
         },
     }
+    manifest["round_trip"] = round_trip_section(out, manifest["files"], manifest["redaction"])
     episode_count = ingested.rows.get("episodes", 0)
     # The YAML is Python (a YAML dump of every file's path) and the charts are mostly
     # waiting (row lengths counted in Polars, drawing in the chart process): one beside the other.

@@ -24,6 +24,7 @@ from builder.export.card_held_out import (
 )
 from builder.export.catalog import doc_for
 from builder.export.recipes import recipes_section
+from builder.export.round_trip import round_trip_sentence
 from schemas.tables import column_docs, describe, role_of
 from schemas.vocabulary import SPLITS
 
@@ -345,7 +346,7 @@ def card_markdown(
         inputs,
         "",
         "`manifest.json` beside this card has the full digests, row counts, rejects and "
-        "integrity checks by kind.",
+        "integrity checks by kind. " + round_trip_sentence(manifest.get("round_trip")),
         "",
     ]
     return "\n".join(parts)

@@ -95,7 +95,7 @@ STAGES = (
     "export",
     "cache",
 )
-READERS = ("report", "publish")
+READERS = ("report", "publish", "restore")
 COMMANDS = ("pipeline", "cli", "__main__")
 ORDER = (*FOUNDATION, *STAGES, *READERS, *COMMANDS)
 # ``builder/__init__.py`` keeps the capture contract's hash rules importable by their old name

@@ -1,0 +1,78 @@
+"""``episodes export-jsonl [DIR|ORG/NAME@VERSION] [--out FILE] [--sessions-db URL]``.
+
+Errors are :class:`builder.errors.UserError` s (no build there, a build from before the
+tables kept every field, an unwritable output: exit 1), printed in one line by
+``builder.cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "export-jsonl",
+        help="write a build's episodes back as JSON lines (and its sessions into a database)",
+        description="Rebuilds, from a build folder's tables alone, one JSON line per accepted "
+        "episode, in the layout it was captured in: the input line after redaction, but for "
+        "the values the manifest names under not_round_tripped.",
+    )
+    p.add_argument(
+        "build_dir",
+        nargs="?",
+        metavar="DIR|ORG/NAME@VERSION",
+        help="build folder or a release on the Hub (default: [output] out, build/dataset)",
+    )
+    p.add_argument("--out", type=Path, metavar="FILE", help="default: standard output")
+    p.add_argument(
+        "--sessions-db",
+        metavar="URL",
+        help="also write the sessions and actions into this database (sqlite:///path.db)",
+    )
+    p.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from builder.config import find_config, load_config
+    from builder.restore.episodes import episode_lines, write_lines
+    from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder
+
+    spec = args.build_dir
+    if spec is None:
+        spec = str(load_config(find_config(args.config, Path.cwd())).out)
+    tables = EPISODE_TABLES + (SESSION_TABLES if args.sessions_db else ())
+    folder = build_folder(spec, tables)
+    if args.sessions_db:
+        from builder.restore.sessions import write_sessions
+
+        sessions, actions = write_sessions(folder, args.sessions_db)
+        print(f"{sessions} sessions, {actions} actions → {args.sessions_db}", file=sys.stderr)
+    if args.out is None:
+        n = write_lines(episode_lines(folder), sys.stdout)
+    else:
+        n = _write_file(args.out, folder)
+    print(f"{n} episodes → {args.out or 'standard output'}", file=sys.stderr)
+    return 0
+
+
+def _write_file(out: Path, folder: Path) -> int:
+    """Written beside ``out`` and renamed over it: a failed export leaves no half file."""
+    from builder.errors import UsageError
+    from builder.restore.episodes import episode_lines, write_lines
+
+    part = out.with_name(out.name + ".part")
+    try:
+        with part.open("w", encoding="utf-8") as f:
+            n = write_lines(episode_lines(folder), f)
+        part.replace(out)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise UsageError(f"--out {out}: cannot write it ({exc.strerror})") from exc
+    finally:
+        part.unlink(missing_ok=True)
+    return n
