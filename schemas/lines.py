@@ -24,7 +24,7 @@ import json
 import math
 import re
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -277,19 +277,32 @@ def _generic(path: Path) -> str:
     return "$" + "".join("[*]" if isinstance(s, int) else f".{s}" for s in path)
 
 
-def _diff(built: Any, line: Any, path: Path, ops: list[list[Any]], lost: dict[str, int]) -> None:
+SummaryCheck = Callable[[Any, Any], bool]
+
+
+def _diff(
+    built: Any,
+    line: Any,
+    path: Path,
+    ops: list[list[Any]],
+    lost: dict[str, int],
+    summarizes: SummaryCheck,
+) -> None:
     if isinstance(built, Bounded):
-        lost[_generic(path)] = lost.get(_generic(path), 0) + 1
+        if summarizes(line, built.summary):
+            lost[_generic(path)] = lost.get(_generic(path), 0) + 1
+        else:  # a twin listing's own value, not the one bounded: kept
+            ops.append([path, line])
     elif isinstance(built, dict) and isinstance(line, dict):
         ops.extend([[*path, key]] for key in built if key not in line)
         for key, value in line.items():
             if key in built:
-                _diff(built[key], value, [*path, key], ops, lost)
+                _diff(built[key], value, [*path, key], ops, lost, summarizes)
             else:
                 ops.append([[*path, key], value])
     elif isinstance(built, list) and isinstance(line, list) and len(built) == len(line):
         for i, (a, b) in enumerate(zip(built, line, strict=True)):
-            _diff(a, b, [*path, i], ops, lost)
+            _diff(a, b, [*path, i], ops, lost, summarizes)
     elif not same(_unmarked(built), line):
         ops.append([path, line])
 
@@ -305,14 +318,17 @@ def _unmarked(value: Any) -> Any:
 
 
 def line_patch(
-    built: dict[str, Any], line: dict[str, Any]
+    built: dict[str, Any], line: dict[str, Any], summarizes: SummaryCheck | None = None
 ) -> tuple[list[list[Any]], dict[str, int]]:
     """The edits that make ``built`` (``rebuild(..., mark_bounded=True)``) the ``line``, and
-    the values only a bounded summary keeps, counted by generic JSON path."""
+    the values only a bounded summary keeps, counted by generic JSON path.
+    ``summarizes(value, summary)``: whether ``summary`` is what bounding made of the line's
+    ``value`` (default: always), since a hook listed twice may hold another value in its
+    other listing."""
     ops: list[list[Any]] = []
     lost: dict[str, int] = {}
     try:
-        _diff(built, line, [], ops, lost)
+        _diff(built, line, [], ops, lost, summarizes or (lambda value, summary: True))
     except RecursionError:  # nested deeper than the walk goes: the whole line, as it was
         return [[[], line]], {}
     return ops, lost

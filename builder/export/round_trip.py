@@ -84,11 +84,15 @@ def round_trip_sentence(section: Mapping[str, Any] | None) -> str:
     bounded = sum(lost["bounded_hook_values"].values())
     caveats = []
     if bounded:
-        caveats.append(f"{bounded} hook values kept only as a bounded summary")
+        caveats.append(f"{_count(bounded, 'hook value')} kept only as a bounded summary")
     if lost["redacted_secrets"]:
-        caveats.append(f"{lost['redacted_secrets']} redacted secrets")
+        caveats.append(_count(lost["redacted_secrets"], "redacted secret"))
     but = f", but for {' and '.join(caveats)}" if caveats else ""
     return (
         f"The tables give back every accepted episode line as it was captured{but} "
         "(`episodes export-jsonl`; `round_trip` in `manifest.json`)."
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

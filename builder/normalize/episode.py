@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from json import dumps as _dumps
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,6 +17,7 @@ from pydantic import BaseModel
 from builder.contract.hashing import canonical_json, rehash_json_text
 from builder.normalize import checks
 from builder.normalize.hooks import hook_rows
+from builder.normalize.line_patch import patch_of
 from builder.normalize.messages import message_rows
 from builder.normalize.questions import question_key
 from builder.normalize.rows import (
@@ -30,10 +30,8 @@ from builder.normalize.rows import (
 )
 from builder.normalize.values import Dump, decoded_json, json_text, present, utc, value_of
 from builder.validate.fastpath import FastRecord
-from builder.validate.json_lines import line_value
 from schemas import vocabulary
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
-from schemas.lines import EpisodeRows, line_patch, rebuild
 
 
 def extra_fields(model: BaseModel, path: str = "$") -> Iterator[tuple[str, Any]]:
@@ -187,7 +185,8 @@ def emit_episode(
         source_line=number,
     )
     if raw is not None:
-        row = row._replace(line_patch=patch_of(row, ep.question, out, before, raw))
+        patch = patch_of(row, ep.question, out, before, raw, hook_value_limit)
+        row = row._replace(line_patch=patch)
     out["episodes"].append(row)
     return EpisodeInfo(
         number,
@@ -202,29 +201,6 @@ def emit_episode(
         tuple(len(out[t]) - b for t, b in zip(EPISODE_TABLES, before, strict=True)),
         sorted({generic_path(p) for p in duplicates}),
     )
-
-
-def patch_of(row: Any, question: Any, out: Rows, before: tuple[int, ...], raw: bytes) -> str | None:
-    """The episode's ``line_patch``: what its rows, rebuilt into a line, lack of ``raw``."""
-    mine = {
-        t: [r._asdict() for r in out[t][b:]] for t, b in zip(EPISODE_TABLES, before, strict=True)
-    }
-    rows = EpisodeRows(
-        episode=row._asdict(),
-        question={"question_text": question.question_text, "hint": question.hint},
-        traces=mine["traces"],
-        turns=mine["turns"],
-        hooks=mine["hooks"],
-        corrections=mine["corrections"],
-        messages=mine["messages"],
-    )
-    ops, _ = line_patch(rebuild(rows, mark_bounded=True), line_value(raw))
-    if not ops:
-        return None
-    try:
-        return _dumps(ops, sort_keys=True)
-    except RecursionError:  # deeper than json writes: the line as it came
-        return _dumps([[[], None]])[:-6] + raw.decode("utf-8") + "]]"
 
 
 def with_answer_hashes(ep: Any, dump: Dump, precision: int | None) -> Any:
