@@ -74,14 +74,15 @@ class Rejected:
     """What the rejects file holds, by kind (``schemas.vocabulary``)."""
 
     by_kind: Mapping[str, int] = field(default_factory=dict)
+    sha256: str = ""  # of the rejects file as written ("": none was written)
 
     @property
     def total(self) -> int:
         return sum(self.by_kind.values())
 
     @classmethod
-    def of(cls, by_kind: Mapping[str, int]) -> Rejected:
-        return cls(dict(sorted((k, n) for k, n in by_kind.items() if n)))
+    def of(cls, by_kind: Mapping[str, int], sha256: str = "") -> Rejected:
+        return cls(dict(sorted((k, n) for k, n in by_kind.items() if n)), sha256)
 
 
 @dataclass(frozen=True)

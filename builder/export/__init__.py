@@ -9,6 +9,7 @@ script.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from schemas.episode import SCHEMA_VERSION
 from schemas.manifest import CARD, CARD_DIGEST
 from schemas.objectives import OBJECTIVES
 from schemas.sessions import SESSION_TABLES
-from schemas.stages import StageResults
+from schemas.stages import Rejected, StageResults
 from schemas.tables import SPLIT_ASSIGNMENT, TABLES
 from schemas.vocabulary import EVAL_PREFIX, HOOK_ONLY, REASONS, SPLITS
 
@@ -97,6 +98,15 @@ def decontamination_section(
     return {**plan.decontamination, "removed_rows": {n: c for n, c in removed.items() if c}}
 
 
+def rejects_file(config: BuildConfig, rejected: Rejected) -> dict[str, str]:
+    """Where this build's rejects file is, relative to the output folder (so the pair can
+    move together), and its sha256: later commands find it there, and know it if it changed."""
+    if not rejected.sha256:
+        return {}
+    where = os.path.relpath(os.path.abspath(config.rejects), os.path.abspath(config.out))
+    return {"file": Path(where).as_posix(), "sha256": rejected.sha256}
+
+
 def export_dataset(
     out: Path,
     segments: list[SegmentOutput],
@@ -130,7 +140,11 @@ def export_dataset(
         "inputs": ingested.manifest_inputs(),
         "configs": {c.name: {"kind": c.kind, "rows": dict(c.rows)} for c in exported},
         "files": dict(sorted((p, d) for s in segments for p, d in s.files.items())),
-        "rejects": {"total": rejected.total, "by_kind": dict(rejected.by_kind)},
+        "rejects": {
+            "total": rejected.total,
+            "by_kind": dict(rejected.by_kind),
+            **rejects_file(config, rejected),
+        },
         "checks": {
             "episodes_by_kind": dict(ingested.episode_checks),
             "questions_by_kind": dict(ingested.question_checks),

@@ -11,6 +11,7 @@ place. A build the data refused keeps its rejects, which say why: where the buil
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 from collections import Counter
 from pathlib import Path
@@ -52,6 +53,7 @@ class RejectsWriter:
         self._handle: IO[bytes] | None = None
         self._captured: list[tuple[str, bytes]] | None = None
         self._made: list[Path] = []  # folders made for the file, innermost first
+        self._digest = hashlib.sha256()  # of every byte written: the manifest records it
         if path is not None:
             # per process: two builds that share a rejects file never write one partial file
             self._tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
@@ -69,7 +71,7 @@ class RejectsWriter:
 
     def summary(self) -> Rejected:
         """What was rejected so far, as the value the later stages read."""
-        return Rejected.of(self.by_kind)
+        return Rejected.of(self.by_kind, self.sha256 if self.path is not None else "")
 
     def add(self, reject: Reject) -> None:
         self.by_kind[reject.kind] += 1
@@ -78,6 +80,7 @@ class RejectsWriter:
         line = orjson.dumps(reject.to_json()) + b"\n"
         if self._handle is not None:
             self._handle.write(line)
+            self._digest.update(line)
         if self._captured is not None:
             self._captured.append((reject.kind, line))
 
@@ -103,6 +106,12 @@ class RejectsWriter:
                 print(f"{where}: {kind}: {record['message']}", file=self.echo)
             if self._handle is not None:
                 self._handle.write(line)
+                self._digest.update(line)
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the file as written so far (the whole file, once no reject follows)."""
+        return self._digest.hexdigest()
 
     def close(self, keep: bool = True, to: Path | None = None) -> None:
         """Move the file into place (at ``to``, a path in the same folder, when given), or

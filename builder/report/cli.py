@@ -58,9 +58,23 @@ def _locations(args: argparse.Namespace) -> tuple[Path, Path | None]:
     config = load_config(find_config(args.config, Path.cwd()))
     folder = args.build_dir or config.out
     rejects = args.rejects
-    if rejects is None and folder.resolve() == config.out.resolve():
+    if (
+        rejects is None
+        and folder.resolve() == config.out.resolve()
+        and not _records_rejects(folder)
+    ):
         rejects = config.rejects
     return folder, rejects
+
+
+def _records_rejects(folder: Path) -> bool:
+    """The build's manifest names its rejects file (builds since that was recorded)."""
+    from schemas.manifest import ManifestError, read_manifest
+
+    try:
+        return isinstance((read_manifest(folder).get("rejects") or {}).get("file"), str)
+    except ManifestError:
+        return False
 
 
 def _check_page(page: Path | None, rejects: Path | None) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +42,36 @@ RAW_CHARS = 600  # of a rejected line shown in the report
 def default_rejects(folder: Path) -> Path:
     """Where a build puts its rejects file by default: beside the dataset folder."""
     return folder.parent / "rejects.jsonl"
+
+
+def recorded_rejects(folder: Path, manifest: Mapping[str, Any]) -> Path | None:
+    """The rejects file the build recorded in its manifest (relative to the folder)."""
+    recorded = (manifest.get("rejects") or {}).get("file")
+    return Path(os.path.normpath(folder / recorded)) if isinstance(recorded, str) else None
+
+
+def check_recorded_rejects(path: Path, manifest: Mapping[str, Any], named: bool) -> None:
+    """A rejects file that is not the build's says so in one line: moved (only when the
+    manifest named it) or changed since (its sha256 is not the one recorded)."""
+    recorded = manifest.get("rejects") or {}
+    expected = recorded.get("sha256")
+    if not isinstance(expected, str):
+        return
+    if not path.is_file():
+        if not named and recorded.get("total"):  # with no rejects, nothing is missing
+            raise RejectsFileError(
+                f"{path}: the rejects file this build wrote is not there (moved or deleted?)"
+            )
+        return
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise RejectsFileError(
+            f"{path} is not this build's rejects file (its sha256 is not the one the manifest "
+            "records: changed since the build?)"
+        )
 
 
 def load_manifest(folder: Path) -> Manifest:
@@ -167,12 +199,15 @@ class BuildFolder:
             raise BuildFolderError(
                 f"{folder}: {missing[0]}{more}, listed in {MANIFEST}, is missing"
             )
-        self.rejects_path = rejects if rejects is not None else default_rejects(folder)
+        recorded = recorded_rejects(folder, self.manifest)
+        self.rejects_path = rejects or recorded or default_rejects(folder)
+        self._named = rejects is None and recorded is not None
         self._rejects: Rejects | None = None
 
     @property
     def rejects(self) -> Rejects:
         if self._rejects is None:
+            check_recorded_rejects(self.rejects_path, self.manifest, named=not self._named)
             by_kind = self.manifest["rejects"].get("by_kind") or {}
             self._rejects = read_rejects(self.rejects_path, by_kind)
         return self._rejects

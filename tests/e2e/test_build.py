@@ -92,7 +92,9 @@ def test_a_trace_that_submitted_nothing_has_a_null_answer(sample_build: BuildRep
 
 def test_rebuild_is_byte_identical(sample_build: BuildReport, tmp_path: Path) -> None:
     config = replace(
-        load_config(ROOT / "dataset.toml"), out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"
+        load_config(ROOT / "dataset.toml"),
+        out=tmp_path / "ds",
+        rejects=tmp_path / "rejects.jsonl",  # beside the output, as the manifest records it
     )
     again = build(config)
     assert folder_digest(again.out) == folder_digest(sample_build.out)
