@@ -42,6 +42,7 @@ from builder.publish.versions import (
     check_new_version,
     release_versions,
 )
+from builder.report.folder import rejects_note
 from schemas.manifest import CARD, MANIFEST
 
 __all__ = [
@@ -213,6 +214,9 @@ def _run(
         options.repo, version, previous, files, remote, options.private, previous_manifest
     )
     print(format_plan(plan, options.build_dir), file=out)
+    note = rejects_note(options.build_dir, manifest)  # not uploaded: where it stays
+    if note is not None:
+        print(note, file=out)
     if previous and previous_manifest and previous_manifest.get("files") == manifest["files"]:
         print(
             f"note: the data files are those of {previous[1]}: this release changes only the "

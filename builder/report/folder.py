@@ -74,6 +74,20 @@ def check_recorded_rejects(path: Path, manifest: Mapping[str, Any], named: bool)
         )
 
 
+def rejects_note(folder: Path, manifest: Mapping[str, Any]) -> str | None:
+    """One line on the rejects file the manifest records (None: it records none): where it
+    is, or that it moved or changed since the build."""
+    path = recorded_rejects(folder, manifest)
+    if path is None:
+        return None
+    try:
+        check_recorded_rejects(path, manifest, named=False)
+    except RejectsFileError as exc:
+        return f"rejects file: {exc}"
+    total = (manifest.get("rejects") or {}).get("total", 0)
+    return f"rejects file: {path} ({total} rejects, as the build wrote it)"
+
+
 def load_manifest(folder: Path) -> Manifest:
     """``folder``'s manifest, checked for the keys a report needs."""
     if not folder.is_dir():

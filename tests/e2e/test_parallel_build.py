@@ -47,7 +47,8 @@ def test_default_build_writes_configs_on_several_threads_at_once(
     monkeypatch.setattr(writer.ConfigWriter, "write", meeting)
     assert segment.write_threads() >= 2
     config = load_config(ROOT / "dataset.toml")
-    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    # the rejects file where the sample build's is, relative to the output: the manifest says
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "rejects.jsonl"))
     assert len({t for t in threads if t.startswith("config-write")}) >= 2
     assert folder_digest(report.out) == folder_digest(sample_build.out)
 
@@ -86,7 +87,7 @@ def test_default_build_derives_two_buckets_at_once_and_cuts_on_several_threads(
     monkeypatch.setattr(segment.SegmentExporter, "_bucket", meeting)
     monkeypatch.setattr(buckets, "ThreadEngine", partition_engine)
     config = load_config(ROOT / "dataset.toml")
-    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "rejects.jsonl"))
     assert len(derived) > 2
     assert len({t for t in derive_threads if t.startswith("derive")}) == 2
     assert engines and min(engines) >= 2  # the cut runs on a pool of two threads or more
@@ -112,7 +113,7 @@ def test_a_segment_closes_its_configs_on_several_threads_at_once(
 
     monkeypatch.setattr(writer.ConfigWriter, "close", meeting)
     config = load_config(ROOT / "dataset.toml")
-    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "rejects.jsonl"))
     assert threads["sft"] != threads["rl"], threads
     assert all(name.startswith("config-write") for name in threads.values()), threads
     assert folder_digest(report.out) == folder_digest(sample_build.out)
@@ -137,7 +138,7 @@ def test_the_card_yaml_is_made_while_the_card_images_are_drawn(
     monkeypatch.setattr(export, "card_yaml", yaml_meeting)
     monkeypatch.setattr(card_images, "write_card_images", images_meeting)
     config = load_config(ROOT / "dataset.toml")
-    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "r.jsonl"))
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "rejects.jsonl"))
     assert folder_digest(report.out) == folder_digest(sample_build.out)
 
 

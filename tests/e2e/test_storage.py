@@ -99,8 +99,13 @@ def local_files(folder: Path) -> dict[str, bytes]:
 
 
 def config_for(tmp_path: Path, name: str, **options: Any) -> BuildConfig:
+    # Each build's rejects file sits beside its output under the same name: the manifest
+    # records where (relative to the output), so builds compared byte for byte share it.
     return replace(
-        BuildConfig(), out=tmp_path / name, rejects=tmp_path / f"{name}.rejects.jsonl", **options
+        BuildConfig(),
+        out=tmp_path / name / "dataset",
+        rejects=tmp_path / name / "rejects.jsonl",
+        **options,
     )
 
 
@@ -224,7 +229,7 @@ def test_an_unreachable_store_fails_the_upload_after_a_good_local_build(
     config = config_for(tmp_path, "out", episodes=(str(SAMPLE),), upload_to="s3://x/ds")
     with pytest.raises(UploadFailed, match="s3://x"):
         build(config)
-    assert (tmp_path / "out" / "manifest.json").is_file()
+    assert (tmp_path / "out" / "dataset" / "manifest.json").is_file()
 
 
 def test_a_file_uri_target_gets_its_folders(tmp_path: Path) -> None:

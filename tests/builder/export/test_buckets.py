@@ -51,7 +51,9 @@ def test_the_number_of_buckets_does_not_change_the_files(
     sample = load_config(ROOT / "dataset.toml")  # episodes, question banks and sessions
 
     def run(name: str) -> dict[str, str]:
-        config = replace(sample, out=tmp_path / name, rejects=tmp_path / f"{name}.jsonl")
+        # the rejects file beside the output under one name: the manifest records where
+        folder = tmp_path / name
+        config = replace(sample, out=folder / "dataset", rejects=folder / "rejects.jsonl")
         return digest(build(config).out)
 
     # Small row groups, so groups span bucket boundaries in both builds.
@@ -60,7 +62,7 @@ def test_the_number_of_buckets_does_not_change_the_files(
     monkeypatch.setattr(buckets, "EPISODES_PER_BUCKET", 7)  # 22 buckets for 150 episodes
     monkeypatch.setattr(buckets, "SCRATCH_FILE_BYTES", 1 << 16)  # many scratch files
     assert run("bucketed") == whole
-    files = (tmp_path / "bucketed" / "sft").glob("train-0000*.parquet")
+    files = (tmp_path / "bucketed" / "dataset" / "sft").glob("train-0000*.parquet")
     sft = max(map(pq.ParquetFile, files), key=lambda f: f.metadata.num_rows)  # the largest
     assert sft.num_row_groups > 2
     assert sft.metadata.row_group(0).num_rows == 16
