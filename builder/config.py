@@ -97,6 +97,15 @@ class BuildConfig:
 
     card: CardConfig = field(default_factory=CardConfig)
     config_path: Path | None = None
+    # ``build --from``: the names the restored inputs had in the build they were restored
+    # from (restored file or database URL -> its name there), which the rows record as their
+    # source; and that build, for the manifest (key -> value)
+    input_names: tuple[tuple[str, str], ...] = ()
+    built_from: tuple[tuple[str, str], ...] = ()
+
+    def input_name(self, path: str) -> str:
+        """What the rows call an input: its own path, or its name in a restored build."""
+        return dict(self.input_names).get(path, path)
 
     def with_overrides(self, **overrides: Any) -> BuildConfig:
         """Apply command-line values; ``None`` means "not given"."""

@@ -331,6 +331,9 @@ def line_patch(
         _diff(built, line, [], ops, lost, summarizes or (lambda value, summary: True))
     except RecursionError:  # nested deeper than the walk goes: the whole line, as it was
         return [[[], line]], {}
+    # in path order, not the line's key order: a line written with its keys in another order
+    # (an export's) gets the same patch (no two edits touch one path, so any order applies)
+    ops.sort(key=lambda op: json.dumps(op[0]))
     return ops, lost
 
 

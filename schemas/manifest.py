@@ -47,6 +47,9 @@ class Manifest(TypedDict, total=False):
     # rule (of ``schemas.lines.rebuild``), not_round_tripped: bounded hook values by JSON
     # path, redacted secrets (``builder.export.round_trip``)
     round_trip: dict[str, Any]
+    # ``build --from``: source (folder or org/name@version), its builder and schema
+    # versions, release, and the sha256 of its manifest
+    built_from: dict[str, str]
     release: dict[str, Any]  # added to the published copy (``builder.publish.changelog``)
 
 

@@ -100,6 +100,12 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="one sessions database: sqlite:///path.db|.sql or postgresql://…",
     )
+    b.add_argument(
+        "--from",
+        dest="from_build",
+        metavar="DIR|ORG/NAME@VERSION",
+        help="build again from a build's or a release's tables instead of its inputs",
+    )
     b.add_argument("--out", type=Path, help="output dataset folder (default build/dataset)")
     b.add_argument("--rejects", type=Path, help="rejects file (default build/rejects.jsonl)")
     b.add_argument("--upload-to", metavar="URI", help="copy the built folder to s3://… gs://…")
@@ -155,13 +161,13 @@ def _build_parser() -> argparse.ArgumentParser:
     init = sessions_sub.add_parser("init", help="create the sessions and actions tables")
     init.add_argument("url", help="sqlite:///path.db or postgresql://user@host/db")
 
+    from builder.cli import export_jsonl
     from builder.publish import cli as publish_cli
     from builder.report import cli as report_cli
-    from builder.restore import cli as restore_cli
 
     publish_cli.add_parser(sub)
     report_cli.add_parser(sub)
-    restore_cli.add_parser(sub)
+    export_jsonl.add_parser(sub)
     return parser
 
 
@@ -187,7 +193,29 @@ def start_ingest_workers(config: BuildConfig) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    config = load_build_config(args)
+    if not args.from_build:
+        return _build(args, load_build_config(args))
+    from builder.cli.build_from import check_no_inputs, restored_build
+
+    check_no_inputs(args.from_build, _named_inputs(args))
+    if not Path(args.from_build).is_absolute() and not _is_release(args):
+        args.from_build = os.path.abspath(args.from_build)  # the build may run elsewhere
+    with restored_build(load_build_config(args), args.from_build) as restored:
+        return _build(args, restored)
+
+
+def _is_release(args: argparse.Namespace) -> bool:
+    from builder.restore.folder import is_release
+
+    return is_release(args.from_build)
+
+
+def _named_inputs(args: argparse.Namespace) -> list[str]:
+    flags = ("episodes", "synthetic_questions", "llm_questions", "sessions")
+    return [f"--{f.replace('_', '-')}" for f in flags if getattr(args, f, None)]
+
+
+def _build(args: argparse.Namespace, config: BuildConfig) -> int:
     start_ingest_workers(config)
     check_default_config(config)  # imports the derive stage: after the workers' server starts
     from builder.cli.summary import print_summary
@@ -282,9 +310,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_export_jsonl(args: argparse.Namespace) -> int:
-    from builder.restore import cli as restore_cli
+    from builder.cli import export_jsonl
 
-    return restore_cli.run(args)
+    return export_jsonl.run(args)
 
 
 COMMANDS = {

@@ -174,6 +174,8 @@ def export_dataset(
         },
     }
     manifest["round_trip"] = round_trip_section(out, manifest["files"], manifest["redaction"])
+    if config.built_from:  # ``build --from``: the build or release its inputs came from
+        manifest["built_from"] = dict(config.built_from)
     episode_count = ingested.rows.get("episodes", 0)
     # The YAML is Python (a YAML dump of every file's path) and the charts are mostly
     # waiting (row lengths counted in Polars, drawing in the chart process): one beside the other.

@@ -157,10 +157,10 @@ class Ingest:
         self.sink.write(self.normalizer.take_tables())
 
     def _start(self, path: str, kind: str) -> tuple[InputFile, FileCounts]:
-        self.result.kinds[path] = kind
-        return InputFile(path, self.config.max_line_bytes), self.result.counts.setdefault(
-            path, FileCounts()
-        )
+        name = self.config.input_name(path)  # what its rows and counts call it
+        self.result.kinds[name] = kind
+        source = InputFile(path, self.config.max_line_bytes, name)
+        return source, self.result.counts.setdefault(name, FileCounts())
 
     def _read_questions(self, path: str, kind: str, across: BankQuestions) -> None:
         """Question banks are small: validated by pydantic, one line at a time."""

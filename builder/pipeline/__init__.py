@@ -70,7 +70,8 @@ def expanded(config: BuildConfig) -> BuildConfig:
         episodes=episodes,
         synthetic_questions=tuple(expand_inputs(config.synthetic_questions)),
         llm_questions=tuple(expand_inputs(config.llm_questions)),
-        segments=plan_segments(episodes, config.segment_bytes),
+        # as given (``build --from``: the restored build's), else planned
+        segments=config.segments or plan_segments(episodes, config.segment_bytes),
     )
 
 
@@ -138,7 +139,8 @@ def derive_sessions(
         known = outputs[-1].secret_values if outputs else []
         validated, counts = redacted(validated, RedactionOptions.of(config), known)
     options = ReplayOptions(config.null_correct_trains, max_output_chars=config.max_output_chars)
-    return derive_sessions(validated, options, counts)
+    name = dict(config.input_names).get(config.sessions)  # a restored database's own name
+    return derive_sessions(validated, options, counts, name)
 
 
 def _build(config: BuildConfig, progress: bool) -> BuildReport:

@@ -7,5 +7,5 @@ no stage, only the rebuild rules the normalize stage shares with it (``schemas.l
 * ``folder``: where the tables are (a folder, or ``org/name@vX.Y.Z``) and reading them;
 * ``episodes``: one JSON line per accepted episode, as it was captured (``export-jsonl``);
 * ``sessions``: the ``sessions`` and ``actions`` rows, into a database (``--sessions-db``);
-* ``cli``: the ``export-jsonl`` command.
+(the ``export-jsonl`` command is ``builder.cli.export_jsonl``).
 """

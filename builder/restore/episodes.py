@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -40,8 +41,27 @@ def _grouped(frame: pl.DataFrame | None) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+@dataclass(frozen=True)
+class EpisodeRecord:
+    line: dict[str, Any]  # the line's JSON value
+    source_file: str  # the input it was read from, and its line there
+    source_line: int
+    segment: str  # the segment of the build it was read in ("00001")
+
+
 def episode_lines(folder: Path) -> Iterator[dict[str, Any]]:
     """The episodes of a build folder as the JSON values of their lines."""
+    return (record.line for record in episode_records(folder))
+
+
+def _segment(name: str) -> str:
+    """``train-00001-00000-of-00001-….parquet`` -> ``00001``."""
+    parts = name.split("-")
+    return parts[1] if len(parts) > 2 else ""
+
+
+def episode_records(folder: Path) -> Iterator[EpisodeRecord]:
+    """The episodes of a build folder, in input order (source file, then line)."""
     rule = (read_manifest(folder).get("round_trip") or {}).get("rule")
     if rule is None:
         raise NotRestorable(
@@ -53,18 +73,21 @@ def episode_lines(folder: Path) -> Iterator[dict[str, Any]]:
             f"{folder}: its lines were kept under rebuild rule {rule}, this builder knows rule "
             f"{REBUILD_RULE}; export them with the builder that made it"
         )
-    episodes = read_table(folder, "episodes")
-    if episodes is None:
+    files = sorted((folder / "episodes").glob("*.parquet"))
+    if not files:
         return
+    episodes = pl.concat(
+        [pl.read_parquet(f).with_columns(segment=pl.lit(_segment(f.name))) for f in files],
+        how="diagonal_relaxed",
+    )
     questions = read_table(folder, "questions")
     texts: dict[str, dict[str, Any]] = {}
     if questions is not None:
         for q in questions.select("question_id", "question_text", "hint").iter_rows(named=True):
             texts.setdefault(q["question_id"], q)
     children = {name: _grouped(read_table(folder, name)) for name in CHILD_TABLES}
-    for ep in episodes.sort("source_file", "source_line", maintain_order=True).iter_rows(
-        named=True
-    ):
+    ordered = episodes.sort("source_file", "source_line", maintain_order=True)
+    for ep in ordered.iter_rows(named=True):
         eid = ep["episode_id"]
         rows = EpisodeRows(
             episode=ep,
@@ -81,7 +104,7 @@ def episode_lines(folder: Path) -> Iterator[dict[str, Any]]:
                     f"({type(exc).__name__}: {exc}); were the folder's files changed after "
                     "the build?"
                 ) from exc
-        yield line
+        yield EpisodeRecord(line, ep["source_file"], ep["source_line"], ep["segment"])
 
 
 def write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:

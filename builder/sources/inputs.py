@@ -253,10 +253,12 @@ def _refuse_disguised(path: str, head: bytes) -> None:
 class InputFile:
     """One input file; ``stats`` is complete once ``lines()`` has been read to its end."""
 
-    def __init__(self, path: str, max_line_bytes: int) -> None:
+    def __init__(self, path: str, max_line_bytes: int, name: str | None = None) -> None:
         self.path = path
+        # what its lines and stats call it: its path, or the name a restored input had
+        self.name = path if name is None else name
         self.max_line_bytes = max_line_bytes
-        self.stats = InputStats(path)
+        self.stats = InputStats(self.name)
 
     def lines(self, on_bytes: Callable[[int], None] | None = None) -> Iterator[SourceLine]:
         """Yield every line. Terminators (LF, CRLF) and a UTF-8 BOM that starts a line are
@@ -289,7 +291,7 @@ class InputFile:
                     line = line[:256]
                 elif line.startswith(BOM):  # a file's, or each file's of a ``cat``
                     line = line[len(BOM) :]
-                yield SourceLine(path, number, line.rstrip(b"\r\n"), too_long)
+                yield SourceLine(self.name, number, line.rstrip(b"\r\n"), too_long)
                 if on_bytes is not None and digest.bytes != reported:
                     on_bytes(digest.bytes - reported)
                     reported = digest.bytes
@@ -304,7 +306,7 @@ class InputFile:
             handle.close()
         if on_bytes is not None and digest.bytes != reported:
             on_bytes(digest.bytes - reported)
-        self.stats = InputStats(path, digest.sha256.hexdigest(), digest.bytes, number)
+        self.stats = InputStats(self.name, digest.sha256.hexdigest(), digest.bytes, number)
 
 
 def _skip_rest_of_line(stream: BinaryIO, chunk: int) -> None:

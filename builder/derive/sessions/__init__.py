@@ -9,7 +9,7 @@ what counts as a failed run: ``outputs``), and counted for the manifest and card
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +46,15 @@ def derive_sessions(
     validated: Validated,
     options: ReplayOptions = DEFAULT_OPTIONS,
     redactions: Mapping[str, int] | None = None,
+    name: str | None = None,
 ) -> SessionsResult:
     """Replay, corrections, tables and counts of one validated (and redacted) database;
-    ``redactions``: what its redaction replaced, by kind."""
+    ``redactions``: what its redaction replaced, by kind; ``name``: what the rows call the
+    database (a restored build's: its name there)."""
     replayed = replay(validated, options)
     corrections = self_corrections(validated, options)
     return SessionsResult(
-        tables=session_tables(validated),
+        tables=session_tables(validated if name is None else replace(validated, source=name)),
         sft=replayed.sft,
         sft_turns=reshaped(sft_turns.NAME, replayed.sft.lazy()),
         self_correction=corrections,

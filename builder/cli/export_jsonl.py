@@ -1,4 +1,6 @@
-"""``episodes export-jsonl [DIR|ORG/NAME@VERSION] [--out FILE] [--sessions-db URL]``.
+"""``episodes export-jsonl [DIR|ORG/NAME@VERSION] [--out FILE] [--sessions-db URL]``: the
+inverse of a build (``builder.restore``), its sessions written through the sessions stage's
+database access.
 
 Errors are :class:`builder.errors.UserError` s (no build there, a build from before the
 tables kept every field, an unwritable output: exit 1), printed in one line by
@@ -48,16 +50,32 @@ def run(args: argparse.Namespace) -> int:
     tables = EPISODE_TABLES + (SESSION_TABLES if args.sessions_db else ())
     folder = build_folder(spec, tables)
     if args.sessions_db:
-        from builder.restore.sessions import write_sessions
-
-        sessions, actions = write_sessions(folder, args.sessions_db)
-        print(f"{sessions} sessions, {actions} actions → {args.sessions_db}", file=sys.stderr)
+        n_sessions, n_actions = write_sessions(folder, args.sessions_db)
+        print(f"{n_sessions} sessions, {n_actions} actions → {args.sessions_db}", file=sys.stderr)
     if args.out is None:
         n = write_lines(episode_lines(folder), sys.stdout)
     else:
         n = _write_file(args.out, folder)
     print(f"{n} episodes → {args.out or 'standard output'}", file=sys.stderr)
     return 0
+
+
+def write_sessions(folder: Path, url: str) -> tuple[int, int]:
+    """The build's sessions and actions appended to the database at ``url`` (its tables
+    created where missing)."""
+    from builder.errors import UsageError
+    from builder.restore.sessions import session_rows
+    from builder.sessions.db import ingest, init_database
+
+    rows = session_rows(folder)
+    if rows is None:
+        raise UsageError(f"--sessions-db {url}: {folder} holds no sessions")
+    sessions, actions = rows
+    init_database(url)
+    ingest(url, "sessions", sessions)
+    if actions.num_rows:
+        ingest(url, "actions", actions)
+    return sessions.num_rows, actions.num_rows
 
 
 def _write_file(out: Path, folder: Path) -> int:

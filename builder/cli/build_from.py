@@ -1,0 +1,81 @@
+"""``episodes build --from DIR|ORG/NAME@VERSION``: a build made again from the tables of an
+earlier build or release, with this builder's rules, without its original inputs.
+
+The earlier build's inputs are written back from its tables (``builder.restore.inputs``)
+into a folder beside the output, each named in the new build's rows as it was in the old
+one's, its sessions into a SQLite database there; then the build reads them as any inputs.
+Rows the earlier build rejected are not in its tables, so they are not read again: the new
+build's rejects are its own. The folder is removed when the build ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from builder.config import BuildConfig
+from builder.errors import UsageError
+from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder
+from builder.restore.inputs import restore_inputs
+from schemas.manifest import MANIFEST, read_manifest
+
+
+def check_no_inputs(spec: str, named: list[str]) -> None:
+    """``--from`` is the build's input: input flags beside it are a mistake."""
+    if named:
+        raise UsageError(
+            f"--from {spec} replaces the build's inputs: drop {', '.join(named)} (or drop "
+            "--from to build from them)"
+        )
+
+
+@contextmanager
+def restored_build(config: BuildConfig, spec: str) -> Iterator[BuildConfig]:
+    """``config`` reading what ``spec``'s tables give back, while the context lasts."""
+    folder = build_folder(spec, EPISODE_TABLES + SESSION_TABLES)
+    out = config.out.resolve()
+    work = out.parent / f".{out.name}.from"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    try:
+        restored = restore_inputs(folder, work)
+        names = dict(restored.names)
+        sessions = ""
+        if restored.sessions is not None:
+            from builder.sessions.db import ingest, init_database
+
+            sessions = f"sqlite:///{work / 'sessions.db'}"
+            init_database(sessions)
+            ingest(sessions, "sessions", restored.sessions[0])
+            if restored.sessions[1].num_rows:
+                ingest(sessions, "actions", restored.sessions[1])
+            names[sessions] = restored.sessions_name or sessions
+        yield replace(
+            config,
+            episodes=tuple(restored.episodes),
+            synthetic_questions=tuple(restored.banks["synthetic"]),
+            llm_questions=tuple(restored.banks["llm"]),
+            sessions=sessions,
+            segments=tuple(restored.segments),
+            cache_dir=None,  # the restored files are new each time: nothing to reuse
+            input_names=tuple(names.items()),
+            built_from=tuple(_provenance(spec, folder).items()),
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _provenance(spec: str, folder: Path) -> dict[str, str]:
+    manifest = read_manifest(folder)
+    release = (manifest.get("release") or {}).get("version")
+    record = {
+        "source": spec,
+        "builder_version": str(manifest.get("builder_version", "")),
+        "schema_version": str(manifest.get("schema_version", "")),
+        "manifest_sha256": hashlib.sha256((folder / MANIFEST).read_bytes()).hexdigest(),
+    }
+    return record | ({"release": str(release)} if release else {})

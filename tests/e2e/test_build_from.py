@@ -1,0 +1,110 @@
+"""``episodes build --from DIR`` builds again from a build's tables alone: every config's
+Parquet files are byte for byte those of the build from the JSONL, and the manifest records
+where the build came from. ``export-jsonl --sessions-db`` gives back the sessions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from builder.cli.episodes import main
+from builder.config import load_config
+from builder.pipeline import BuildReport, build
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def parquet_digests(folder: Path) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in folder.rglob("*.parquet")
+    }
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> BuildReport:
+    """The sample (episodes in both layouts, question banks, sessions), in a folder the
+    test may move."""
+    out = tmp_path_factory.mktemp("original")
+    config = load_config(ROOT / "dataset.toml")
+    return build(replace(config, out=out / "dataset", rejects=out / "rejects.jsonl"))
+
+
+def test_build_from_a_folder_equals_the_build_from_the_jsonl(
+    original: BuildReport, tmp_path: Path
+) -> None:
+    again = tmp_path / "again"
+    argv = ["build", "--from", str(original.out), "--out", str(again / "dataset")]
+    argv += ["--rejects", str(again / "rejects.jsonl"), "--config", str(ROOT / "dataset.toml")]
+    assert main([*argv, "--no-progress"]) == 0
+    before, after = parquet_digests(original.out), parquet_digests(again / "dataset")
+    assert len(before) > 40 and after == before
+    made = json.loads((again / "dataset" / "manifest.json").read_text())["built_from"]
+    source = (original.out / "manifest.json").read_bytes()
+    assert made["source"] == str(original.out)
+    assert made["manifest_sha256"] == hashlib.sha256(source).hexdigest()
+    assert not list(again.glob(".*.from"))  # the restored inputs are gone
+
+
+def test_from_replaces_the_inputs_it_is_not_given_with_them(
+    original: BuildReport, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["build", "--from", str(original.out), "--episodes", "x.jsonl"]
+    assert main([*argv, "--out", str(tmp_path / "ds"), "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--from" in err[0] and "drop --episodes" in err[0]
+
+
+def test_from_a_folder_with_no_build_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["build", "--from", str(tmp_path), "--out", str(tmp_path / "ds")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no build there" in err[0]
+
+
+def test_export_jsonl_writes_the_sessions_back_as_they_were(
+    original: BuildReport, tmp_path: Path
+) -> None:
+    db = tmp_path / "sessions.db"
+    argv = ["export-jsonl", str(original.out), "--out", str(tmp_path / "e.jsonl")]
+    assert main([*argv, "--sessions-db", f"sqlite:///{db}"]) == 0
+    source = sqlite3.connect(":memory:")
+    source.executescript((ROOT / "data" / "sessions" / "sample.sql").read_text())
+    back = sqlite3.connect(db)
+    for query in (
+        "SELECT session_id, initial_instruction, initial_code, initial_exec_output, verified "
+        "FROM sessions ORDER BY session_id",
+        "SELECT action_uuid, session_id, action_id, action_type, action, correct, source "
+        "FROM actions ORDER BY action_uuid",
+    ):
+        rows = back.execute(query).fetchall()
+        assert rows and rows == source.execute(query).fetchall()
+    lines = (tmp_path / "e.jsonl").read_text().splitlines()
+    assert len(lines) == original.manifest["configs"]["episodes"]["rows"]["train"] + sum(
+        original.manifest["configs"]["episodes"]["rows"][s] for s in ("validation", "test")
+    )
+
+
+def test_build_from_keeps_the_segments_the_inputs_were_read_in(tmp_path: Path) -> None:
+    """One segment per episode file: the restored files are cut the same way, whatever
+    their sizes now, so the data files are the same files."""
+    from builder.cli.build_from import restored_build
+
+    config = load_config(ROOT / "dataset.toml")
+    first = build(
+        replace(
+            config, out=tmp_path / "a" / "ds", rejects=tmp_path / "a" / "r.jsonl", segment_bytes=1
+        )
+    )
+    again = replace(config, out=tmp_path / "b" / "ds", rejects=tmp_path / "b" / "r.jsonl")
+    with restored_build(again, str(first.out)) as restored:
+        assert len(restored.segments) == 3
+        second = build(restored)
+    assert parquet_digests(second.out) == parquet_digests(first.out)
+    assert any("-00003-" in name for name in parquet_digests(first.out))
