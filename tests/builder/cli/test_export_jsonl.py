@@ -1,0 +1,64 @@
+"""``episodes export-jsonl``: a build's episodes on standard output or in a file; a folder
+that holds no build, or one from before the tables kept every field, is one line, exit 1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.cli.episodes import main
+from builder.pipeline import BuildReport
+
+
+def test_the_lines_go_to_standard_output(
+    sample_build: BuildReport, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export-jsonl", str(sample_build.out)]) == 0
+    out, err = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert len(lines) == sum(sample_build.manifest["configs"]["episodes"]["rows"].values())
+    assert {"seeds", "capture_v2"} == {
+        "capture_v2" if "gold_trace" in line else "seeds" for line in lines
+    }
+    assert err.strip() == f"{len(lines)} episodes → standard output"
+
+
+def test_a_folder_without_a_build_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export-jsonl", str(tmp_path), "--out", str(tmp_path / "e.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no build there" in err[0]
+    assert not (tmp_path / "e.jsonl").exists()
+
+
+def test_a_build_from_before_the_round_trip_is_one_line(
+    sample_build: BuildReport, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = tmp_path / "old"
+    shutil.copytree(sample_build.out, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    del manifest["round_trip"]
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["export-jsonl", str(old), "--out", str(tmp_path / "e.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "build it again from its JSONL" in err[0]
+    assert not list(tmp_path.glob("e.jsonl*"))  # no half-written file
+
+
+def test_a_patch_that_no_longer_fits_is_one_line(
+    sample_build: BuildReport, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import polars as pl
+
+    changed = tmp_path / "changed"
+    shutil.copytree(sample_build.out, changed)
+    for path in (changed / "episodes").glob("*.parquet"):
+        frame = pl.read_parquet(path)
+        frame.with_columns(line_patch=pl.lit('[[["nowhere", "at", "all"]]]')).write_parquet(path)
+    assert main(["export-jsonl", str(changed), "--out", str(tmp_path / "e.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line_patch does not fit its rows" in err[0]
