@@ -2,8 +2,8 @@
 
 Each episode's rows of every table are rebuilt into its line (``schemas.lines.rebuild``,
 the rule the normalize stage computed the episode's ``line_patch`` against) and its patch
-applied: the line as captured, in its own layout, after redaction. Lines come in input
-order (source file, then line).
+applied: the line as captured, in its own layout, after redaction. Lines come a split of a
+segment at a time, in input order (source file, then line) within it.
 
 Rows are gathered per episode in Python: a line is a nested JSON value, and its pieces sit
 in seven tables.
@@ -54,14 +54,20 @@ def episode_lines(folder: Path) -> Iterator[dict[str, Any]]:
     return (record.line for record in episode_records(folder))
 
 
-def _segment(name: str) -> str:
-    """``train-00001-00000-of-00001-….parquet`` -> ``00001``."""
-    parts = name.split("-")
-    return parts[1] if len(parts) > 2 else ""
+def _part(name: str) -> str:
+    """``train-00001-00000-of-00001-….parquet`` -> ``train-00001``: a split of a segment,
+    whose files of every table hold all the rows of its episodes."""
+    return "-".join(name.split("-")[:2])
 
 
-def episode_records(folder: Path) -> Iterator[EpisodeRecord]:
-    """The episodes of a build folder, in input order (source file, then line)."""
+def _read(files: list[Path]) -> pl.DataFrame | None:
+    if not files:
+        return None
+    return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+
+
+def check_rule(folder: Path) -> None:
+    """The folder's patches fit this builder's rebuild, or it says why not."""
     rule = (read_manifest(folder).get("round_trip") or {}).get("rule")
     if rule is None:
         raise NotRestorable(
@@ -73,38 +79,55 @@ def episode_records(folder: Path) -> Iterator[EpisodeRecord]:
             f"{folder}: its lines were kept under rebuild rule {rule}, this builder knows rule "
             f"{REBUILD_RULE}; export them with the builder that made it"
         )
-    files = sorted((folder / "episodes").glob("*.parquet"))
-    if not files:
-        return
-    episodes = pl.concat(
-        [pl.read_parquet(f).with_columns(segment=pl.lit(_segment(f.name))) for f in files],
-        how="diagonal_relaxed",
-    )
+
+
+def episode_records(folder: Path) -> Iterator[EpisodeRecord]:
+    """The episodes of a build folder: a split of a segment at a time (so memory holds the
+    rows of one), in input order (source file, then line) within it."""
+    check_rule(folder)
     questions = read_table(folder, "questions")
     texts: dict[str, dict[str, Any]] = {}
     if questions is not None:
         for q in questions.select("question_id", "question_text", "hint").iter_rows(named=True):
             texts.setdefault(q["question_id"], q)
-    children = {name: _grouped(read_table(folder, name)) for name in CHILD_TABLES}
-    ordered = episodes.sort("source_file", "source_line", maintain_order=True)
-    for ep in ordered.iter_rows(named=True):
-        eid = ep["episode_id"]
-        rows = EpisodeRows(
-            episode=ep,
-            question=texts.get(ep["question_id"]),
-            **{name: children[name].get(eid, []) for name in CHILD_TABLES},
-        )
-        line = rebuild(rows)
-        if ep["line_patch"] is not None:
-            try:
-                line = apply_patch(line, json.loads(ep["line_patch"]))
-            except (KeyError, IndexError, TypeError, ValueError) as exc:
-                raise NotRestorable(
-                    f"{folder}: episode {eid!r}: its line_patch does not fit its rows "
-                    f"({type(exc).__name__}: {exc}); were the folder's files changed after "
-                    "the build?"
-                ) from exc
-        yield EpisodeRecord(line, ep["source_file"], ep["source_line"], ep["segment"])
+    parts = sorted({_part(f.name) for f in (folder / "episodes").glob("*.parquet")})
+    for part in parts:
+        episodes = _read(sorted((folder / "episodes").glob(f"{part}-*.parquet")))
+        assert episodes is not None
+        children = {
+            name: _grouped(_read(sorted((folder / name).glob(f"{part}-*.parquet"))))
+            for name in CHILD_TABLES
+        }
+        segment = part.split("-")[1]
+        for ep in episodes.sort("source_file", "source_line", maintain_order=True).iter_rows(
+            named=True
+        ):
+            line = _line(folder, ep, texts.get(ep["question_id"]), children)
+            yield EpisodeRecord(line, ep["source_file"], ep["source_line"], segment)
+
+
+def _line(
+    folder: Path,
+    ep: dict[str, Any],
+    question: dict[str, Any] | None,
+    children: dict[str, dict[str, list[dict[str, Any]]]],
+) -> dict[str, Any]:
+    eid = ep["episode_id"]
+    rows = EpisodeRows(
+        episode=ep,
+        question=question,
+        **{name: children[name].get(eid, []) for name in CHILD_TABLES},
+    )
+    line = rebuild(rows)
+    if ep["line_patch"] is None:
+        return line
+    try:
+        return apply_patch(line, json.loads(ep["line_patch"]))
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise NotRestorable(
+            f"{folder}: episode {eid!r}: its line_patch does not fit its rows "
+            f"({type(exc).__name__}: {exc}); were the folder's files changed after the build?"
+        ) from exc
 
 
 def write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
