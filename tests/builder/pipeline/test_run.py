@@ -4,6 +4,7 @@ build finished or the data refused it."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,9 @@ def test_a_finished_build_keeps_its_rejects_and_not_its_work(tmp_path: Path) -> 
         run.rejects.add(reject())
         run.finished()
     assert leftovers(tmp_path) == ["rejects.jsonl"]
-    assert run.rejects.summary() == Rejected({INVALID_JSON: 1})
+    # and the value the manifest records it by: the file's sha256
+    written = hashlib.sha256((tmp_path / "rejects.jsonl").read_bytes()).hexdigest()
+    assert run.rejects.summary() == Rejected({INVALID_JSON: 1}, written)
 
 
 def test_the_reject_ratio_is_judged_from_values(tmp_path: Path) -> None:
