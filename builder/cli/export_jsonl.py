@@ -33,7 +33,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--sessions-db",
         metavar="URL",
-        help="also write the sessions and actions into this database (sqlite:///path.db)",
+        help="also write the sessions and actions into this database (sqlite:///path.db or "
+        "postgresql://…; its tables created where missing)",
     )
     p.add_argument("--config", type=Path, help="dataset.toml (default: ./dataset.toml if any)")
     return p
