@@ -45,7 +45,7 @@ class Manifest(TypedDict, total=False):
     extra_fields: dict[str, int]
     bounded_hook_values: int
     # rule (of ``schemas.lines.rebuild``), not_round_tripped: bounded hook values by JSON
-    # path, redacted secrets (``builder.export.round_trip``)
+    # path, redacted secrets, values holding one by table.column (``builder.export.round_trip``)
     round_trip: dict[str, Any]
     # ``build --from``: source (folder or org/name@version), its builder and schema
     # versions, release, and the sha256 of its manifest

@@ -4,7 +4,8 @@ The tables plus each episode's ``line_patch`` give back every accepted line as a
 (``schemas.lines``), but for two things the build changes on purpose: a hook value larger
 than ``hook_value_limit`` is kept only as its bounded summary, and a secret is redacted.
 Both are counted here, the hook values by the JSON path they sit at in the line (as its
-layout spells it), read back from the written ``hooks``, ``traces`` and ``episodes`` files.
+layout spells it), read back from the written ``hooks``, ``traces`` and ``episodes`` files,
+and the redacted values by the column that holds them.
 ``rule`` is the version of the rebuild the patches were computed against: a restore with
 another rule refuses the folder rather than give back wrong lines.
 """
@@ -16,9 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
+from builder.redact.patterns import PLACEHOLDER
 from schemas.layouts import LAYOUTS_BY_NAME, layout_path
 from schemas.lines import REBUILD_RULE
+from schemas.tables import REDACTED_ROLES, TABLES, columns_with_role
+
+# The tables an episode's line is rebuilt from (``schemas.lines``)
+LINE_TABLES = ("questions", "episodes", "traces", "turns", "hooks", "corrections", "messages")
 
 # Where a hook sits in the line (in the model's spelling), by where the capture listed it
 _LISTED = {
@@ -63,6 +70,31 @@ def bounded_values(out: Path, files: Iterable[str]) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
+def redacted_values(out: Path, files: Iterable[str]) -> dict[str, int]:
+    """Values holding a redaction placeholder, by ``table.column`` of the tables a line is
+    rebuilt from: the fields of the lines that come back redacted."""
+    files = list(files)
+    marker = PLACEHOLDER.split("{", 1)[0]  # "<REDACTED:"
+    found: dict[str, int] = {}
+    for table in LINE_TABLES:
+        paths = _files(out, files, table)
+        columns = columns_with_role(TABLES[table], *REDACTED_ROLES)
+        if not paths or not columns:
+            continue
+        hits = [_holds(c, TABLES[table].field(c).type, marker) for c in columns]
+        counts = pl.scan_parquet(paths).select(hits).collect().row(0)
+        found |= {f"{table}.{c}": int(n) for c, n in zip(columns, counts, strict=True) if n}
+    return dict(sorted(found.items()))
+
+
+def _holds(name: str, type_: pa.DataType, marker: str) -> pl.Expr:
+    """How many values of a column (a list of strings: any element) hold ``marker``."""
+    if pa.types.is_list(type_):
+        inner = pl.element().str.contains(marker, literal=True)
+        return pl.col(name).list.eval(inner).list.any().fill_null(False).sum()
+    return pl.col(name).str.contains(marker, literal=True).fill_null(False).sum()
+
+
 def round_trip_section(
     out: Path, files: Iterable[str], redaction: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -72,6 +104,8 @@ def round_trip_section(
         "not_round_tripped": {
             "bounded_hook_values": bounded_values(out, files),
             "redacted_secrets": redacted,
+            # scanned only when something was redacted: a build with none reads nothing
+            "redacted_values": redacted_values(out, files) if redacted else {},
         },
     }
 

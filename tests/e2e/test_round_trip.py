@@ -120,7 +120,10 @@ def test_a_redacted_secret_comes_back_redacted_and_is_counted(tmp_path: Path) ->
     expected = json.loads(json.dumps(line).replace(secret, "<REDACTED:github_token>"))
     assert same(back, expected)
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["round_trip"]["not_round_tripped"]["redacted_secrets"] == 2
+    lost = manifest["round_trip"]["not_round_tripped"]
+    assert lost["redacted_secrets"] == 2
+    assert lost["redacted_values"] == {"episodes.extra_fields": 1, "turns.stdout": 1}
+    assert "2 redacted secrets" in (folder / "README.md").read_text()
 
 
 @pytest.mark.parametrize("limit", [LIMIT])
