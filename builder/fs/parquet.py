@@ -8,9 +8,12 @@ card declares plain ``string``/``list``.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -68,6 +71,65 @@ def compact(table: pa.Table) -> pa.Table:
     return table.take(pa.array(range(table.num_rows), pa.int64()))
 
 
+class HeldErrorSink(io.RawIOBase):
+    """The file a Parquet writer writes to, failing only where Python can catch it.
+
+    With content-defined chunking, pyarrow's column writer asserts that a page write inside
+    it succeeds: a full disk there aborts the whole process (exit 134, ``column_writer.cc
+    ... Check failed``; reproduced by ``docs/upstream/pyarrow_cdc_enospc.py``), so no error
+    reaches Python and no cleanup runs. Here the first failed write is kept (and the file
+    closed, so a removed file gives its space back at once), the writer is told every write
+    succeeded, and ``check`` raises the kept error after each call into the writer. The
+    bytes of a file that is written whole are the same as through a native file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._file: io.BufferedWriter | None = open(path, "wb")  # noqa: SIM115 - closed below
+        self._written = 0
+        self.error: OSError | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        size = memoryview(data).nbytes
+        if self._file is not None:
+            try:
+                self._file.write(data)
+            except OSError as exc:
+                exc.filename = exc.filename or str(self.path)
+                self.error = exc
+                self._drop()
+        self._written += size
+        return size
+
+    def tell(self) -> int:
+        return self._written
+
+    def _drop(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):  # the flush may fail as the write did
+                file.close()
+
+    def close(self) -> None:
+        if self._file is not None:
+            try:
+                self._file.close()
+            except OSError as exc:
+                exc.filename = exc.filename or str(self.path)
+                self.error = self.error or exc
+            self._file = None
+        super().close()
+
+    def check(self) -> None:
+        if self.error is not None:
+            self._drop()
+            raise self.error
+
+
 class ShardedWriter:
     """Writes one split of one config as ``{split}-NNNNN-of-NNNNN-{digest}.parquet`` files.
 
@@ -94,6 +156,7 @@ class ShardedWriter:
         self.rows = 0
         self._paths: list[Path] = []
         self._writer: pq.ParquetWriter | None = None
+        self._sink: HeldErrorSink | None = None
         self._in_file = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
@@ -120,27 +183,34 @@ class ShardedWriter:
         self._pending_rows = rest.num_rows
         if self._writer is None or self._in_file >= self.max_rows:
             self._open_next()
-        assert self._writer is not None
+        assert self._writer is not None and self._sink is not None
         self._writer.write_table(group, row_group_size=size)
+        self._sink.check()
         self._in_file += size
         self.rows += size
 
     def _open_next(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        self._close_file()
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f".{self.split}-{len(self._paths):05d}.parquet.partial"
         self._paths.append(path)
-        self._writer = pq.ParquetWriter(path, self.schema, **WRITE_OPTIONS)
+        self._sink = HeldErrorSink(path)
+        self._writer = pq.ParquetWriter(self._sink, self.schema, **WRITE_OPTIONS)
         self._in_file = 0
+
+    def _close_file(self) -> None:
+        if self._writer is None or self._sink is None:
+            return
+        self._writer.close()
+        self._sink.close()
+        self._sink.check()
 
     def close(self) -> list[Path]:
         while self._pending_rows:
             self._write_group(min(self._pending_rows, self._next_group_size()))
         if self._writer is None:
             self._open_next()
-        assert self._writer is not None
-        self._writer.close()
+        self._close_file()
         total = len(self._paths)
         final = []
         for i, path in enumerate(self._paths):

@@ -93,3 +93,50 @@ def test_a_smaller_split_gets_row_groups_in_proportion() -> None:
     shares = {"train": 0.01, "validation": 0.0, "test": 0.99}
     assert split_group_rows(1_000, shares) == {"train": 50, "validation": 50, "test": 1_000}
     assert split_group_rows(1_000, dict.fromkeys(shares, 0.0)) == dict.fromkeys(shares, 1_000)
+
+
+# A column whose dictionary passes its 1 MB limit inside one row group: the write that then
+# finds the disk full is the one pyarrow's chunked writer aborts on
+# (docs/upstream/pyarrow_cdc_enospc.py).
+FULL_DISK_SCRIPT = """
+import os, sys
+import pyarrow as pa
+from pathlib import Path
+from builder.fs.parquet import ShardedWriter
+schema = pa.schema([("text", pa.string())])
+table = pa.table({"text": [f"{i:08d}-" + os.urandom(400).hex() for i in range(3000)]}, schema)
+writer = ShardedWriter(Path(sys.argv[1]), "train", schema, 100_000, 10_000)
+try:
+    writer.write(table)
+    writer.close()
+except OSError as exc:
+    print(exc.errno, exc.filename)
+"""
+
+
+def test_a_full_disk_mid_file_is_an_oserror_not_an_abort(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.small_disk import fill, small_disk
+
+    with small_disk(tmp_path / "disk", 2) as disk:
+        fill(disk, leave=256 << 10)  # full within the flush of the buffered pages
+        done = subprocess.run(
+            [sys.executable, "-c", FULL_DISK_SCRIPT, str(disk / "config")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-500:]  # 134 (SIGABRT) through a native file
+        errno, filename = done.stdout.split()
+        assert int(errno) == 28 and filename.endswith(".train-00000.parquet.partial")
+
+
+def test_the_sink_writes_the_bytes_a_native_file_does(tmp_path: Path) -> None:
+    from builder.fs.parquet import WRITE_OPTIONS
+
+    table = rows(3_000)
+    (path,) = write(tmp_path / "sharded", table, piece=3_000, group_rows=3_000, max_rows=3_000)
+    pq.write_table(table, tmp_path / "native.parquet", row_group_size=3_000, **WRITE_OPTIONS)
+    assert path.read_bytes() == (tmp_path / "native.parquet").read_bytes()
