@@ -27,6 +27,7 @@ Layout of ``cache_dir``::
 from __future__ import annotations
 
 import fcntl
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,13 @@ class IngestCache:
         return True
 
     def close(self) -> None:
+        """Release the cache. Entries and segments half written (by a build that failed, this
+        one or one killed before it) go first: on a full disk they hold its last bytes, and
+        with the lock held no other build is writing any."""
         if self._lock is not None:
+            for folder in (self.entries.directory, self.segments.directory):
+                for tmp in folder.glob(".tmp-*") if folder.is_dir() else ():
+                    shutil.rmtree(tmp, ignore_errors=True)
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
             self._lock = None

@@ -38,13 +38,13 @@ import pyarrow as pa
 from builder.cache import keys
 from builder.cache.ipc import IPC_OPTIONS
 from builder.errors import EnvironmentProblem
+from builder.fs.leftovers import process_alive
 from builder.ingest.codec import (
     BATCH_SCHEMAS,
     BatchResult,
     batch_from_record_batches,
     batch_to_record_batches,
 )
-from builder.ingest.rejects import process_alive
 from builder.sources.inputs import InputStats
 
 

@@ -6,6 +6,7 @@ Exit codes are in ``builder.exit_codes``.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from builder import errors as exit_codes
+from builder.cli import faults
 from builder.cli.options import _add_check_options, _with_check_options, load_build_config
 from builder.cli.preflight import (
     FolderProblem,
@@ -168,10 +170,12 @@ def _build_parser() -> argparse.ArgumentParser:
     publish_cli.add_parser(sub)
     report_cli.add_parser(sub)
     export_jsonl.add_parser(sub)
+    faults.add_doctor_parser(sub)
     return parser
 
 
 EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
 
 
@@ -224,8 +228,10 @@ def _build(args: argparse.Namespace, config: BuildConfig) -> int:
     from builder.pipeline import BuildFailed, UploadFailed, build
 
     arrow_without_pandas()  # this process hands pyarrow no pandas objects
+    faults.clear_leftovers("build", config.out, config.rejects)
     try:
-        report = build(config, progress=not args.no_progress and sys.stderr.isatty())
+        with faults.full_disk_said(config):
+            report = build(config, progress=not args.no_progress and sys.stderr.isatty())
     except BuildLocked as exc:
         print(f"episodes build: {exc}", file=sys.stderr)
         return EXIT_LOCKED
@@ -323,6 +329,7 @@ COMMANDS = {
     "sessions": cmd_sessions,
     "report": cmd_report,
     "export-jsonl": cmd_export_jsonl,
+    "doctor": faults.cmd_doctor,
 }
 
 
@@ -362,9 +369,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SystemExit, GeneratorExit):
         raise
     except BaseException as exc:  # a bug, not the user's doing (a library's Rust panic is a
-        # BaseException): say so, in one line
+        # BaseException): say so, in one line; a full disk no command said more of excepted
         if debug:
             traceback.print_exc()
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+            where = f" writing {exc.filename}" if exc.filename else ""
+            print(
+                f"episodes {args.command}: no space left on the device{where}"
+                " — free space there and run it again",
+                file=sys.stderr,
+            )
+            return exit_codes.UNAVAILABLE
         print(
             f"episodes {args.command}: internal error: {type(exc).__name__}: {exc}"
             f" — this is a bug; rerun as `episodes --debug {args.command} …` for the"

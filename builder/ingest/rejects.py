@@ -19,19 +19,9 @@ from typing import IO, TextIO
 
 import orjson
 
+from builder.fs.leftovers import process_alive
 from builder.validate.reject import Reject
 from schemas.stages import Rejected
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (one of another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def remove_stale_partials(path: Path) -> None:

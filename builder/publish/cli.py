@@ -138,6 +138,11 @@ def run(args: argparse.Namespace) -> int:
     invalid = _invalid_repo_name(repo)
     if invalid:
         return fail(EXIT_USAGE, f"--repo {repo!r} is not a Hub repository name: {invalid}")
+    from builder.fs import leftovers
+
+    line = leftovers.said(leftovers.remove(build_dir))  # a killed build's, before it is read
+    if line:
+        print(f"episodes publish: {line}", file=sys.stderr)
     options = PublishOptions(
         build_dir=build_dir,
         repo=repo,

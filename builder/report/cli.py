@@ -7,6 +7,7 @@ rejects file: exit 1), printed in one line by ``builder.cli``.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,11 +91,21 @@ def _check_page(page: Path | None, rejects: Path | None) -> None:
         raise ConfigError(f"--out {page} exists and is not a page: name the page FILE.html")
 
 
+def _clear_leftovers(folder: Path, rejects: Path | None) -> None:
+    """What a build killed outright left beside the folder goes before it is read."""
+    from builder.fs import leftovers
+
+    line = leftovers.said(leftovers.remove(folder, rejects))
+    if line:
+        print(f"episodes report: {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from builder.report.page import Options, write_report
 
     folder, rejects = _locations(args)
     _check_page(args.out, rejects)
+    _clear_leftovers(folder, rejects)
     written = write_report(folder, args.out, rejects, Options(args.against, args.tokenizer))
     print(f"{written.path} ({written.bytes / 1e6:.2f} MB, {written.seconds:.1f} s)")
     return 0

@@ -1,0 +1,97 @@
+"""What a build killed outright (SIGKILL, an abort, a power loss) leaves beside its output
+folder, found and removed by the next command that touches the folder, or by ``episodes
+doctor``.
+
+A build that stops by itself removes its own work files; one that is killed cannot. Beside
+``NAME`` it may leave ``.NAME.work`` (the staged build, as large as a build), ``.NAME.lock``,
+``.NAME.old`` (the previous build, between the two renames of a swap where the OS has no
+atomic exchange) and ``.REJECTS.PID.partial`` (its partial rejects file). None is removed
+while a build holds the folder's lock: they are that build's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from builder.fs.output import BuildLocked, output_lock, recover_interrupted_swap
+from builder.fs.space import folder_size, megabytes
+
+# ``.{rejects file name}.{pid}.partial`` (``builder.ingest.rejects``)
+_PARTIAL = re.compile(r"^\..+\.(?P<pid>\d+)\.partial$")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dead_partials(folder: Path) -> list[Path]:
+    """The partial rejects files in ``folder`` of processes that no longer run."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        match = _PARTIAL.match(name)
+        if match and int(match["pid"]) != os.getpid() and not process_alive(int(match["pid"])):
+            found.append(folder / name)
+    return found
+
+
+def find(out: Path, rejects: Path | None = None) -> list[Path]:
+    """The leftovers of killed builds into ``out`` (and with the rejects file ``rejects``);
+    the caller holds the folder's lock, so none is a running build's."""
+    parent = out.parent
+    found = [parent / f".{out.name}.{kind}" for kind in ("work", "old")]
+    found = [p for p in found if p.exists() or p.is_symlink()]
+    if (parent / f".{out.name}.old") in found and not out.exists():
+        found.remove(parent / f".{out.name}.old")  # the previous build itself: put back
+    folders = {parent} | ({rejects.parent} if rejects is not None else set())
+    found += [p for folder in sorted(folders) for p in dead_partials(folder)]
+    return found
+
+
+def remove(out: Path, rejects: Path | None = None) -> list[tuple[Path, int]]:
+    """Remove the leftovers of killed builds into ``out`` (and put back a previous build a
+    swap left aside), unless a build into ``out`` runs: then nothing is touched. Returns
+    each removed path with the bytes it freed."""
+    if not out.parent.is_dir():
+        return []
+    lock = out.parent / f".{out.name}.lock"
+    stale_lock = lock.exists()
+    removed = []
+    try:
+        with output_lock(out):  # the lock file goes when it is released
+            for path in find(out, rejects):
+                size = folder_size(path) if path.is_dir() else path.lstat().st_size
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    path.unlink(missing_ok=True)
+                if not path.exists():
+                    removed.append((path, size))
+            recover_interrupted_swap(out)
+    except BuildLocked:
+        return []
+    if stale_lock and not lock.exists():
+        removed.append((lock, 0))
+    return removed
+
+
+def said(removed: list[tuple[Path, int]]) -> str:
+    """One line for what ``remove`` removed (empty when nothing)."""
+    if not removed:
+        return ""
+    names = ", ".join(path.name for path, _ in removed)
+    freed = sum(size for _, size in removed)
+    return f"removed what an interrupted build left: {names} ({megabytes(freed)} freed)"

@@ -1,0 +1,128 @@
+"""A full disk: said before the build starts when the space is plainly short, and in one
+line naming the folder and the space needed when it fills on the way.
+
+The estimates are rough on purpose. The staged build lives beside the previous one until
+the swap, so a rebuild needs at least the previous build's size again (scaled by how its
+input grew); a first build, about ``FINAL_PER_INPUT_BYTE`` of its input. While it runs,
+the work folder peaks at about ``PEAK_PER_INPUT_BYTE`` of the input (the staged tables,
+the buckets and the dataset together: 0.51-0.55 of the sample generator's episodes, for
+300 to 3,000 of them, counted in bytes; a filesystem that rounds each of the many small
+files up to a block, tmpfs, needs more).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+from builder.errors import EnvironmentProblem
+from schemas.manifest import MANIFEST, ManifestError, read_manifest
+
+FULL = (errno.ENOSPC, errno.EDQUOT)
+FINAL_PER_INPUT_BYTE = 0.15
+PEAK_PER_INPUT_BYTE = 1.0
+MB = 1 << 20
+
+
+class DiskFull(EnvironmentProblem, OSError):
+    """A folder the command writes to is on a device without the space it needs."""
+
+    def __init__(self, folder: Path, needed: int, free: int, ran_out: bool = False) -> None:
+        if ran_out:  # ``free`` was there when it started, and it was not enough
+            more = f", about {megabytes(needed)}" if needed > free else ""
+            text = (
+                f"the device of {folder} filled up during the build: it needs more than the "
+                f"{megabytes(free)} that were free{more}"
+            )
+        else:
+            text = (
+                f"no space left on the device of {folder}: {megabytes(free)} free, the build "
+                f"needs about {megabytes(needed)} there"
+            )
+        super().__init__(text)
+        self.folder, self.needed, self.free = folder, needed, free
+        self.hint = "free space there, or choose another folder, and run it again"
+
+
+def megabytes(size: int) -> str:
+    return f"{size / MB:.1f} MB"
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in FULL
+
+
+def free_bytes(folder: Path) -> int:
+    """Free bytes an unprivileged writer may use on ``folder``'s device (its nearest
+    existing ancestor when it does not exist yet)."""
+    probe = folder.absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def folder_size(folder: Path) -> int:
+    """Bytes of the regular files under ``folder`` (hard links counted once)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
+    return total
+
+
+def input_bytes(paths: Iterable[str]) -> int:
+    """The local inputs' size (an object store's inputs are not fetched to count them)."""
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def final_size(out: Path, inputs: int) -> int:
+    """The finished build's size: the previous build's, scaled by how the input grew, or a
+    share of the input when there is no previous build to go by."""
+    try:
+        listed = read_manifest(out / MANIFEST).get("inputs", [])
+        before = sum(int(i.get("bytes", 0)) for i in listed if isinstance(i, dict))
+    except (ManifestError, TypeError, ValueError, AttributeError):
+        before = 0
+    if before > 0 and inputs > 0:
+        return int(folder_size(out) * inputs / before)
+    return int(inputs * FINAL_PER_INPUT_BYTE)
+
+
+def check_room(out: Path, inputs: int) -> None:
+    """Refuse before any work when ``out``'s device cannot hold even the finished build."""
+    needed = final_size(out, inputs)
+    free = free_bytes(out.parent)
+    if needed > free:
+        raise DiskFull(out.parent, needed, free)
+
+
+def disk_full(exc: BaseException, free: dict[Path, int], needed: dict[Path, int]) -> DiskFull:
+    """``exc`` (a write that found the disk full) as one line: the folder whose device holds
+    the file that failed, or else the one with the least room; ``free``: each folder the
+    command writes to, with the bytes free there before it started; ``needed``: the bytes
+    it was estimated to need there (0: no estimate)."""
+    candidates = list(free)
+    failed = getattr(exc, "filename", None)
+    if failed:
+        path = Path(failed).absolute()
+        match = [f for f in candidates if path.is_relative_to(f.absolute())]
+        if match:
+            candidates = match
+    folder = min(candidates, key=free_bytes)
+    return DiskFull(folder, needed.get(folder, 0), free[folder], ran_out=True)
