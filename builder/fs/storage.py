@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from builder.errors import EnvironmentProblem, UsageError
+from builder.fs import network
 from schemas.manifest import MANIFEST, read_manifest
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
@@ -57,7 +58,23 @@ def is_uri(path: str | os.PathLike[str]) -> bool:
 
 @functools.cache
 def _filesystem(root: str) -> pafs.FileSystem:
-    return _call(root, "open this storage", lambda: pafs.FileSystem.from_uri(root)[0])
+    return _call(root, "open this storage", lambda: _tuned(pafs.FileSystem.from_uri(root)[0]))
+
+
+def _tuned(fs: pafs.FileSystem) -> pafs.FileSystem:
+    """An S3 filesystem with the build's timeout on connecting and on each request, and its
+    bounded retries (the SDK's own backoff), instead of the SDK's defaults; the endpoint,
+    region and credentials stay as the URI and the environment set them."""
+    if not isinstance(fs, pafs.S3FileSystem):
+        return fs
+    _, (options,) = fs.__reduce__()
+    seconds = network.timeout()
+    options |= {
+        "connect_timeout": seconds,
+        "request_timeout": seconds,
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=network.retries() + 1),
+    }
+    return pafs.S3FileSystem(**options)
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -66,7 +83,8 @@ def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     scheme, _, rest = uri.partition("://")
     if scheme in _BUCKET_SCHEMES:
         return _filesystem(f"{scheme}://{rest.split('/', 1)[0]}"), rest
-    return _call(uri, "open this storage", lambda: pafs.FileSystem.from_uri(uri))
+    fs, path = _call(uri, "open this storage", lambda: pafs.FileSystem.from_uri(uri))
+    return _tuned(fs), path
 
 
 def _call(uri: str, what: str, action: Callable[[], T]) -> T:
@@ -170,7 +188,8 @@ def _translate(pattern: str) -> str:
 def upload(folder: Path, uri: str) -> dict[str, int]:
     """Copy ``folder`` to ``uri``, ``manifest.json`` last (a reader that starts from the
     manifest never sees it before the files it lists), then delete the data files the
-    previous build there listed and this one does not have. Nothing else under ``uri`` is
+    previous build there listed and this one does not have. Data files an upload cut off
+    before had sent are not sent again (``_arrived``). Nothing else under ``uri`` is
     touched, so a mistaken prefix loses no one else's objects. A data file the previous
     manifest lists with the same sha256, and that is there with the same size, is not sent
     again (an appended input changes only its own segment's files). Returns the number of
@@ -186,9 +205,12 @@ def upload(folder: Path, uri: str) -> dict[str, int]:
         for rel, info in zip(same, there, strict=True)
         if info.type == pafs.FileType.File and info.size == (folder / rel).stat().st_size
     }
+    unchanged |= _arrived(fs, inner, folder, current, set(same))
     local = pafs.LocalFileSystem()
     files = sorted(p for p in folder.rglob("*") if p.is_file())
-    files.sort(key=lambda p: p.name == MANIFEST)
+    # The data files first, then the card and its images, the manifest last: an upload cut
+    # off half-way leaves the previous card beside the previous manifest for longest.
+    files.sort(key=lambda p: (p.name == MANIFEST, p.relative_to(folder).as_posix() not in current))
     sent = 0
     for path in files:
         rel = path.relative_to(folder).as_posix()
@@ -197,13 +219,48 @@ def upload(folder: Path, uri: str) -> dict[str, int]:
         target = f"{inner}/{rel}"
         if isinstance(fs, pafs.LocalFileSystem):  # a file:// target has real folders
             fs.create_dir(target.rpartition("/")[0], recursive=True)
-        _call(uri, "upload", lambda p=path, t=target: pafs.copy_files(str(p), t, local, fs))
+        _call(uri, "upload", lambda p=path, t=target: _copy(p, t, local, fs))
         sent += 1
     names = {p.relative_to(folder).as_posix() for p in files}
     stale = sorted(set(previous) - names)
     for rel in stale:
         _call(uri, "delete", lambda r=rel: fs.delete_file(f"{inner}/{r}"))
     return {"sent": sent, "unchanged": len(unchanged), "deleted": len(stale)}
+
+
+def _arrived(
+    fs: pafs.FileSystem, inner: str, folder: Path, current: dict[str, str], known: set[str]
+) -> set[str]:
+    """Data files an interrupted upload of this build already sent: their names carry the
+    start of their sha256 (``builder.fs.parquet``), so one there with the same name and size
+    is this file, and a rerun does not send it twice."""
+    named = sorted(
+        rel
+        for rel, digest in current.items()
+        if rel not in known and isinstance(digest, str) and digest[:16] in rel.rsplit("/", 1)[-1]
+    )
+    if not named:
+        return set()
+    there = _call(inner, "read", lambda: fs.get_file_info([f"{inner}/{rel}" for rel in named]))
+    return {
+        rel
+        for rel, info in zip(named, there, strict=True)
+        if info.type == pafs.FileType.File and info.size == (folder / rel).stat().st_size
+    }
+
+
+def _copy(path: Path, target: str, local: pafs.FileSystem, fs: pafs.FileSystem) -> None:
+    """Copy one file, closing the remote stream here: a close that fails raises (an object
+    store sends the last part on close). ``pafs.copy_files`` leaves a failed close to the
+    stream's destructor, which prints the error to stderr and carries on as if it had been
+    sent."""
+    with local.open_input_stream(str(path)) as source:
+        sink = fs.open_output_stream(target)
+        try:
+            while chunk := source.read(1 << 23):
+                sink.write(chunk)
+        finally:
+            sink.close()
 
 
 def _listed_files(fs: pafs.FileSystem, manifest: str) -> dict[str, str]:

@@ -57,6 +57,32 @@ class DatabaseUnreachable(EnvironmentProblem, DatabaseError):
     hint = "check that the server is running and that the URL's host, port and user are right"
 
 
+# libpq's (and the OS's) words for a connection that died under a query: the server stopped,
+# crashed or was cut off. Another try may find it back; the build is not the user's to fix.
+_LOST = (
+    "server closed the connection unexpectedly",
+    "terminating connection due to administrator command",
+    "could not receive data from server",
+    "could not send data to server",
+    "no connection to the server",
+    "connection to server was lost",
+    "connection reset by peer",
+    "broken pipe",
+    "ssl syscall error",
+)
+
+
+def lost_connection(detail: str) -> bool:
+    lowered = detail.lower()
+    return any(mark in lowered for mark in _LOST)
+
+
+class ConnectionLost(DatabaseUnreachable):
+    """The server went away while the build was reading from it."""
+
+    hint = "check that the server is running, and run the same command again"
+
+
 def ddl(dialect: Dialect) -> str:
     """The text of ``schemas/sql/<dialect>.sql``: both tables, their keys and the index."""
     return (SQL_DIR / f"{dialect}.sql").read_text(encoding="utf-8")

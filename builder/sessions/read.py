@@ -32,6 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from builder.fs import network
 from builder.sessions.columns import (
     INVALID_PREFIX,
     NOT_UTF8_PREFIX,
@@ -43,7 +44,14 @@ from builder.sessions.columns import (
     read_schema,
     select_sql,
 )
-from builder.sessions.db import CANCELED, connect, driver_error
+from builder.sessions.db import (
+    CANCELED,
+    ConnectionLost,
+    DatabaseUnreachable,
+    connect,
+    driver_error,
+    lost_connection,
+)
 from builder.sessions.urls import DatabaseError, DatabaseURL, Dialect, parse_url
 from schemas.sessions import ROW_SCHEMAS
 
@@ -162,6 +170,10 @@ def _collect(conn: Any, db: DatabaseURL, table: str, batch_rows: int) -> pa.Tabl
         detail = driver_error(exc, db.url)
         if CANCELED in detail:  # Ctrl-C reached the server's query first: an interrupt
             raise KeyboardInterrupt from exc
+        if lost_connection(detail):
+            raise ConnectionLost(
+                f"{db.redacted}: the connection was lost while reading table {table}: {detail}"
+            ) from exc
         raise DatabaseError(f"{db.redacted}: cannot read table {table}: {detail}") from exc
     # The batches become the table's chunks: no copy.
     return pa.Table.from_batches(batches, schema=batch_schema(table))
@@ -222,8 +234,36 @@ class SessionsSource:
 
 def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) -> SessionsSource:
     """Read ``sessions`` and ``actions`` over one connection (one load of a SQL dump), in one
-    transaction: both as of one moment."""
+    transaction: both as of one moment. A server that cannot be reached, or that goes away
+    while they are read, is tried again (``builder.fs.network``): both tables again, in a
+    new snapshot."""
     db = parse_url(url) if isinstance(url, str) else url
+    if db.dialect == "sqlite":
+        return _read_source(db, batch_rows)
+    failed: list[DatabaseUnreachable] = []
+
+    def attempt() -> SessionsSource:
+        try:
+            return _read_source(db, batch_rows)
+        except DatabaseUnreachable as exc:
+            failed.append(exc)
+            raise
+
+    try:
+        return network.retrying(attempt, lambda exc: isinstance(exc, DatabaseUnreachable))
+    except ConnectionLost:
+        raise
+    except DatabaseUnreachable as exc:
+        if not isinstance(failed[0], ConnectionLost):
+            raise
+        # Lost mid-read, then gone: the loss is the news, the refusals after it follow from it
+        tries = len(failed) - 1
+        raise ConnectionLost(
+            f"{failed[0]} (tried again {tries} time{'s' * (tries != 1)}: it does not answer)"
+        ) from exc
+
+
+def _read_source(db: DatabaseURL, batch_rows: int) -> SessionsSource:
     with connect(db) as conn:
         one_snapshot(conn, db)
         sessions = _collect(conn, db, "sessions", batch_rows)
