@@ -217,3 +217,311 @@ def test_a_killed_builds_leftovers_go_with_the_next_command(
     assert line.startswith("episodes build: removed what an interrupted build left: .ds.work, ")
     assert partial in line and ".ds.lock" in line and "MB freed)" in line
     assert names(tmp_path) == around
+
+
+# ---------------------------------------------------------------------- a server that dies
+
+
+class Scene:
+    """One remote and a command that uses it: ``arm`` sets the fault for the next run,
+    ``revive`` brings the remote back, ``remote`` is the state that must not change, and
+    ``resent`` what the rerun sent again of what had arrived before the fault."""
+
+    command: list[str]
+    env: dict[str, str]
+    says: str
+    out: Path | None  # the local output that must stay as it was (None: it is the new one)
+
+    def arm(self) -> None: ...
+    def revive(self) -> None: ...
+    def remote(self) -> object:
+        return None
+
+    def mark(self) -> None: ...
+    def resent(self) -> list[str]:
+        return []
+
+
+def build_args(root: Path, *inputs: str) -> list[str]:
+    return [
+        "build",
+        "--episodes",
+        *inputs,
+        "--out",
+        str(root / "ds"),
+        "--rejects",
+        str(root / "rejects.jsonl"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def postgres() -> object:
+    from builder.sessions.pgcluster import find_bindir, temporary_cluster
+
+    if find_bindir() is None:
+        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl, postgres) are not installed")
+    with temporary_cluster() as cluster:
+        yield cluster
+
+
+def pg_ctl(cluster: object, *args: str) -> None:
+    """``pg_ctl`` on the cluster, as its owner; the server it starts logs to its file and
+    holds none of this process's pipes (a started server never closes them)."""
+    from builder.sessions.pgcluster import find_bindir, server_user
+
+    data, log = cluster.directory / "data", cluster.directory / "server.log"
+    command = [str(find_bindir() / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", *args]
+    user = server_user()
+    if user is not None:
+        command = ["runuser", "-u", user, "--", *command]
+    quiet = subprocess.DEVNULL
+    subprocess.run(command, stdout=quiet, stderr=quiet, check=True, cwd=cluster.directory)
+
+
+class PostgresStopped(Scene):
+    """The sessions database stopped (``pg_ctl stop -m immediate``) while the actions stream:
+    the relay in front of it stops it once the query for them is on its way."""
+
+    says = "the connection was lost while reading table actions"
+
+    def __init__(self, cluster: object, root: Path, inputs: dict[str, Path]) -> None:
+        import psycopg
+
+        from tests.cut_proxy import CutProxy
+
+        with psycopg.connect(cluster.url, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS faults")
+            conn.execute("CREATE DATABASE faults")
+        with psycopg.connect(cluster.url.rsplit("/", 1)[0] + "/faults") as conn:
+            conn.execute((ROOT / "data/sessions/sample.sql").read_text())
+        self.cluster, self.relay = cluster, CutProxy("127.0.0.1", cluster.port)
+        url = f"postgresql://postgres@{self.relay.address}/faults"
+        self.env, self.out = {}, root / "ds"
+        self.command = [*build_args(root, str(inputs["after"])), "--sessions", url]
+        first = [*build_args(root, str(inputs["before"])), "--sessions", url]
+        code, _, err = run(*first, cwd=root)
+        assert code == 0, err
+
+    def arm(self) -> None:
+        stop = lambda: pg_ctl(self.cluster, "-m", "immediate", "stop")  # noqa: E731
+        self.relay.cut_when("down", 4096, stop, marker=b'FROM "actions"')
+
+    def revive(self) -> None:
+        pg_ctl(self.cluster, "restart")  # with the options it was started with
+        self.relay.up()
+
+
+@pytest.fixture(scope="module")
+def moto() -> object:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    yield server
+    server.stop()
+
+
+def s3_admin(moto: object) -> object:
+    import pyarrow.fs as pafs
+
+    host, port = moto.get_host_and_port()
+    return pafs.S3FileSystem(
+        endpoint_override=f"{host}:{port}",
+        scheme="http",
+        access_key="test",
+        secret_key="test",
+        region="us-east-1",
+        allow_bucket_creation=True,
+    )
+
+
+def s3_env(address: str) -> dict[str, str]:
+    return {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://{address}",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
+
+
+class StoreGoneMidRead(Scene):
+    """The episodes are read from the store, which goes away 1 MB into the file."""
+
+    says = "s3://faults-read/in/after.jsonl: cannot read: "
+
+    def __init__(self, moto: object, root: Path, inputs: dict[str, Path], previous: Path) -> None:
+        from tests.cut_proxy import CutProxy
+
+        admin = s3_admin(moto)
+        admin.create_dir("faults-read")
+        with admin.open_output_stream("faults-read/in/after.jsonl") as stream:
+            stream.write(inputs["after"].read_bytes())
+        self.relay = CutProxy(*moto.get_host_and_port())
+        self.env, self.out = s3_env(self.relay.address), root / "ds"
+        shutil.copytree(previous, root, dirs_exist_ok=True)
+        self.command = build_args(root, "s3://faults-read/in/after.jsonl", str(BAD))
+
+    def arm(self) -> None:
+        self.relay.cut_when("down", 1 << 20)
+
+    def revive(self) -> None:
+        self.relay.up()
+
+
+class StoreGoneMidUpload(Scene):
+    """A build copied to the store (``--upload-to``) that goes away 200 KB into the upload:
+    the build is complete here; the store keeps the previous manifest and every file it
+    lists; the rerun does not send again the data files that had arrived."""
+
+    says = "but s3://faults-up/out: cannot upload: "
+
+    def __init__(self, moto: object, root: Path, inputs: dict[str, Path]) -> None:
+        from tests.cut_proxy import CutProxy
+
+        self.admin = s3_admin(moto)
+        self.admin.create_dir("faults-up")
+        self.relay = CutProxy(*moto.get_host_and_port())
+        self.env, self.out = s3_env(self.relay.address), None
+        upload = ["--upload-to", "s3://faults-up/out"]
+        code, _, err = run(
+            *build_args(root, str(inputs["before"])), *upload, cwd=root, env=self.env
+        )
+        assert code == 0, err
+        self.command = build_args(root, str(inputs["after"])) + upload
+
+    def listing(self) -> dict[str, bytes]:
+        import pyarrow.fs as pafs
+
+        found = self.admin.get_file_info(pafs.FileSelector("faults-up/out", recursive=True))
+        files = [i.path for i in found if i.type == pafs.FileType.File]
+        return {p: self.admin.open_input_stream(p).read() for p in files}
+
+    def remote(self) -> object:
+        import json
+
+        stored = self.listing()
+        manifest = stored["faults-up/out/manifest.json"]
+        listed = json.loads(manifest)["files"]
+        return manifest, {rel: stored[f"faults-up/out/{rel}"] for rel in listed}
+
+    def arm(self) -> None:
+        self.relay.cut_when("up", 200 << 10)
+
+    def revive(self) -> None:
+        self.relay.up()
+
+    def mark(self) -> None:
+        """The data files that had arrived when the store went away."""
+        self.arrived = {p for p in self.listing() if p.endswith(".parquet")}
+        self.since = len(self.relay.requests)
+
+    def resent(self) -> list[str]:
+        sent = [path for method, path in self.relay.requests[self.since :] if method == "PUT"]
+        return [p for p in sent if p.split("?")[0].lstrip("/") in self.arrived]
+
+
+TOKEN = "hf_test_WRITE_faults_0a1b2c"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> object:
+    from tests.hub_server import HubServer, User
+
+    server = HubServer([User("tester", TOKEN, orgs=("org",))]).start()
+    yield server
+    server.stop()
+
+
+class HubDiesMidCommit(Scene):
+    """``publish`` of a second release; the Hub dies while it receives the commit (both of
+    its listeners close). Its branches, tags and commits stay as they were; the rerun sends
+    no file again."""
+
+    says = "publishing v1.1.0 failed"
+
+    def __init__(self, hub: object, root: Path, inputs: dict[str, Path], previous: Path) -> None:
+        from tests.hub_server.clients import _env
+
+        self.hub, self.out = hub, previous / "ds"
+        self.env = {**_env(hub.url, root / "hf-home"), "HF_TOKEN": TOKEN}
+        code, _, err = run(*build_args(root, str(inputs["after"])), cwd=root)
+        assert code == 0, err
+        self.repo = f"org/faults-{root.name}"[:80]
+        first = ["publish", str(previous / "ds"), "--repo", self.repo, "--version", "1.0.0"]
+        code, _, err = run(*first, cwd=root, env=self.env)
+        assert code == 0, err
+        self.command = ["publish", str(root / "ds"), "--repo", self.repo, "--version", "1.1.0"]
+
+    def remote(self) -> object:
+        repo = self.hub.repo(self.repo)
+        tags = {name: tag.target for name, tag in repo.tags.items()}
+        return dict(repo.branches), tags, set(repo.commits)
+
+    def arm(self) -> None:
+        self.hub.fail("POST", rf"^/api/datasets/{self.repo}/commit/main$", "die")
+
+    def revive(self) -> None:
+        self.hub.revive()
+
+    def mark(self) -> None:
+        self.since = len(self.hub.requests)
+
+    def resent(self) -> list[str]:
+        return [
+            r.path
+            for r in self.hub.requests[self.since :]
+            if r.listener == "storage" and r.method == "PUT"
+        ]
+
+
+SERVER_FAULTS = {
+    "postgresql stopped while the sessions stream": lambda r, t, i, p: PostgresStopped(
+        r.getfixturevalue("postgres"), t, i
+    ),
+    "the store goes away mid-read": lambda r, t, i, p: StoreGoneMidRead(
+        r.getfixturevalue("moto"), t, i, p
+    ),
+    "the store goes away mid-upload": lambda r, t, i, p: StoreGoneMidUpload(
+        r.getfixturevalue("moto"), t, i
+    ),
+    "the hub dies mid-commit": lambda r, t, i, p: HubDiesMidCommit(
+        r.getfixturevalue("hub"), t, i, p
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", list(SERVER_FAULTS))
+def test_a_server_that_dies(
+    fault: str,
+    request: pytest.FixtureRequest,
+    inputs: dict[str, Path],
+    previous: Path,
+    tmp_path: Path,
+) -> None:
+    scene = SERVER_FAULTS[fault](request, tmp_path, inputs, previous)
+    before = snapshot(scene.out) if scene.out is not None else None
+    around = names(tmp_path)
+    remote = scene.remote()
+
+    scene.arm()
+    started = time.monotonic()
+    code, _, err = run(*scene.command, cwd=tmp_path, env=scene.env)
+    took = time.monotonic() - started
+    assert code == UNAVAILABLE, err
+    line = one_line(err)
+    assert scene.says in line, line
+    assert "run" in line and "again" in line  # the line says to run it again
+    if scene.out is not None:
+        assert snapshot(scene.out) == before
+    assert names(tmp_path) == around
+    assert scene.remote() == remote
+    assert took < 30
+
+    scene.revive()
+    scene.mark()
+    code, _, err = run(*scene.command, cwd=tmp_path, env=scene.env)
+    assert code == 0, err
+    assert scene.resent() == []
+    if scene.out is not None and scene.command[0] == "build":
+        assert snapshot(scene.out) != before

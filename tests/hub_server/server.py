@@ -28,6 +28,7 @@ Errors carry ``X-Error-Code`` (RepoNotFound, RevisionNotFound, EntryNotFound) an
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -76,6 +77,9 @@ class Fault:
 
     ``drop``: read half the request body, then close the connection without answering.
     ``drop_after``: handle the request (its effects happen) but close without answering.
+    ``die``: as ``drop``, and the whole server goes down with it: both listeners close, so
+    every later request is refused until ``revive()`` (the state is kept, as a real Hub's
+    is on disk).
     ``status``: answer with that HTTP status instead of handling the request.
     """
 
@@ -101,10 +105,14 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, hub: HubServer, listener: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, hub: HubServer, listener: str, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.hub = hub
         self.listener = listener
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not self.hub.down:  # a request cut off by ``stop`` is no error of the server's
+            super().handle_error(request, client_address)
 
 
 class _Dropped(Exception):
@@ -118,6 +126,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.hub._lock:
+            self.server.hub._open.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.hub._lock:
+            self.server.hub._open.discard(self.connection)
+        super().finish()
 
     def do_GET(self) -> None:
         self._handle("GET")
@@ -168,9 +186,11 @@ class _Handler(BaseHTTPRequestHandler):
         fault = hub._fault_for(listener, method, raw.path)
         auth = self.headers.get("Authorization")
         length = int(self.headers.get("Content-Length") or 0)
-        if fault is not None and fault.action == "drop":
+        if fault is not None and fault.action in ("drop", "die"):
             self._read_body(limit=max(1, length // 2) if length else 1)
             hub._record(Request(listener, method, raw.path, 0, bool(auth), length))
+            if fault.action == "die":  # down before the client hears of it: it finds no one
+                hub.stop()  # from this request's thread, not the listeners' own
             self._drop()
             return
         body = self._read_body() if method in ("POST", "PUT", "DELETE") else b""
@@ -218,6 +238,8 @@ class HubServer:
         self._lock = threading.Lock()
         self._servers = [_Server(self, "hub"), _Server(self, "storage")]
         self._threads: list[threading.Thread] = []
+        self._open: set[socket.socket] = set()  # kept-alive connections, closed by ``stop``
+        self.down = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -237,9 +259,29 @@ class HubServer:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            if self.down:
+                return
+            self.down = True
+            open_now, self._open = self._open, set()
         for server in self._servers:
             server.shutdown()
             server.server_close()
+        for connection in open_now:  # a dead server's clients lose their kept-alive ones too
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def revive(self) -> None:
+        """Listen again, on the same ports, after ``stop`` (or a ``die`` fault)."""
+        for thread in self._threads:
+            thread.join(10)
+        self._threads = []
+        ports = [server.server_address[1] for server in self._servers]
+        self._servers = [
+            _Server(self, name, port) for name, port in zip(("hub", "storage"), ports, strict=True)
+        ]
+        self.down = False
+        self.start()
 
     # ------------------------------------------------------------------ test helpers
 
