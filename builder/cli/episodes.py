@@ -120,6 +120,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="ingest processes (default 0: one per core for a run of files of 64 MB+; 1: none)",
     )
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
+    b.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long a store or database may take to answer (default 30; EPISODES_TIMEOUT)",
+    )
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
     b.add_argument(
@@ -197,6 +203,10 @@ def start_ingest_workers(config: BuildConfig) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from builder.fs import network
+
+    network.set_timeout(args.timeout)
+    network.check()  # a bad EPISODES_TIMEOUT or EPISODES_RETRIES is said before any work
     if not args.from_build:
         return _build(args, load_build_config(args))
     from builder.cli.build_from import check_no_inputs, restored_build

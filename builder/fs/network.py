@@ -57,6 +57,12 @@ def retries() -> int:
     return int(text)
 
 
+def check() -> None:
+    """Both settings read, so a bad one is said before any work."""
+    timeout()
+    retries()
+
+
 def set_timeout(seconds: float | None) -> None:
     """``--timeout``: for this process and every process it starts."""
     if seconds is None:

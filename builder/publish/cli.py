@@ -56,6 +56,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long the Hub may take to answer a request (default 30; EPISODES_TIMEOUT)",
+    )
+    p.add_argument(
         "--no-progress",
         action="store_true",
         help="no upload progress bars (the default when stderr is not a terminal)",
@@ -126,9 +132,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"episodes publish: {text}", file=sys.stderr)
         return code
 
+    from builder.fs import network
+
     try:
+        network.set_timeout(args.timeout)
+        network.check()
         build_dir, repo, private = _defaults(args)
-    except ConfigError as exc:
+    except (ConfigError, network.BadSetting) as exc:
         return fail(EXIT_USAGE, str(exc))
     if not repo or repo.count("/") != 1 or not all(repo.split("/")):
         return fail(

@@ -11,16 +11,20 @@ The token comes from ``HF_TOKEN`` or the saved login (``hf auth login``); it is 
 
 from __future__ import annotations
 
+import functools
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from builder.errors import DataRefused, EnvironmentProblem
+from builder.fs import network
 from builder.publish.plan import LocalFile, Plan, RemoteFile, RemoteState
 from builder.publish.versions import latest
 from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 
 REPO_TYPE = "dataset"
+T = TypeVar("T")
 
 
 class TokenError(DataRefused, RuntimeError):
@@ -47,12 +51,46 @@ def is_http_error(exc: BaseException, *statuses: int) -> bool:
     )
 
 
+def transient(exc: BaseException) -> bool:
+    """A failure another try may not meet: no connection, a dropped or timed-out one, the
+    Hub overloaded or failing (429, 5xx)."""
+    import httpx2
+
+    if isinstance(exc, httpx2.TransportError):
+        return True
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", 0) or 0
+    return is_http_error(exc) and (status == 429 or status >= 500)
+
+
+def retried(read: Callable[..., T]) -> Callable[..., T]:
+    """A read of the Hub, tried again on a transient failure (``builder.fs.network``).
+    Writes are not: a commit is checked against the Hub's state before it is sent again."""
+
+    @functools.wraps(read)
+    def wrapper(*args: Any, **kwargs: Any) -> T:
+        return network.retrying(lambda: read(*args, **kwargs), transient)
+
+    return wrapper
+
+
+def with_timeout() -> None:
+    """Every request of ``huggingface_hub`` waits at most the network timeout (its shared
+    client waits forever by default: a Hub that takes the connection and never answers
+    would hold the release)."""
+    import httpx2
+    from huggingface_hub.utils import get_session
+
+    get_session().timeout = httpx2.Timeout(network.timeout())
+
+
 class Hub:
     def __init__(self, repo: str, token: str | None) -> None:
         from huggingface_hub import HfApi
 
         from builder import __version__
 
+        with_timeout()
         self.repo = repo
         # token=False: anonymous (a dry run without a token can still read public repos).
         self.api = HfApi(
@@ -76,7 +114,7 @@ class Hub:
                 "(a token with write access to the repository is needed)"
             )
         try:
-            info = self.api.whoami()
+            info = network.retrying(self.api.whoami, transient)
         except Exception as exc:
             if is_http_error(exc, 401):
                 raise TokenError(
@@ -95,6 +133,7 @@ class Hub:
             raise TokenError("the token is read-only: a token with write access is needed")
         return str(info.get("name", "?"))
 
+    @retried
     def state(self) -> RemoteState:
         from huggingface_hub.errors import RepositoryNotFoundError
 
@@ -112,6 +151,7 @@ class Hub:
             stored |= {f.sha256 for f in self.files(tags[newest[1]]).values() if f.sha256}
         return RemoteState(True, bool(info.private), head, files, tags, stored)
 
+    @retried
     def files(self, revision: str) -> dict[str, RemoteFile]:
         from huggingface_hub.hf_api import RepoFile
 
@@ -124,6 +164,7 @@ class Hub:
             if isinstance(e, RepoFile)
         }
 
+    @retried
     def manifest(self, revision: str) -> Manifest | None:
         """``manifest.json`` of a revision (e.g. the previous release), or ``None``."""
         from huggingface_hub.errors import EntryNotFoundError
@@ -146,10 +187,12 @@ class Hub:
                     return None
                 raise
 
+    @retried
     def tag_target(self, tag: str) -> str | None:
         refs = self.api.list_repo_refs(self.repo, repo_type=REPO_TYPE)
         return next((t.target_commit for t in refs.tags if t.name == tag), None)
 
+    @retried
     def head(self) -> str | None:
         refs = self.api.list_repo_refs(self.repo, repo_type=REPO_TYPE)
         return next((b.target_commit for b in refs.branches if b.name == "main"), None)

@@ -15,6 +15,7 @@ Three kinds of URL (``builder.sessions.db`` connects to each):
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from builder.errors import UsageError
+from builder.fs import network
 
 Dialect = Literal["sqlite", "postgresql"]
 _SQLITE_PREFIX = "sqlite:///"
@@ -155,12 +157,14 @@ def _check_postgres_url(url: str) -> None:
 
 
 def with_connect_timeout(url: str) -> str:
-    """``url`` with libpq's ``connect_timeout`` appended, unless it sets its own; the rest of
+    """``url`` with libpq's ``connect_timeout`` appended (``EPISODES_TIMEOUT`` when it is set,
+    else ``CONNECT_TIMEOUT_S``), unless it sets its own; the rest of
     the text is left exactly as given (libpq reads ``%20``, not ``+``; ``postgresql:///db``
     has an empty host)."""
     if "#" in url or any(k == "connect_timeout" for k, _ in parse_qsl(urlsplit(url).query)):
         return url  # libpq reads no fragment: after a '#', the timeout would join its text
-    return f"{url}{'&' if '?' in url else '?'}connect_timeout={CONNECT_TIMEOUT_S}"
+    seconds = max(1, math.ceil(network.timeout(CONNECT_TIMEOUT_S)))  # libpq takes whole seconds
+    return f"{url}{'&' if '?' in url else '?'}connect_timeout={seconds}"
 
 
 def redact(url: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from builder import errors as exit_codes
+from builder.fs import network
 from builder.pipeline import BuildReport
 from tests.builder.publish.helpers import run_publish, snapshot, writes
 from tests.hub_server import HubServer
@@ -116,7 +117,44 @@ def test_a_hub_error_is_one_line(
     hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str
 ) -> None:
     # The client's HTTP errors span several lines (the URL, a link to MDN, a blank line).
-    hub.fail("GET", r"^/api/whoami", "status", status=500)
+    # A 500 is tried again (builder.fs.network): it lasts longer than the retries here.
+    hub.fail("GET", r"^/api/whoami", "status", times=network.retries() + 1, status=500)
     code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
     assert code == exit_codes.UNAVAILABLE, err
     assert len(err.strip().splitlines()) == 1 and "500" in err
+
+
+def test_a_hub_that_blinks_is_asked_again(
+    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str
+) -> None:
+    faults = [
+        hub.fail("GET", r"^/api/whoami", "status", status=503),
+        hub.fail("GET", r"^/api/datasets/org/[^/]+/refs$", "drop"),
+    ]
+    code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
+    assert code == 0, err
+    assert [f.hits for f in faults] == [1, 1]  # each met once, then asked again
+    assert "v1.0.0" in hub.repo(repo_id).tags
+
+
+def test_a_hub_that_never_answers_times_out(
+    build_a: BuildReport, repo_id: str, hf_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+    import time
+
+    from huggingface_hub import constants
+
+    with socket.socket() as silent:  # takes connections, never reads nor answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
+        monkeypatch.setenv(network.RETRIES_ENV, "1")
+        monkeypatch.setenv(network.TIMEOUT_ENV, "30")  # put back after --timeout sets it
+        started = time.monotonic()
+        code, _, err = run_publish(
+            build_a.out, "--repo", repo_id, "--version", "1.0.0", "--timeout", "1"
+        )
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err.strip().splitlines()) == 1 and "timed out" in err.lower()
+    assert time.monotonic() - started < 10  # two tries of a second, a pause between
