@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -68,10 +68,10 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The previous build's input and the next one's (other episodes: another output)."""
     root = tmp_path_factory.mktemp("fault-inputs")
     made = {"before": root / "before.jsonl", "after": root / "after.jsonl"}
-    write_jsonl(made["before"], generate_episodes(270, 3))
-    write_jsonl(made["after"], generate_episodes(300, 4))
+    write_jsonl(made["before"], generate_episodes(130, 3))
+    write_jsonl(made["after"], generate_episodes(150, 4))
     made["large"] = root / "large.jsonl"
-    write_jsonl(made["large"], generate_episodes(1500, 17))
+    write_jsonl(made["large"], generate_episodes(800, 17))
     return made
 
 
@@ -89,6 +89,20 @@ def previous(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
     return root
 
 
+@pytest.fixture(scope="module")
+def next_size(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> int:
+    """The size of the build of the next input, built where there is room."""
+    root = tmp_path_factory.mktemp("fault-next")
+    code, _, err = run(
+        "build",
+        *("--episodes", str(inputs["after"]), str(BAD)),
+        *("--out", str(root / "ds"), "--rejects", str(root / "rejects.jsonl")),
+        cwd=root,
+    )
+    assert code == 0, err
+    return space.folder_size(root / "ds")
+
+
 # ---------------------------------------------------------------------- a disk that fills
 
 
@@ -99,36 +113,36 @@ class DiskFault:
 
     name: str
     on_disk: tuple[str, ...]  # "out" (its folder and rejects), "rejects", "cache"
-    leave: Callable[[int], int]  # the estimate -> bytes left free
+    # (the build's estimate of its finished size, the size it has) -> bytes left free
+    leave: Callable[[int, int], int]
     says: str  # the folder named is the disk, or the cache on it: {disk}
-    args: tuple[str, ...] = field(default=())
 
 
 DISK_FAULTS = [
     DiskFault(
         "room for less than the finished build: refused before any work",
         ("out",),
-        lambda estimate: estimate // 2,
+        lambda estimate, size: estimate // 2,
         "no space left on the device of {disk}: ",
     ),
     DiskFault(
-        # The staged tables, the buckets and the dataset beside the previous build need
-        # about twice the finished build: room for 1.4 times fills up on the way.
+        # Room for the finished build (and more than the estimate, which the build checks
+        # first), not for the staged tables and buckets beside it: it fills up on the way.
         "room for the finished build only: the disk fills up during the build",
         ("out",),
-        lambda estimate: int(estimate * 1.4),
+        lambda estimate, size: max(estimate, size) + (16 << 10),
         "the device of {disk} filled up during the build: it needs more than the ",
     ),
     DiskFault(
         "the cache's disk fills up",
         ("cache",),
-        lambda estimate: 64 << 10,
+        lambda estimate, size: 64 << 10,
         "the device of {disk}/cache filled up during the build",
     ),
     DiskFault(
         "the rejects file's disk is full",
         ("rejects",),
-        lambda estimate: 0,
+        lambda estimate, size: 0,
         "the device of {disk} filled up during the build",
     ),
 ]
@@ -136,7 +150,7 @@ DISK_FAULTS = [
 
 @pytest.mark.parametrize("fault", DISK_FAULTS, ids=lambda f: f.name)
 def test_a_disk_that_fills(
-    fault: DiskFault, inputs: dict[str, Path], previous: Path, tmp_path: Path
+    fault: DiskFault, inputs: dict[str, Path], previous: Path, next_size: int, tmp_path: Path
 ) -> None:
     with small_disk(tmp_path / "disk", 12) as disk:
         home = disk if "out" in fault.on_disk else tmp_path / "local"
@@ -152,7 +166,7 @@ def test_a_disk_that_fills(
         before, rejects_before = snapshot(out), rejects.read_bytes()
         around = {folder: names(folder) for folder in {out.parent, rejects.parent}}
         estimate = space.final_size(out, inputs["after"].stat().st_size + BAD.stat().st_size)
-        filler = fill(disk, fault.leave(estimate))
+        filler = fill(disk, fault.leave(estimate, next_size))
 
         started = time.monotonic()
         code, _, err = run("build", *args, cwd=tmp_path)
@@ -193,7 +207,7 @@ def test_a_killed_builds_leftovers_go_with_the_next_command(
     deadline = time.monotonic() + 60
     while not (work / "tables").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(0.5)  # well inside the ingest of 1,500 episodes
+    time.sleep(0.3)  # well inside the ingest of 800 episodes
     build.send_signal(signal.SIGKILL)
     build.communicate(timeout=30)
     assert build.returncode == -signal.SIGKILL
@@ -346,7 +360,7 @@ def s3_env(address: str) -> dict[str, str]:
 
 
 class StoreGoneMidRead(Scene):
-    """The episodes are read from the store, which goes away 1 MB into the file."""
+    """The episodes are read from the store, which goes away 512 KB into the file."""
 
     says = "s3://faults-read/in/after.jsonl: cannot read: "
 
@@ -363,7 +377,7 @@ class StoreGoneMidRead(Scene):
         self.command = build_args(root, "s3://faults-read/in/after.jsonl", str(BAD))
 
     def arm(self) -> None:
-        self.relay.cut_when("down", 1 << 20)
+        self.relay.cut_when("down", 512 << 10)
 
     def revive(self) -> None:
         self.relay.up()
