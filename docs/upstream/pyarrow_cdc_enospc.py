@@ -18,9 +18,9 @@ inside ``WriteArrowDense``; the chunked path wraps that call in ``ARROW_CHECK_OK
 unchunked path returns the status. The disk must fill during that flush: with the
 builder's options (zstd, statistics, page index) the pages are smaller, and the same
 script aborts when at most about 500 KB are free. With ``use_dictionary=False`` the same
-full disk raises ``OSError`` cleanly; so does any write failure outside that call. Single-threaded: no thread
-is involved. Any I/O error of the sink at that moment (EIO, EDQUOT, a network filesystem)
-aborts the same way.
+full disk raises ``OSError`` cleanly; so does any write failure outside that call. It is
+single-threaded: no thread is involved. Any I/O error of the sink at that moment (EIO,
+EDQUOT, a network filesystem) aborts the same way.
 
 The builder avoids it by giving the writer a sink that never fails
 (``builder.fs.parquet.HeldErrorSink``) and raising the held error itself.
