@@ -19,8 +19,9 @@ from pathlib import Path
 from builder.fs.output import BuildLocked, output_lock, recover_interrupted_swap
 from builder.fs.space import folder_size, megabytes
 
-# ``.{rejects file name}.{pid}.partial`` (``builder.ingest.rejects``)
-_PARTIAL = re.compile(r"^\..+\.(?P<pid>\d+)\.partial$")
+# ``.{rejects file name}.{pid}.partial`` (``builder.ingest.rejects``); a rejects file not
+# named is taken to be a ``.jsonl`` one, so another program's partial files are left alone
+_PARTIAL = r"^\.{name}\.(?P<pid>\d+)\.partial$"
 
 
 def process_alive(pid: int) -> bool:
@@ -34,15 +35,17 @@ def process_alive(pid: int) -> bool:
     return True
 
 
-def dead_partials(folder: Path) -> list[Path]:
-    """The partial rejects files in ``folder`` of processes that no longer run."""
+def dead_partials(folder: Path, rejects: str | None = None) -> list[Path]:
+    """The partial rejects files in ``folder`` of processes that no longer run: of the
+    rejects file named ``rejects``, or of any ``.jsonl`` one."""
+    pattern = re.compile(_PARTIAL.format(name=re.escape(rejects) if rejects else r".+\.jsonl"))
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return []
     found = []
     for name in names:
-        match = _PARTIAL.match(name)
+        match = pattern.match(name)
         if match and int(match["pid"]) != os.getpid() and not process_alive(int(match["pid"])):
             found.append(folder / name)
     return found
@@ -56,8 +59,9 @@ def find(out: Path, rejects: Path | None = None) -> list[Path]:
     found = [p for p in found if p.exists() or p.is_symlink()]
     if (parent / f".{out.name}.old") in found and not out.exists():
         found.remove(parent / f".{out.name}.old")  # the previous build itself: put back
-    folders = {parent} | ({rejects.parent} if rejects is not None else set())
-    found += [p for folder in sorted(folders) for p in dead_partials(folder)]
+    found += dead_partials(parent)
+    if rejects is not None:
+        found += [p for p in dead_partials(rejects.parent, rejects.name) if p not in found]
     return found
 
 

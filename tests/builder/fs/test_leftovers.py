@@ -40,14 +40,28 @@ def test_a_killed_builds_files_are_removed_and_named(tmp_path: Path) -> None:
     out, left = killed_build(tmp_path)
     mine = tmp_path / f".rejects.jsonl.{os.getpid()}.partial"  # a running process's
     mine.write_text("")
+    other = tmp_path / f".video.mp4.{dead_pid()}.partial"  # another program's
+    other.write_text("")
     removed = leftovers.remove(out, tmp_path / "rejects.jsonl")
     assert sorted(p for p, _ in removed) == sorted(left.values())
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ds", mine.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ds", mine.name, other.name])
     assert (out / "manifest.json").read_text() == "{}"
     line = leftovers.said(removed)
     assert line.startswith("removed what an interrupted build left: ")
     assert ".ds.work" in line and ".ds.lock" in line and "MB freed" in line
     assert leftovers.remove(out) == [] and leftovers.said([]) == ""
+
+
+def test_a_rejects_file_elsewhere_is_looked_for_by_its_name(tmp_path: Path) -> None:
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "logs").mkdir()
+    pid = dead_pid()
+    named = tmp_path / "logs" / f".bad.txt.{pid}.partial"
+    named.write_text("")
+    assert leftovers.remove(tmp_path / "ds") == []  # not a .jsonl: found only when named
+    assert [p for p, _ in leftovers.remove(tmp_path / "ds", tmp_path / "logs" / "bad.txt")] == [
+        named
+    ]
 
 
 def test_nothing_is_touched_while_a_build_holds_the_folder(tmp_path: Path) -> None:
