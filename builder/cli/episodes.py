@@ -6,7 +6,6 @@ Exit codes are in ``builder.exit_codes``.
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
 import re
@@ -120,12 +119,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="ingest processes (default 0: one per core for a run of files of 64 MB+; 1: none)",
     )
     b.add_argument("--engine", choices=("local", "ray"), help="where ingest work runs")
-    b.add_argument(
-        "--timeout",
-        type=float,
-        metavar="SECONDS",
-        help="how long a store or database may take to answer (default 30; EPISODES_TIMEOUT)",
-    )
+    faults.add_timeout_option(b, "a store or database")
     b.add_argument("--ray-address", help="Ray cluster address (default: a local Ray)")
     b.add_argument("--cache-dir", type=Path, help="cache for incremental rebuilds")
     b.add_argument(
@@ -181,7 +175,6 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
-DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
 
 
@@ -203,10 +196,7 @@ def start_ingest_workers(config: BuildConfig) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from builder.fs import network
-
-    network.set_timeout(args.timeout)
-    network.check()  # a bad EPISODES_TIMEOUT or EPISODES_RETRIES is said before any work
+    faults.set_timeout(args.timeout)  # a bad setting is said before any work
     if not args.from_build:
         return _build(args, load_build_config(args))
     from builder.cli.build_from import check_no_inputs, restored_build
@@ -382,13 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # BaseException): say so, in one line; a full disk no command said more of excepted
         if debug:
             traceback.print_exc()
-        if isinstance(exc, OSError) and exc.errno in DISK_FULL:
-            where = f" writing {exc.filename}" if exc.filename else ""
-            print(
-                f"episodes {args.command}: no space left on the device{where}"
-                " — free space there and run it again",
-                file=sys.stderr,
-            )
+        full = faults.disk_full_line(args.command, exc)
+        if full:
+            print(full, file=sys.stderr)
             return exit_codes.UNAVAILABLE
         print(
             f"episodes {args.command}: internal error: {type(exc).__name__}: {exc}"

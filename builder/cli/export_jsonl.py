@@ -41,13 +41,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from builder.cli.faults import clear_leftovers
     from builder.config import find_config, load_config
     from builder.restore.episodes import episode_lines, write_lines
-    from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder
+    from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder, is_release
 
     spec = args.build_dir
     if spec is None:
         spec = str(load_config(find_config(args.config, Path.cwd())).out)
+    if not is_release(spec):  # a killed build's files go before the folder is read
+        clear_leftovers("export-jsonl", Path(spec))
     tables = EPISODE_TABLES + (SESSION_TABLES if args.sessions_db else ())
     folder = build_folder(spec, tables)
     if args.sessions_db:

@@ -55,6 +55,33 @@ def full_disk_said(config: BuildConfig) -> Iterator[None]:
         raise space.disk_full(exc, free, needed) from exc
 
 
+def add_timeout_option(parser: argparse.ArgumentParser, remote: str) -> None:
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"how long {remote} may take to answer (default 30; EPISODES_TIMEOUT)",
+    )
+
+
+def set_timeout(seconds: float | None) -> None:
+    """``--timeout`` for this process and the ones it starts; both network settings read
+    now, so a bad ``EPISODES_TIMEOUT`` or ``EPISODES_RETRIES`` is one line before any work."""
+    from builder.fs import network
+
+    network.set_timeout(seconds)
+    network.check()
+
+
+def disk_full_line(command: str, exc: BaseException) -> str:
+    """The one line for a full disk no command said more of (empty for any other error)."""
+    if not space.is_disk_full(exc):
+        return ""
+    where = f" writing {exc.filename}" if getattr(exc, "filename", None) else ""
+    hint = "free space there and run it again"
+    return f"episodes {command}: no space left on the device{where} — {hint}"
+
+
 def add_doctor_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser(
         "doctor", help="find and remove what a build killed outright left beside its folder"
