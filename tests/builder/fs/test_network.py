@@ -43,7 +43,7 @@ def test_retries_are_bounded_and_only_for_what_may_pass(monkeypatch: pytest.Monk
 def test_the_settings_come_from_the_environment_and_are_checked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(network.TIMEOUT_ENV, raising=False)
+    monkeypatch.setenv(network.TIMEOUT_ENV, "")  # unset, and put back after set_timeout
     assert network.timeout() == network.DEFAULT_TIMEOUT_S and network.timeout(10) == 10
     network.set_timeout(2.5)
     assert network.timeout() == 2.5
