@@ -5,7 +5,8 @@ doctor``.
 A build that stops by itself removes its own work files; one that is killed cannot. Beside
 ``NAME`` it may leave ``.NAME.work`` (the staged build, as large as a build), ``.NAME.lock``,
 ``.NAME.old`` (the previous build, between the two renames of a swap where the OS has no
-atomic exchange) and ``.REJECTS.PID.partial`` (its partial rejects file). None is removed
+atomic exchange), ``.NAME.from`` (the inputs ``build --from`` wrote back from a build's
+tables) and ``.REJECTS.PID.partial`` (its partial rejects file). None is removed
 while a build holds the folder's lock: they are that build's.
 """
 
@@ -55,7 +56,7 @@ def find(out: Path, rejects: Path | None = None) -> list[Path]:
     """The leftovers of killed builds into ``out`` (and with the rejects file ``rejects``);
     the caller holds the folder's lock, so none is a running build's."""
     parent = out.parent
-    found = [parent / f".{out.name}.{kind}" for kind in ("work", "old")]
+    found = [parent / f".{out.name}.{kind}" for kind in ("work", "old", "from")]
     found = [p for p in found if p.exists() or p.is_symlink()]
     if (parent / f".{out.name}.old") in found and not out.exists():
         found.remove(parent / f".{out.name}.old")  # the previous build itself: put back

@@ -25,9 +25,13 @@ def killed_build(root: Path) -> tuple[Path, dict[str, Path]]:
     work = root / ".ds.work"
     (work / "dataset").mkdir(parents=True)
     (work / "dataset" / "x.parquet").write_bytes(b"x" * 4096)
+    restored = root / ".ds.from"  # the inputs a build --from wrote back
+    restored.mkdir()
+    (restored / "episodes.jsonl").write_text("{}\n")
     pid = dead_pid()
     left = {
         "work": work,
+        "from": restored,
         "lock": root / ".ds.lock",
         "partial": root / f".rejects.jsonl.{pid}.partial",
     }
