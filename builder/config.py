@@ -16,11 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import UsageError
+from builder.fs.releases import HUB_RELEASE
 from builder.fs.storage import is_uri
 from schemas.vocabulary import GROUP_POLICIES
-
-# A release on the Hub, as ``--previous`` names one
-HUB_RELEASE = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)@(?P<revision>[\w./-]+)$")
 
 CONFIG_NAME = "dataset.toml"
 

@@ -13,7 +13,6 @@ from builder.cli.preflight import (
     check_ray_address,
 )
 from builder.config import (
-    HUB_RELEASE,
     BuildConfig,
     ConfigError,
     find_config,
@@ -22,6 +21,7 @@ from builder.config import (
 )
 from builder.derive.splits.plan import check_held_out_inputs
 from builder.errors import require
+from builder.fs.releases import HUB_RELEASE
 from builder.fs.storage import is_uri
 
 

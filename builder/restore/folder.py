@@ -7,8 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
-from builder.config import HUB_RELEASE
 from builder.errors import UsageError
+from builder.fs.releases import HUB_RELEASE, ReleaseUnreadable, download_release
 from schemas.manifest import MANIFEST
 
 # The tables an episode's lines are rebuilt from, and the sessions'
@@ -39,24 +39,11 @@ def build_folder(spec: str, tables: tuple[str, ...]) -> Path:
 
 
 def _download(spec: str, tables: tuple[str, ...]) -> Path:
-    match = HUB_RELEASE.match(spec)
-    assert match is not None
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError
-
     try:
-        return Path(
-            snapshot_download(
-                match["repo"],
-                repo_type="dataset",
-                revision=match["revision"],
-                allow_patterns=[MANIFEST, *(f"{t}/*" for t in tables)],
-            )
-        )
-    except (HfHubHTTPError, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return download_release(spec, tables)
+    except ReleaseUnreadable as exc:
         raise NoBuild(
-            f"{spec}: cannot read that release from the Hub ({first}); check the "
+            f"{spec}: cannot read that release from the Hub ({exc}); check the "
             "repository and revision, or give a local build folder"
         ) from exc
 

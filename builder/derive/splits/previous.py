@@ -16,9 +16,9 @@ from typing import Any
 
 import polars as pl
 
-from builder.config import HUB_RELEASE
 from builder.derive.splits.assign import PINNED_COLUMNS, SplitPolicy
 from builder.errors import UsageError
+from builder.fs.releases import HUB_RELEASE, ReleaseUnreadable, download_release
 from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 from schemas.vocabulary import GROUP_BY_QUESTION
 
@@ -69,26 +69,11 @@ def _read_splits(files: Iterable[Path]) -> pl.DataFrame:
 
 def hub_folder(spec: str) -> Path:
     """A release's manifest and splits files, downloaded (``org/name@revision``)."""
-    match = HUB_RELEASE.match(spec)
-    assert match is not None
     try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import HfHubHTTPError
-    except ImportError as exc:  # pragma: no cover - a dependency of the package
-        raise PreviousUnreadable(f"--previous {spec}: huggingface_hub is missing") from exc
-    try:
-        return Path(
-            snapshot_download(
-                match["repo"],
-                repo_type="dataset",
-                revision=match["revision"],
-                allow_patterns=[MANIFEST, "splits/*"],
-            )
-        )
-    except (HfHubHTTPError, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return download_release(spec, ("splits",))
+    except ReleaseUnreadable as exc:
         raise PreviousUnreadable(
-            f"--previous {spec}: cannot read that release from the Hub ({first}); check the "
+            f"--previous {spec}: cannot read that release from the Hub ({exc}); check the "
             "repository and revision, or give a local build folder"
         ) from exc
 
