@@ -19,6 +19,7 @@ from pathlib import Path
 
 from builder.config import BuildConfig
 from builder.errors import UsageError
+from builder.fs.leftovers import restored_inputs
 from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder
 from builder.restore.inputs import restore_inputs
 from schemas.manifest import MANIFEST, read_manifest
@@ -38,7 +39,7 @@ def restored_build(config: BuildConfig, spec: str) -> Iterator[BuildConfig]:
     """``config`` reading what ``spec``'s tables give back, while the context lasts."""
     folder = build_folder(spec, EPISODE_TABLES + SESSION_TABLES)
     out = config.out.resolve()
-    work = out.parent / f".{out.name}.from"
+    work = restored_inputs(out)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:

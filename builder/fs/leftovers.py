@@ -5,9 +5,9 @@ doctor``.
 A build that stops by itself removes its own work files; one that is killed cannot. Beside
 ``NAME`` it may leave ``.NAME.work`` (the staged build, as large as a build), ``.NAME.lock``,
 ``.NAME.old`` (the previous build, between the two renames of a swap where the OS has no
-atomic exchange), ``.NAME.from`` (the inputs ``build --from`` wrote back from a build's
-tables) and ``.REJECTS.PID.partial`` (its partial rejects file). None is removed
-while a build holds the folder's lock: they are that build's.
+atomic exchange), ``.NAME.from.PID`` (the inputs ``build --from`` wrote back from a build's
+tables, before it takes the lock) and ``.REJECTS.PID.partial`` (its partial rejects file).
+None is removed while a build holds the folder's lock: they are that build's.
 """
 
 from __future__ import annotations
@@ -39,7 +39,19 @@ def process_alive(pid: int) -> bool:
 def dead_partials(folder: Path, rejects: str | None = None) -> list[Path]:
     """The partial rejects files in ``folder`` of processes that no longer run: of the
     rejects file named ``rejects``, or of any ``.jsonl`` one."""
-    pattern = re.compile(_PARTIAL.format(name=re.escape(rejects) if rejects else r".+\.jsonl"))
+    name = re.escape(rejects) if rejects else r".+\.jsonl"
+    return _of_dead_processes(folder, re.compile(_PARTIAL.format(name=name)))
+
+
+def restored_inputs(out: Path) -> Path:
+    """Where ``build --from`` into ``out`` writes the inputs it restores: named by its
+    process, which holds no lock yet, so only a dead one's folder is a leftover."""
+    return out.parent / f".{out.name}.from.{os.getpid()}"
+
+
+def _of_dead_processes(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
+    """The entries of ``folder`` whose name ``pattern`` matches with the ``pid`` of a
+    process that no longer runs."""
     try:
         names = sorted(os.listdir(folder))
     except OSError:
@@ -56,10 +68,12 @@ def find(out: Path, rejects: Path | None = None) -> list[Path]:
     """The leftovers of killed builds into ``out`` (and with the rejects file ``rejects``);
     the caller holds the folder's lock, so none is a running build's."""
     parent = out.parent
-    found = [parent / f".{out.name}.{kind}" for kind in ("work", "old", "from")]
+    found = [parent / f".{out.name}.{kind}" for kind in ("work", "old")]
     found = [p for p in found if p.exists() or p.is_symlink()]
     if (parent / f".{out.name}.old") in found and not out.exists():
         found.remove(parent / f".{out.name}.old")  # the previous build itself: put back
+    restored = re.compile(rf"^\.{re.escape(out.name)}\.from\.(?P<pid>\d+)$")
+    found += _of_dead_processes(parent, restored)
     found += dead_partials(parent)
     if rejects is not None:
         found += [p for p in dead_partials(rejects.parent, rejects.name) if p not in found]

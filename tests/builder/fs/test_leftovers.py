@@ -25,10 +25,10 @@ def killed_build(root: Path) -> tuple[Path, dict[str, Path]]:
     work = root / ".ds.work"
     (work / "dataset").mkdir(parents=True)
     (work / "dataset" / "x.parquet").write_bytes(b"x" * 4096)
-    restored = root / ".ds.from"  # the inputs a build --from wrote back
+    pid = dead_pid()
+    restored = root / f".ds.from.{pid}"  # the inputs a build --from wrote back
     restored.mkdir()
     (restored / "episodes.jsonl").write_text("{}\n")
-    pid = dead_pid()
     left = {
         "work": work,
         "from": restored,
@@ -46,9 +46,13 @@ def test_a_killed_builds_files_are_removed_and_named(tmp_path: Path) -> None:
     mine.write_text("")
     other = tmp_path / f".video.mp4.{dead_pid()}.partial"  # another program's
     other.write_text("")
+    running = tmp_path / f".ds.from.{os.getpid()}"  # a running build --from's inputs
+    running.mkdir()
     removed = leftovers.remove(out, tmp_path / "rejects.jsonl")
     assert sorted(p for p, _ in removed) == sorted(left.values())
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ds", mine.name, other.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["ds", mine.name, other.name, running.name]
+    )
     assert (out / "manifest.json").read_text() == "{}"
     line = leftovers.said(removed)
     assert line.startswith("removed what an interrupted build left: ")
