@@ -27,6 +27,7 @@ class Trigger:
     action: Callable[[], None] | None = None
     marker: bytes = b""  # counting starts once the client has sent this
     seen: int = 0
+    hang: bool = False  # then stop relaying, every connection left open: a hung server
 
 
 class CutProxy:
@@ -35,6 +36,8 @@ class CutProxy:
         self.requests: list[tuple[str, str]] = []  # (method, path) of HTTP requests relayed
         self.connections: list[dict[str, int]] = []  # bytes each way, per connection
         self.cuts = 0
+        self.hung = False  # nothing is relayed, nothing closed
+        self._held: list[socket.socket] = []  # connections taken while hung
         self._trigger: Trigger | None = None
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
@@ -52,10 +55,12 @@ class CutProxy:
         after: int,
         action: Callable[[], None] | None = None,
         marker: bytes = b"",
+        hang: bool = False,
     ) -> None:
-        self._trigger = Trigger(direction, after, action, marker)
+        self._trigger = Trigger(direction, after, action, marker, hang=hang)
 
     def up(self) -> None:
+        self.hung = False
         if self._listener is not None:
             return
         listener = socket.socket()
@@ -87,6 +92,9 @@ class CutProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
+            if self.hung:  # taken, and never answered
+                self._held.append(client)
+                continue
             try:
                 server = socket.create_connection(self.target)
             except OSError:
@@ -113,6 +121,10 @@ class CutProxy:
                 data = source.recv(1 << 16)
             except OSError:
                 data = b""
+            if self.hung:  # read and dropped: neither side hears from the other again
+                if not data:
+                    return
+                continue
             if not data:
                 for sock in (source, sink):
                     with contextlib.suppress(OSError):
@@ -133,6 +145,9 @@ class CutProxy:
                     if trigger.action is not None:
                         trigger.action()
                     self.cuts += 1
+                    if trigger.hang:
+                        self.hung = True
+                        continue
                     self.down()
                     return
             counts[direction] += len(data)

@@ -22,6 +22,9 @@ TIMEOUT_ENV = "EPISODES_TIMEOUT"
 RETRIES_ENV = "EPISODES_RETRIES"
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_RETRIES = 2
+# A stream (a database table read batch by batch) may wait longer than a request for its
+# next batch, a large table's first one most: this many timeouts without one is a hang.
+STALL_TIMEOUTS = 4
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
 T = TypeVar("T")
@@ -45,6 +48,11 @@ def timeout(default: float = DEFAULT_TIMEOUT_S) -> float:
     if not seconds > 0 or seconds != seconds:
         raise BadSetting(f"{TIMEOUT_ENV}={text!r}: must be above 0")
     return seconds
+
+
+def stall_timeout() -> float:
+    """Seconds a stream may go without its next batch before it is given up as hung."""
+    return STALL_TIMEOUTS * timeout()
 
 
 def retries() -> int:

@@ -26,7 +26,9 @@ SQL:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,9 +118,14 @@ def _batch_options(dialect: Dialect, batch_rows: int) -> dict[str, str]:
 
 
 def iter_batches(
-    conn: Any, dialect: Dialect, table: str, batch_rows: int = DEFAULT_BATCH_ROWS
+    conn: Any,
+    dialect: Dialect,
+    table: str,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    arrived: Callable[[], None] = lambda: None,
 ) -> Iterator[pa.RecordBatch]:
-    """Stream ``table`` as record batches of at most ``batch_rows`` rows, in ``batch_schema``."""
+    """Stream ``table`` as record batches of at most ``batch_rows`` rows, in ``batch_schema``;
+    ``arrived`` is called as each batch comes from the driver."""
     if batch_rows < 1:
         raise ValueError("batch_rows must be positive")
     schema = batch_schema(table)
@@ -133,6 +140,7 @@ def iter_batches(
         reader = cur.fetch_record_batch()
         first = dialect == "sqlite"
         for batch in reader:
+            arrived()
             if dialect == "sqlite":
                 if first:  # the typing sentinel is the first row of the first batch
                     if batch.num_rows == 0 or batch.column(0)[0].as_py() != 0:
@@ -161,9 +169,15 @@ def unread_columns(conn: Any, db: DatabaseURL, table: str) -> tuple[list[str], l
     return [c for c in types if key(c) not in declared], absent
 
 
-def _collect(conn: Any, db: DatabaseURL, table: str, batch_rows: int) -> pa.Table:
+def _collect(
+    conn: Any,
+    db: DatabaseURL,
+    table: str,
+    batch_rows: int,
+    arrived: Callable[[], None] = lambda: None,
+) -> pa.Table:
     try:
-        batches = list(iter_batches(conn, db.dialect, table, batch_rows))
+        batches = list(iter_batches(conn, db.dialect, table, batch_rows, arrived))
     except DatabaseError as exc:
         raise exc.about(db.redacted) from exc
     except Exception as exc:  # driver errors (ADBC, Arrow) name neither database nor table
@@ -244,7 +258,7 @@ def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) ->
 
     def attempt() -> SessionsSource:
         try:
-            return _read_source(db, batch_rows)
+            return _watched(db, batch_rows)
         except DatabaseUnreachable as exc:
             failed.append(exc)
             raise
@@ -263,11 +277,49 @@ def read_source(url: str | DatabaseURL, batch_rows: int = DEFAULT_BATCH_ROWS) ->
         ) from exc
 
 
-def _read_source(db: DatabaseURL, batch_rows: int) -> SessionsSource:
+def _watched(db: DatabaseURL, batch_rows: int) -> SessionsSource:
+    """``_read_source`` on a thread of its own, given up on when the server sends nothing for
+    ``network.stall_timeout()`` (a host that hangs mid-read, a network that drops packets:
+    the connection stays open and libpq would wait for ever). The thread is left where it
+    waits, with its connection, which nothing may close under it; it ends with the process.
+    """
+    heard = [time.monotonic()]  # when the server was last heard from
+    result: list[SessionsSource] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def arrived() -> None:
+        heard[0] = time.monotonic()
+
+    def read() -> None:
+        try:
+            result.append(_read_source(db, batch_rows, arrived))
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=read, name="sessions-read", daemon=True).start()
+    limit = network.stall_timeout()
+    while not done.wait(min(1.0, limit)):
+        if time.monotonic() - heard[0] > limit:
+            raise ConnectionLost(
+                f"{db.redacted}: the server sent nothing for {limit:g} s while the sessions "
+                f"were read (EPISODES_TIMEOUT × {network.STALL_TIMEOUTS}): it hangs"
+            )
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _read_source(
+    db: DatabaseURL, batch_rows: int, arrived: Callable[[], None] = lambda: None
+) -> SessionsSource:
     with connect(db) as conn:
+        arrived()  # connected: the clock runs from here
         one_snapshot(conn, db)
-        sessions = _collect(conn, db, "sessions", batch_rows)
-        actions = _collect(conn, db, "actions", batch_rows)
+        sessions = _collect(conn, db, "sessions", batch_rows, arrived)
+        actions = _collect(conn, db, "actions", batch_rows, arrived)
         found = {t: unread_columns(conn, db, t) for t in ("sessions", "actions")}
     unread = {t: names for t, (names, _) in found.items()}
     absent = {t: names for t, (_, names) in found.items()}

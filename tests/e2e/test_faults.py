@@ -325,6 +325,24 @@ class PostgresStopped(Scene):
         self.relay.up()
 
 
+class PostgresHangs(PostgresStopped):
+    """The sessions database stops answering while the actions stream, its connections left
+    open (a hung host, a network that drops packets): the read gives up after
+    ``EPISODES_TIMEOUT`` × 4 without a batch, and connecting again times out."""
+
+    says = "the server sent nothing for 4 s while the sessions were read"
+
+    def __init__(self, cluster: object, root: Path, inputs: dict[str, Path]) -> None:
+        super().__init__(cluster, root, inputs)
+        self.env = {"EPISODES_TIMEOUT": "1", "EPISODES_RETRIES": "1"}
+
+    def arm(self) -> None:
+        self.relay.cut_when("down", 4096, marker=b'FROM "actions"', hang=True)
+
+    def revive(self) -> None:
+        self.relay.up()
+
+
 @pytest.fixture(scope="module")
 def moto() -> object:
     from moto.server import ThreadedMotoServer
@@ -491,6 +509,9 @@ class HubDiesMidCommit(Scene):
 
 SERVER_FAULTS = {
     "postgresql stopped while the sessions stream": lambda r, t, i, p: PostgresStopped(
+        r.getfixturevalue("postgres"), t, i
+    ),
+    "postgresql hangs while the sessions stream": lambda r, t, i, p: PostgresHangs(
         r.getfixturevalue("postgres"), t, i
     ),
     "the store goes away mid-read": lambda r, t, i, p: StoreGoneMidRead(
