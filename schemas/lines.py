@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS
 
 # The version of ``rebuild``: a build's patches fit only the rebuild they were computed
@@ -64,7 +66,12 @@ class Bounded:
 
 
 def _json(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    try:  # the same value as ``json.loads`` for what orjson reads, and several times faster
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN, an integer past 64 bits, a lone surrogate
+        return json.loads(text)
 
 
 def _iso(moment: datetime | None) -> str | None:
