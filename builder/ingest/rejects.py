@@ -10,7 +10,6 @@ place. A build the data refused keeps its rejects, which say why: where the buil
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 from collections import Counter
@@ -19,7 +18,7 @@ from typing import IO, TextIO
 
 import orjson
 
-from builder.fs.leftovers import process_alive
+from builder.fs.leftovers import dead_partials
 from builder.validate.reject import Reject
 from schemas.stages import Rejected
 
@@ -27,11 +26,8 @@ from schemas.stages import Rejected
 def remove_stale_partials(path: Path) -> None:
     """The partial rejects files beside ``path`` of processes that no longer run (a build
     killed outright leaves its own behind)."""
-    prefix = f".{path.name}."
-    for stale in path.parent.glob(f"{glob.escape(prefix)}*.partial"):
-        pid = stale.name[len(prefix) : -len(".partial")]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
-            stale.unlink(missing_ok=True)
+    for stale in dead_partials(path.parent, path.name):
+        stale.unlink(missing_ok=True)
 
 
 class RejectsWriter:
