@@ -271,6 +271,7 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
         "ingest_over_floor": round(ingest_s / floor_s, 1),
         "write_floor_s": round(write_s, 2),  # writing the output alone, one thread
         "write_over_floor": round(write_s / floor_s, 1),
+        "cpu_s": round(cpu, 1),  # the process tree's: steadier than wall on a busy machine
         "cpu_over_wall": round(cpu / build_s, 2),
         "peak_rss_mib": round(rss),
         "load_dataset_s": peers["load_dataset_s"],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import bench_build, bench_incremental, bench_sessions
+from benchmarks import bench_alternate, bench_build, bench_incremental, bench_sessions
 from builder.sessions.pgcluster import find_bindir
 
 
@@ -18,7 +18,7 @@ def test_build_benchmark_reports_every_scale(tmp_path: Path) -> None:
     assert [r["episodes"] for r in rows] == [4, 8]
     for row in rows:
         assert row["build_s"] > 0 and row["floor_s"] > 0 and row["peak_rss_mib"] > 0
-        assert row["build_over_floor"] > 0 and row["ingest_s"] > 0
+        assert row["build_over_floor"] > 0 and row["ingest_s"] > 0 and row["cpu_s"] > 0
         assert 0 < row["write_floor_s"] < row["build_s"]
         # the peer measured in the same run, and the goal's ratio against it
         assert row["load_dataset_s"] > 0
@@ -45,3 +45,31 @@ def test_sessions_benchmark_reports_every_mode(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     for mode in bench_sessions.MODES:
         assert mode in out
+
+
+def test_alternating_benchmark_runs_both_checkouts_in_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both sides are this checkout here: the runs alternate and the outputs compare equal."""
+    root = str(Path(__file__).resolve().parents[2])
+    argv = ["--before", root, "--after", root, "--base", "4", "--rounds", "2"]
+    runs = bench_alternate.main([*argv, "--work", str(tmp_path)])
+    assert [len(runs["before"]), len(runs["after"])] == [2, 2]
+    assert all(r["cpu_s"] > 0 and r["wall_s"] > 0 for side in runs.values() for r in side)
+    out = capsys.readouterr().out
+    assert [
+        line.split(" | ")[1]
+        for line in out.splitlines()
+        if line.startswith("| ") and "which" not in line
+    ] == ["before", "after", "before", "after"]
+    assert "outputs: identical" in out
+
+
+def test_alternating_benchmark_names_the_files_that_differ(tmp_path: Path) -> None:
+    left, right = tmp_path / "a", tmp_path / "b"
+    for folder, text in ((left, "x"), (right, "y")):
+        (folder / "c").mkdir(parents=True)
+        (folder / "c" / "same").write_text("same")
+        (folder / "c" / "changed").write_text(text)
+    (left / "only-left").write_text("")
+    assert bench_alternate.differing(left, right) == ["c/changed", "only-left"]
