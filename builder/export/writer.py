@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from builder.fs.parquet import ARROW_VIEWS, ShardedWriter
+from builder.fs.parquet import ARROW_VIEWS, ShardedWriter, conform
 from schemas.vocabulary import SPLITS
 
 
@@ -78,19 +78,33 @@ class ConfigWriter:
         if unassigned:
             missing = f"{unassigned} rows have no split (missing question_id?)"
             raise RuntimeError(f"{self.name}: {missing}")
-        parts = collected.partition_by("split", as_dict=True, maintain_order=True)
-        for split in SPLITS:
-            part = parts.get((split,))
-            if part is not None:
-                if split not in self._writers:
-                    self._writers[split] = ShardedWriter(
-                        self.out / self.name,
-                        f"{split}-{self.segment}",
-                        self.schema,
-                        self.max_rows_per_file,
-                        self.group_rows[split],
-                    )
-                self._writers[split].write(part.to_arrow(compat_level=ARROW_VIEWS))
+        if not collected.height:
+            return
+        # The piece leaves Polars once, cast to the declared schema, and each split's rows
+        # are filtered out of it in Arrow: no gather of its long text columns in Polars
+        # (``partition_by``), whose thread pool the derive keeps busy meanwhile.
+        split = collected.get_column("split")
+        table: pa.Table | None = None
+        for name in SPLITS:
+            mask = split == name
+            rows = int(mask.sum())
+            if not rows:
+                continue
+            if table is None:
+                table = conform(collected.to_arrow(compat_level=ARROW_VIEWS), self.schema)
+            part = table if rows == table.num_rows else table.filter(mask.to_arrow())
+            self._writer(name).write(part)
+
+    def _writer(self, split: str) -> ShardedWriter:
+        if split not in self._writers:
+            self._writers[split] = ShardedWriter(
+                self.out / self.name,
+                f"{split}-{self.segment}",
+                self.schema,
+                self.max_rows_per_file,
+                self.group_rows[split],
+            )
+        return self._writers[split]
 
     def close(self) -> dict[str, int]:
         """Rows per split. An empty split gets no file: ``datasets`` cannot load a split
