@@ -72,7 +72,7 @@ def open_streaming(path: Path) -> pq.ParquetFile:
     return pq.ParquetFile(path, pre_buffer=False)
 
 
-def reads(path: Path, rows: int) -> Iterator[Callable[[], pl.DataFrame]]:
+def reads(path: Path, rows: int) -> Iterator[Callable[[], pa.Table]]:
     """A staging table as reads of whole row groups, about ``rows`` rows each, to be made
     on the threads that cut them: Parquet decoding runs there, not on the thread handing
     the reads out. Memory follows a read, not the file."""
@@ -89,18 +89,16 @@ def reads(path: Path, rows: int) -> Iterator[Callable[[], pl.DataFrame]]:
         yield functools.partial(_read_groups, path, tuple(run))
 
 
-def _given(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame
+def _given(frame: pl.DataFrame) -> pa.Table:
+    return frame.to_arrow(compat_level=ARROW_VIEWS)
 
 
-def _read_groups(path: Path, groups: tuple[int, ...]) -> pl.DataFrame:
+def _read_groups(path: Path, groups: tuple[int, ...]) -> pa.Table:
     source = open_streaming(path)
     try:
-        frame = pl.from_arrow(source.read_row_groups(list(groups)))
+        return source.read_row_groups(list(groups))
     finally:
         source.close()
-    assert isinstance(frame, pl.DataFrame)
-    return frame
 
 
 @dataclass
@@ -146,7 +144,7 @@ def partition(
     schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
     schemas[LOOKUP] = LOOKUP_SCHEMA
     out = [Bucket(schemas) for _ in range(buckets)]
-    sources: dict[str, Iterable[Callable[[], pl.DataFrame]]] = {
+    sources: dict[str, Iterable[Callable[[], pa.Table]]] = {
         name: reads(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED
     }
     if lookup is not None and lookup.height:
@@ -175,28 +173,39 @@ def _cut(
     schema: pa.Schema,
     buckets: int,
     episode_bucket: pl.DataFrame,
-    load: Callable[[], pl.DataFrame],
+    load: Callable[[], pa.Table],
 ) -> list[tuple[int, pa.Table]]:
     """One batch of a table (``load`` reads it) as (bucket, rows) pieces in bucket order
     (rows in input order within each): batches are read and cut on a few threads at once
     (Parquet, Polars and Arrow release the GIL) and their pieces gathered in batch order."""
-    frame = load()
+    table = load().cast(schema)
     if buckets == 1:
-        return [(0, frame.to_arrow(compat_level=ARROW_VIEWS).cast(schema))]
-    if "question_id" in frame.columns:
-        keyed = frame.with_columns(_bucket=bucket_index(buckets))
+        return [(0, table)]
+    # Only the key goes through Polars: the rows stay in Arrow, so the cut copies them once
+    # (the gather into bucket order) rather than also into Polars' string views and back.
+    if "question_id" in table.column_names:
+        keys = pl.DataFrame([pl.Series("question_id", table.column("question_id"))])
+        keyed = keys.select(_bucket=bucket_index(buckets))
     else:
-        keyed = frame.join(episode_bucket, on="episode_id", how="left", maintain_order="left")
-    # One stable sort and one conversion per batch, then a zero-copy slice per bucket: the
-    # cost per bucket stays a slice however many buckets there are.
-    ordered = keyed.sort("_bucket", maintain_order=True)
+        keys = pl.DataFrame([pl.Series("episode_id", table.column("episode_id"))])
+        keyed = keys.join(episode_bucket, on="episode_id", how="left", maintain_order="left")
+    # One stable sort of the bucket numbers and one gather per batch, then a zero-copy
+    # slice per bucket: the cost per bucket stays a slice however many buckets there are.
+    ordered = keyed.select("_bucket").with_row_index("_row").sort("_bucket", maintain_order=True)
     sizes = ordered.group_by("_bucket", maintain_order=True).len()
-    table = ordered.drop("_bucket").to_arrow(compat_level=ARROW_VIEWS).cast(schema)
+    order = ordered.get_column("_row").to_arrow()
+    gathered = table if _in_order(ordered) else table.take(order)
     pieces, offset = [], 0
     for k, n in sizes.iter_rows():
-        pieces.append((k, table.slice(offset, n)))
+        pieces.append((k, gathered.slice(offset, n)))
         offset += n
     return pieces
+
+
+def _in_order(ordered: pl.DataFrame) -> bool:
+    """Whether the sort left every row where it was (a batch of one bucket, or of ids in
+    order): then no gather is needed."""
+    return bool(ordered.get_column("_row").is_sorted())
 
 
 class _Scratch:

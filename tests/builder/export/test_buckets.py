@@ -85,8 +85,43 @@ def test_reading_a_staging_table_holds_a_batch_not_the_file(tmp_path: Path) -> N
     before, held = pa.total_allocated_bytes(), 0
     read = 0
     for load in buckets.reads(path, rows):
-        frame = load()
-        read += frame.height
+        table = load()
+        read += table.num_rows
         held = max(held, pa.total_allocated_bytes() - before)
     assert read == groups * rows
     assert held < size / 4, (held, size)
+
+
+@pytest.mark.parametrize("in_order", [False, True])
+def test_a_batch_is_cut_into_its_buckets_rows_in_input_order(in_order: bool) -> None:
+    """``_cut`` gathers a batch into bucket order in Arrow (no gather when the batch is in
+    order already): each piece holds its bucket's rows in input order."""
+    import pyarrow as pa
+
+    rng = random.Random(7)
+    ids = [f"{rng.getrandbits(64):016x}" for _ in range(300)]
+    ids = sorted(ids) if in_order else ids
+    questions = pa.table({"question_id": ids, "text": [f"q{i}" * (i % 5) for i in range(300)]})
+    episodes = pa.table(
+        {"episode_id": [f"e{i}" for i in range(300)], "question_id": ids},
+    )
+    count = 6
+    episode_bucket = pl.from_arrow(episodes).select(  # type: ignore[union-attr]
+        "episode_id", _bucket=buckets.bucket_index(count)
+    )
+    children = pa.table({"episode_id": [f"e{rng.randrange(300)}" for _ in range(500)]})
+    for table in (questions, children):
+        pieces = buckets._cut(table.schema, count, episode_bucket, lambda t=table: t)
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        if "question_id" in frame.columns:
+            keyed = frame.with_columns(_bucket=buckets.bucket_index(count))
+        else:
+            keyed = frame.join(episode_bucket, on="episode_id", how="left", maintain_order="left")
+        expected = [
+            (k, keyed.filter(pl.col("_bucket") == k).drop("_bucket"))
+            for k in sorted(keyed.get_column("_bucket").unique())
+        ]
+        assert [k for k, _ in pieces] == [k for k, _ in expected]
+        for (_, got), (_, rows) in zip(pieces, expected, strict=True):
+            assert got.equals(rows.to_arrow().cast(table.schema))
