@@ -49,11 +49,17 @@ def matched_hooks(hooks: pl.DataFrame) -> pl.DataFrame:
     has_deps = pl.col("depends_on").list.len().fill_null(0) > 0
     edges = gold.filter(has_deps).select("episode_id", "gold", dep="depends_on").explode("dep")
     trace_edges = trace_episode.join(edges, on="episode_id", how="inner").drop("episode_id")
-    free = pairs.filter(~has_deps).select(*_KEY, r=pl.lit(-1, pl.Int64))
     names = pairs.select(*_KEY, "name").drop_nulls("name")
+    # A gold hook without dependencies is ready from the start (R = -1): its positions and
+    # its T are the same in every round, so the rounds only redo the hooks that wait.
+    waiting = gold.filter(has_deps).select("gold")
+    free_ready = candidates.join(waiting, on="gold", how="anti").filter(pl.col("p") > -1)
+    bound_candidates = candidates.join(waiting, on="gold", how="semi")
+    free_credit = _first(free_ready)
 
-    def ready(credited: pl.DataFrame) -> pl.LazyFrame:
-        """The positions where each gold hook may count, given what ``credited`` holds."""
+    def ready(credited: pl.DataFrame) -> pl.DataFrame:
+        """The positions where each gold hook that waits may count, given what
+        ``credited`` holds."""
         earliest = (
             names.lazy()
             .join(credited.lazy(), on=_KEY, how="inner")
@@ -68,17 +74,27 @@ def matched_hooks(hooks: pl.DataFrame) -> pl.DataFrame:
             .filter(pl.col("unmet") == 0)
             .select(*_KEY, "r")
         )
-        joined = pl.concat([free.lazy(), bound]).join(candidates.lazy(), on=_KEY, how="inner")
-        return joined.filter(pl.col("p") > pl.col("r"))
+        joined = bound.join(bound_candidates.lazy(), on=_KEY, how="inner")
+        joined = joined.filter(pl.col("p") > pl.col("r")).select(*_KEY, "p")
+        return joined.collect(engine=PLAN_ENGINE)
 
     # One plan per round (a handful of rounds, one per level of the DAG): the data is small,
-    # so the cost is per operation, not per row.
+    # so the cost is per operation, not per row. The last round's positions are those of
+    # the fixpoint: no round is run again for them.
     credited = pl.DataFrame(schema={"trace_id": pl.String, "gold": pl.UInt32, "t": pl.Int64})
+    positions = ready(credited)
     while True:
-        step = ready(credited).group_by(_KEY).agg(t=pl.col("p").min().cast(pl.Int64)).sort(_KEY)
-        step = step.collect(engine=PLAN_ENGINE)
+        step = pl.concat([free_credit, _first(positions)]).sort(_KEY)
         if step.equals(credited):
             break
         credited = step
-    matched = ready(credited).select("trace_id", hook_index=pl.col("p").cast(pl.Int32)).unique()
-    return matched.collect(engine=PLAN_ENGINE)
+        positions = ready(credited)
+    matched = pl.concat([free_ready, positions]).select(
+        "trace_id", hook_index=pl.col("p").cast(pl.Int32)
+    )
+    return matched.unique()
+
+
+def _first(positions: pl.DataFrame) -> pl.DataFrame:
+    """``trace_id``, ``gold``, ``t``: each gold hook's first position among ``positions``."""
+    return positions.group_by(_KEY).agg(t=pl.col("p").min().cast(pl.Int64))
