@@ -27,6 +27,8 @@ from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 WEIGHTED_MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "weight": pl.Int64})
 NO_WEIGHT = pl.lit(None, dtype=pl.Int64)
+RENDERED_TURNS = "rendered_turns"
+ASSISTANT, FEEDBACK = "_assistant_content", "_feedback_content"  # ``render_turns``' columns
 TOOL_CALLS = pl.List(
     pl.Struct(
         {
@@ -107,6 +109,35 @@ def header(weighted: bool = False) -> pl.Expr:
     )
 
 
+def rendered_key(max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    """The name under which ``tables`` may hold ``render_turns``' frame: the export renders
+    a bucket's turns once, and every objective that renders turns reads them from there."""
+    return f"{RENDERED_TURNS}:{max_output_chars}"
+
+
+def render_turns(
+    tables: Mapping[str, pl.LazyFrame], max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+) -> pl.LazyFrame:
+    """``turns``, row for row, with ``ASSISTANT`` (``assistant_content``) and ``FEEDBACK``
+    (``feedback_content``) columns."""
+    return tables["turns"].with_columns(
+        assistant_content().alias(ASSISTANT), feedback_content(max_output_chars).alias(FEEDBACK)
+    )
+
+
+def rendered(
+    tables: Mapping[str, pl.LazyFrame], max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+) -> tuple[pl.LazyFrame, pl.Expr, pl.Expr]:
+    """(the turns, their assistant content, their feedback content): read from
+    ``render_turns``' frame when ``tables`` holds it (``rendered_key``), else rendered
+    from ``turns`` where the expressions are used (after any filter, so only the rows
+    kept are rendered). The same values either way."""
+    frame = tables.get(rendered_key(max_output_chars))
+    if frame is None:
+        return tables["turns"], assistant_content(), feedback_content(max_output_chars)
+    return frame, pl.col(ASSISTANT), pl.col(FEEDBACK)
+
+
 def turn_messages(
     tables: Mapping[str, pl.LazyFrame],
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
@@ -116,25 +147,21 @@ def turn_messages(
     are rendered): ``trace_id``, ``turn_index``, ``pos``, ``role``, ``content``, ``success``
     (of the turn); outputs bounded to ``max_output_chars`` (pass
     ``DeriveOptions.max_output_chars``)."""
-    turns = tables["turns"]
+    turns, assistant, feedback = rendered(tables, max_output_chars)
     if traces is not None:
         turns = turns.join(traces.select("trace_id").unique(), on="trace_id", how="semi")
     turns = turns.join(tables["traces"].select("trace_id", "form"), on="trace_id", how="left")
     keys = ("trace_id", "turn_index", "success")
     pos = pl.col("turn_index").cast(pl.Int64) * 2
     flat = pl.col("form") == "flat"
-    code = turns.filter(~flat).select(
-        *keys, pos=pos, role=pl.lit("assistant"), content=assistant_content()
-    )
-    output = turns.filter(~flat).select(
-        *keys, pos=pos + 1, role=pl.lit("user"), content=feedback_content(max_output_chars)
-    )
+    code = turns.filter(~flat).select(*keys, pos=pos, role=pl.lit("assistant"), content=assistant)
+    output = turns.filter(~flat).select(*keys, pos=pos + 1, role=pl.lit("user"), content=feedback)
     # A flat trace's cells have no output between them: one assistant message holds them
     # all, since chat templates that require user and assistant to alternate (Llama 2,
     # Mistral, Gemma) refuse two assistant messages in a row.
     cells = (
         turns.filter(flat)
-        .with_columns(content=assistant_content())
+        .with_columns(content=assistant)
         .group_by("trace_id", maintain_order=True)
         .agg(
             pl.col("turn_index").min(),

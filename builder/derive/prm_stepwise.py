@@ -31,7 +31,7 @@ import polars as pl
 
 from builder.derive.common import TRACE_ORDER, episode_traces
 from builder.derive.dag_credit import MATCHED, matched_hooks
-from builder.derive.messages import assistant_content
+from builder.derive.messages import rendered
 from builder.derive.options import DeriveOptions
 from schemas.objectives import OBJECTIVES
 
@@ -81,14 +81,14 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     last = pl.col("turn_index") == pl.col("turn_index").max().over("trace_id")
     flat_success = pl.when(last).then(pl.col("execution_success"))
     success = pl.when(pl.col("form") == "flat").then(flat_success).otherwise(pl.col("success"))
+    turns, assistant, _ = rendered(tables, options.max_output_chars)
     steps = (
-        tables["turns"]
-        .join(flat, on="trace_id", how="inner")
+        turns.join(flat, on="trace_id", how="inner")
         .join(hooks_ok, on=["trace_id", "turn_index"], how="left")
         .select(
             "trace_id",
             "turn_index",
-            step=assistant_content(),
+            step=assistant,
             label=success.fill_null(True) & pl.col("ok").fill_null(True),
         )
         .group_by("trace_id")

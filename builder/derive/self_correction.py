@@ -18,11 +18,11 @@ from builder.derive.common import TRACE_ORDER, episode_traces
 from builder.derive.messages import (
     MESSAGE,
     WEIGHTED_MESSAGE,
-    assistant_content,
     gather,
     header,
     message,
     or_empty,
+    rendered,
     turn_messages,
 )
 from builder.derive.options import DeriveOptions
@@ -36,11 +36,11 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     traces = episode_traces(tables, options)
     fixes = tables["corrections"].join(traces, on="trace_id", how="semi")
     keys = ["trace_id", "turn_index"]
-    turns = tables["turns"]
+    turns, assistant, _ = rendered(tables, options.max_output_chars)
     failed = turns.select(
         "trace_id", corrects_turn="turn_index", failed_code="code", error_feedback="stderr"
     )
-    fixed = turns.select(*keys, fixed_code="code", fix=assistant_content())
+    fixed = turns.select(*keys, fixed_code="code", fix=assistant)
     earlier = (
         fixes.select("trace_id", fix_turn="turn_index")
         .join(
