@@ -201,10 +201,11 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     )
     assistant = pl.col("role") == "assistant"
     weight = pl.when(assistant).then(pl.when(pl.col("zero")).then(0).otherwise(1)).cast(pl.Int64)
-    captured = captured.join(
-        failed_attempts(tables, captured), on=["episode_id", "message_index"], how="left"
-    )
+    flagged = failed_attempts(tables, captured)
+    # The system messages are taken out before the failed attempts join the rest: joined
+    # first, the two branches (filtered by role) each ran the matching once.
     captured, system = one_system_message(tables, context, captured)
+    captured = captured.join(flagged, on=["episode_id", "message_index"], how="left")
     content = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
     first_user = pl.col("message_index").filter(pl.col("role") == "user").min().over("episode_id")
     feedback = (pl.col("role") == "tool") | (
