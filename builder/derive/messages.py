@@ -27,7 +27,7 @@ from builder.derive.options import DEFAULT_MAX_OUTPUT_CHARS
 MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
 WEIGHTED_MESSAGE = pl.Struct({"role": pl.String, "content": pl.String, "weight": pl.Int64})
 NO_WEIGHT = pl.lit(None, dtype=pl.Int64)
-RENDERED_TURNS = "rendered_turns"
+RENDERED_TURNS, TRACE_MESSAGES = "rendered_turns", "trace_messages"
 ASSISTANT, FEEDBACK = "_assistant_content", "_feedback_content"  # ``render_turns``' columns
 TOOL_CALLS = pl.List(
     pl.Struct(
@@ -191,13 +191,31 @@ def trace_messages(
     """``trace_id``, ``messages``: every trace of ``traces`` rendered (empty when no turns),
     up to its last assistant message. The execution feedback after that message is the
     environment's: a trainer of completions (DPO, KTO) would teach the model to write it,
-    and with it the next user turn's header."""
+    and with it the next user turn's header. Read from ``render_traces``' frame when
+    ``tables`` holds it (``messages_key``)."""
+    ids = traces.select("trace_id").unique()
+    every = tables.get(messages_key(max_output_chars))
+    if every is not None:
+        return ids.join(every, on="trace_id", how="left")
     rows = turn_messages(tables, max_output_chars, traces)
     last = pl.col("pos").filter(pl.col("role") == "assistant").max().over("trace_id")
     rows = rows.filter(pl.col("pos") <= last)
     lists = gather(rows, "trace_id", messages=message(pl.col("role"), pl.col("content")))
-    ids = traces.select("trace_id").unique()
     return ids.join(lists, on="trace_id", how="left").with_columns(or_empty("messages", MESSAGE))
+
+
+def messages_key(max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str:
+    """The name under which ``tables`` may hold ``render_traces``' frame."""
+    return f"{TRACE_MESSAGES}:{max_output_chars}"
+
+
+def render_traces(
+    tables: Mapping[str, pl.LazyFrame], max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+) -> pl.LazyFrame:
+    """``trace_messages`` of every trace of ``tables``: the export renders a bucket's traces
+    once for the objectives that show whole traces (``orm``, ``dpo``), each reading those
+    it needs. A trace's messages depend on its own turns alone."""
+    return trace_messages(tables, tables["traces"], max_output_chars)
 
 
 def failed_turns(tables: Mapping[str, pl.LazyFrame]) -> pl.LazyFrame:
