@@ -66,7 +66,7 @@ def failed_attempts(tables: Mapping[str, pl.LazyFrame], captured: pl.LazyFrame) 
     written otherwise than the turn's) is context when its feedback shows an error
     (``answered_by_error``)."""
     gold = tables["traces"].filter(pl.col("role") == "gold").select("trace_id", "episode_id")
-    by_feedback = answered_by_error(captured)
+    by_feedback = answered_by_error(captured).cache()  # read by both branches below
     failing = failed_turns(tables).join(gold, on="trace_id").select("episode_id")
     # only the conversations with a failed gold turn or a failed-looking run to look at
     candidates = pl.concat([failing, by_feedback.select("episode_id")]).unique()
