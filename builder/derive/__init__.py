@@ -17,7 +17,8 @@ import polars as pl
 
 from builder.derive import dpo, orm, prm, prm_stepwise, rl, self_correction, sft, sft_turns
 from builder.derive.eligibility import eligible_episodes, exclusion_counts, exclusion_reasons
-from builder.derive.options import DEFAULT_SYSTEM_PROMPT, DeriveOptions
+from builder.derive.messages import messages_key, render_traces, render_turns, rendered_key
+from builder.derive.options import DEFAULT_SYSTEM_PROMPT, PLAN_ENGINE, DeriveOptions
 from schemas.objectives import OBJECTIVES
 
 OBJECTIVE_MODULES: dict[str, ModuleType] = {
@@ -46,6 +47,19 @@ def derived_from_tables(
     }
 
 
+def shared(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> dict[str, pl.LazyFrame]:
+    """What several objectives would each compute from the same ``tables``, computed once
+    on the calling thread (the export adds them to a bucket's tables before deriving): the
+    turns and traces rendered as messages, and ``prm_stepwise``'s matched hooks. Every
+    objective derived with them gives the rows it gives without them."""
+    chars = options.max_output_chars
+    out = {rendered_key(chars): render_turns(tables, chars).collect(engine=PLAN_ENGINE).lazy()}
+    with_turns = {**tables, **out}
+    out[messages_key(chars)] = render_traces(with_turns, chars).collect(engine=PLAN_ENGINE).lazy()
+    out[prm_stepwise.MATCHED_HOOKS] = prm_stepwise.matched(tables, options).lazy()
+    return out
+
+
 def reshaped(name: str, rows: pl.LazyFrame) -> pl.LazyFrame:
     """Objective ``name``'s rows from its source objective's ``rows`` (``RESHAPED``)."""
     return RESHAPED[name][1](rows)
@@ -72,4 +86,5 @@ __all__ = [
     "exclusion_counts",
     "exclusion_reasons",
     "reshaped",
+    "shared",
 ]

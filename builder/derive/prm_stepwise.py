@@ -32,27 +32,50 @@ import polars as pl
 from builder.derive.common import TRACE_ORDER, episode_traces
 from builder.derive.dag_credit import MATCHED, matched_hooks
 from builder.derive.messages import rendered
-from builder.derive.options import DeriveOptions
+from builder.derive.options import PLAN_ENGINE, DeriveOptions
 from schemas.objectives import OBJECTIVES
 
 NAME = "prm_stepwise"
 SCHEMA = OBJECTIVES[NAME]
 
 
-def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
-    """``trace_id``, ``hook_index``, ``turn_index`` (the step), ``ok``: one row per attributed
-    hook of ``traces``; ``ok`` when ``process_reward`` matches it against its episode's gold
-    hooks."""
-    hooks = tables["hooks"].join(traces, on="trace_id", how="semi")
+MATCHED_HOOKS = "matched_hooks"  # ``tables`` may hold ``matched``'s frame under this name
+
+
+def _labelled(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.LazyFrame:
+    """The hooks of ``traces`` as ``matched_hooks`` takes them."""
     gold = traces.select("trace_id", is_gold=~pl.col("consistency"))
-    matched = (
-        hooks.join(gold, on="trace_id", how="inner")
+    return (
+        tables["hooks"]
+        .join(traces, on="trace_id", how="semi")
+        .join(gold, on="trace_id", how="inner")
         .select(
             "trace_id", "episode_id", "hook_index", "value_hash", "name", "depends_on", "is_gold"
         )
-        .map_batches(matched_hooks, schema=MATCHED)
-        .with_columns(ok=pl.lit(True))
     )
+
+
+def matched(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.DataFrame:
+    """``trace_id``, ``hook_index`` of the matched hooks of the traces ``derive`` labels,
+    computed on the calling thread. The export computes them so, before the bucket's plans
+    run (``MATCHED_HOOKS``): as a ``map_batches`` step inside a plan, the credit's own
+    plans ran from a thread of Polars' pool and held it while they waited for the other."""
+    traces = episode_traces(tables, options, hooks=True)
+    return matched_hooks(_labelled(tables, traces).collect(engine=PLAN_ENGINE))
+
+
+def hook_steps(
+    tables: Mapping[str, pl.LazyFrame],
+    traces: pl.LazyFrame,
+    known: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """``trace_id``, ``hook_index``, ``turn_index`` (the step), ``ok``: one row per attributed
+    hook of ``traces``; ``ok`` when ``process_reward`` matches it against its episode's gold
+    hooks (``known``: the matched hooks of ``traces``, when computed already)."""
+    hooks = tables["hooks"].join(traces, on="trace_id", how="semi")
+    if known is None:
+        known = _labelled(tables, traces).map_batches(matched_hooks, schema=MATCHED)
+    matched = known.with_columns(ok=pl.lit(True))
     cells = tables["turns"].select("trace_id", cell="turn_index", code="code")
     located = (
         hooks.filter(pl.col("turn_index").is_null())
@@ -76,7 +99,8 @@ def hook_steps(tables: Mapping[str, pl.LazyFrame], traces: pl.LazyFrame) -> pl.L
 
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
     traces = episode_traces(tables, options, hooks=True)
-    hooks_ok = hook_steps(tables, traces).group_by("trace_id", "turn_index").agg(pl.col("ok").all())
+    steps_of_hooks = hook_steps(tables, traces, tables.get(MATCHED_HOOKS))
+    hooks_ok = steps_of_hooks.group_by("trace_id", "turn_index").agg(pl.col("ok").all())
     flat = traces.select("trace_id", "form", "execution_success")
     last = pl.col("turn_index") == pl.col("turn_index").max().over("trace_id")
     flat_success = pl.when(last).then(pl.col("execution_success"))

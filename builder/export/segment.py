@@ -22,9 +22,8 @@ import polars as pl
 import pyarrow as pa
 
 from builder.config import BuildConfig
-from builder.derive import RESHAPED, DeriveOptions, derived_from_tables, reshaped
+from builder.derive import RESHAPED, DeriveOptions, derived_from_tables, reshaped, shared
 from builder.derive.eligibility import exclusion_counts
-from builder.derive.messages import messages_key, render_traces, render_turns, rendered_key
 from builder.derive.options import PLAN_ENGINE
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.plan import HeldOutPlan
@@ -213,12 +212,7 @@ class SegmentExporter:
             [loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP].select(LOOKUP_COLUMNS)]
         )
         sources = {**loaded, "questions": every_question.sort("question_id")}
-        # Turns and traces are rendered once for every objective that shows them.
-        chars = self.options.max_output_chars
-        rendered = render_turns(sources, chars).collect(engine=PLAN_ENGINE)
-        sources[rendered_key(chars)] = rendered.lazy()
-        messages = render_traces(sources, chars).collect(engine=PLAN_ENGINE)
-        sources[messages_key(chars)] = messages.lazy()
+        sources |= shared(sources, self.options)
         held = held_out_keys(self.plan, loaded["episodes"])
         derived = derived_from_tables(sources, self.options)
         frames = {name: without(frame, held) for name, frame in derived.items()}
