@@ -9,6 +9,7 @@ card declares plain ``string``/``list``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import math
 from collections.abc import Mapping
@@ -18,8 +19,6 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from builder.fs.storage import file_sha256
 
 WRITE_OPTIONS = {
     "compression": "zstd",
@@ -80,7 +79,9 @@ class HeldErrorSink(io.RawIOBase):
     reaches Python and no cleanup runs. Here the first failed write is kept (and the file
     closed, so a removed file gives its space back at once), the writer is told every write
     succeeded, and ``check`` raises the kept error after each call into the writer. The
-    bytes of a file that is written whole are the same as through a native file.
+    bytes of a file that is written whole are the same as through a native file; ``digest``
+    is their sha256, hashed as they are written rather than read back once the file is
+    closed (the last files close at the end of the export, where nothing else runs).
     """
 
     def __init__(self, path: Path) -> None:
@@ -88,6 +89,7 @@ class HeldErrorSink(io.RawIOBase):
         self.path = path
         self._file: io.BufferedWriter | None = open(path, "wb")  # noqa: SIM115 - closed below
         self._written = 0
+        self._sha256 = hashlib.sha256()
         self.error: OSError | None = None
 
     def writable(self) -> bool:
@@ -95,6 +97,7 @@ class HeldErrorSink(io.RawIOBase):
 
     def write(self, data: Any) -> int:
         size = memoryview(data).nbytes
+        self._sha256.update(data)
         if self._file is not None:
             try:
                 self._file.write(data)
@@ -107,6 +110,10 @@ class HeldErrorSink(io.RawIOBase):
 
     def tell(self) -> int:
         return self._written
+
+    def digest(self) -> str:
+        """sha256 (hex) of every byte written so far."""
+        return self._sha256.hexdigest()
 
     def _drop(self) -> None:
         file, self._file = self._file, None
@@ -160,6 +167,7 @@ class ShardedWriter:
         self._in_file = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
+        self._hashed: dict[Path, str] = {}  # sha256 of each file closed
         self.digests: dict[Path, str] = {}
 
     def write(self, table: pa.Table) -> None:
@@ -204,6 +212,7 @@ class ShardedWriter:
         self._writer.close()
         self._sink.close()
         self._sink.check()
+        self._hashed[self._sink.path] = self._sink.digest()
 
     def close(self) -> list[Path]:
         while self._pending_rows:
@@ -214,7 +223,7 @@ class ShardedWriter:
         total = len(self._paths)
         final = []
         for i, path in enumerate(self._paths):
-            digest = file_sha256(path)
+            digest = self._hashed[path]
             name = f"{self.split}-{i:05d}-of-{total:05d}-{digest[:NAME_DIGEST_CHARS]}.parquet"
             target = self.directory / name
             path.rename(target)

@@ -140,3 +140,18 @@ def test_the_sink_writes_the_bytes_a_native_file_does(tmp_path: Path) -> None:
     (path,) = write(tmp_path / "sharded", table, piece=3_000, group_rows=3_000, max_rows=3_000)
     pq.write_table(table, tmp_path / "native.parquet", row_group_size=3_000, **WRITE_OPTIONS)
     assert path.read_bytes() == (tmp_path / "native.parquet").read_bytes()
+
+
+def test_each_file_is_named_and_listed_by_the_sha256_of_its_bytes(tmp_path: Path) -> None:
+    """The digests are hashed as the bytes are written, never read back: they are those of
+    the files as stored."""
+    writer = ShardedWriter(tmp_path, "train", SCHEMA, 400, 64)
+    table = rows(1_000)
+    for start in range(0, table.num_rows, 97):
+        writer.write(table.slice(start, 97))
+    paths = writer.close()
+    assert len(paths) == 3
+    for path in paths:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert writer.digests[path] == digest
+        assert path.name.endswith(f"-{digest[:16]}.parquet")
