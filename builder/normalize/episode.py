@@ -30,6 +30,7 @@ from builder.normalize.rows import (
 )
 from builder.normalize.values import Dump, decoded_json, json_text, present, utc, value_of
 from builder.validate.fastpath import FastRecord
+from builder.validate.json_lines import LineJSON
 from schemas import vocabulary
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
 
@@ -108,13 +109,14 @@ def emit_episode(
     duplicates: Sequence[str] = (),
     *,
     tolerance: float | None = None,
-    raw: bytes | None = None,
+    raw: bytes | LineJSON | None = None,
 ) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
     ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.validate.fastpath``), whose
     any-typed values are decoded JSON, so their canonical text skips ``normalize_value``.
-    ``raw``: the line's text, for the episode's ``line_patch`` (null without it)."""
+    ``raw``: the line's text (or the line as its checks read it), for the episode's
+    ``line_patch`` (null without it)."""
     dump: Dump = decoded_json if isinstance(ep, FastRecord) else canonical_json
     written, ep = ep, with_answer_hashes(ep, dump, precision)
     before = tuple(len(out[t]) for t in EPISODE_TABLES)

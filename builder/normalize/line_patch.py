@@ -11,12 +11,17 @@ from typing import Any
 from builder.contract.stored_values import bound_stored_value
 from builder.normalize.rows import EPISODE_TABLES, Rows
 from builder.normalize.values import decoded_json
-from builder.validate.json_lines import line_value
+from builder.validate.json_lines import LineJSON, line_value, read_json
 from schemas.lines import EpisodeRows, line_patch, rebuild, same
 
 
 def patch_of(
-    row: Any, question: Any, out: Rows, before: tuple[int, ...], raw: bytes, limit: int
+    row: Any,
+    question: Any,
+    out: Rows,
+    before: tuple[int, ...],
+    raw: bytes | LineJSON,
+    limit: int,
 ) -> str | None:
     """The episode's ``line_patch``: what its rows, rebuilt into a line, lack of ``raw``."""
     mine = {
@@ -35,9 +40,9 @@ def patch_of(
     if not ops:
         return None
     try:
-        return _dumps(ops, sort_keys=True)
+        return decoded_json(ops)
     except RecursionError:  # deeper than json writes: the line as it came
-        return _dumps([[[], None]])[:-6] + raw.decode("utf-8") + "]]"
+        return _dumps([[[], None]])[:-6] + read_json(raw).raw.decode("utf-8") + "]]"
 
 
 def _summarizes(limit: int) -> Callable[[Any, Any], bool]:

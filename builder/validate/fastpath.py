@@ -35,7 +35,7 @@ import msgspec
 from pydantic import BaseModel, Strict, StringConstraints, TypeAdapter
 from pydantic_core import PydanticUndefined
 
-from builder.validate.json_lines import has_long_digit_run
+from builder.validate.json_lines import LineJSON, read_json
 from schemas.episode import Episode, Question
 
 UNSET = msgspec.UNSET
@@ -239,13 +239,16 @@ def _finish(record: Any) -> None:
             _finish(value)
 
 
-def decode(model: type[BaseModel], raw: bytes) -> Any | None:
+def decode(model: type[BaseModel], raw: bytes | LineJSON) -> Any | None:
     """The line as a derived Struct, or ``None`` when the slow path must decide."""
     decoder = _DECODERS.get(model)
-    if decoder is None or has_long_digit_run(raw):
+    if decoder is None:
+        return None
+    line = read_json(raw)
+    if line.long_run:
         return None
     try:
-        record = decoder.decode(raw)
+        record = decoder.decode(line.raw)
         _finish(record)
     except (msgspec.DecodeError, RecursionError, _Decline, ValueError):
         return None

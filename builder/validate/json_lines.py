@@ -214,7 +214,7 @@ def _delimiters(text: bytes) -> int:
     return int(np.count_nonzero(quotes)) - int(np.count_nonzero(escaped))
 
 
-def duplicate_keys(raw: bytes) -> list[str]:
+def duplicate_keys(raw: bytes | LineJSON) -> list[str]:
     """JSON paths of keys that appear twice in one object of ``raw`` (the last one wins in
     every JSON parser here, silently).
 
@@ -225,11 +225,15 @@ def duplicate_keys(raw: bytes) -> list[str]:
     equal only when no key was repeated. A line with fewer delimiters written again (a
     repeat, or that rare spelling) or one orjson cannot read is parsed again, which finds
     the repeats and where they are, if any."""
-    try:
-        if _delimiters(raw) == _delimiters(orjson.dumps(orjson.loads(raw))):
-            return []
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
-        pass  # Python's dialect (NaN) or a line that is no JSON: look closely
+    line = read_json(raw)
+    raw = line.raw
+    value = line.orjson_value()
+    if value is not REFUSED:
+        try:
+            if _delimiters(raw) == _delimiters(orjson.dumps(value)):
+                return []
+        except orjson.JSONEncodeError:
+            pass  # nested deeper than orjson writes: look closely
     try:
         value = json.loads(raw, object_pairs_hook=_Object)
     except (ValueError, RecursionError):
@@ -243,12 +247,49 @@ def duplicate_keys(raw: bytes) -> list[str]:
     return sorted(found)
 
 
-def line_value(raw: bytes) -> Any:
+def line_value(raw: bytes | LineJSON) -> Any:
     """The JSON value of a line ``parse_line`` accepted, as it read it."""
+    line = read_json(raw)
+    value = line.orjson_value()
+    if value is REFUSED:
+        return _python_dialect(line.raw)
+    if not line.long_run:
+        return value
     try:
-        return _exact_integers(raw, orjson.loads(raw))
-    except orjson.JSONDecodeError:
-        return _python_dialect(raw)
+        return json.loads(line.raw)
+    except (ValueError, RecursionError):
+        return value
+
+
+REFUSED = object()  # what ``LineJSON.orjson_value`` is of a line orjson refuses
+
+
+class LineJSON:
+    """One line for the checks that each read it (the typed decode, ``duplicate_keys``,
+    ``line_value``): orjson parses it once and its bytes are scanned for a long digit run
+    once, where each check on its own would do both again."""
+
+    __slots__ = ("_read", "_value", "long_run", "raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.long_run = has_long_digit_run(raw)
+        self._value: Any = None
+        self._read = False
+
+    def orjson_value(self) -> Any:
+        """orjson's value of the line (shared: never to be changed), or ``REFUSED``."""
+        if not self._read:
+            try:
+                self._value = orjson.loads(self.raw)
+            except orjson.JSONDecodeError:
+                self._value = REFUSED
+            self._read = True
+        return self._value
+
+
+def read_json(raw: bytes | LineJSON) -> LineJSON:
+    return raw if isinstance(raw, LineJSON) else LineJSON(raw)
 
 
 def is_blank(line: SourceLine) -> bool:

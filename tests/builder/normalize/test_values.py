@@ -1,0 +1,43 @@
+"""The stored text of decoded values: exactly ``json.dumps(value, sort_keys=True)``."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from builder.normalize.values import decoded_json
+
+AWKWARD: list[Any] = [
+    1e16,
+    0.1,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    2**70,
+    -(2**64),
+    'é€😀\ud800\n"\\',
+    {"b": 1, "a": [1.5, None, True, {"é": "x", "A": {}}]},
+    [[[]]],
+    {},
+    "",
+    None,
+    False,
+]
+
+
+def _value(rng: random.Random, depth: int = 0) -> Any:
+    if depth > 3 or rng.random() < 0.4:
+        return rng.choice(
+            [*AWKWARD[:9], rng.random() * 10 ** rng.randint(-30, 30), rng.randint(-(2**80), 2**80)]
+        )
+    if rng.random() < 0.5:
+        return [_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {rng.choice(["a", "B", "é", "\ud83d", "z z"]): _value(rng, depth + 1) for _ in range(3)}
+
+
+def test_decoded_json_is_the_stdlib_text() -> None:
+    rng = random.Random(3)
+    for value in AWKWARD + [_value(rng) for _ in range(2000)]:
+        assert decoded_json(value) == json.dumps(value, sort_keys=True)

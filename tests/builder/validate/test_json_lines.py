@@ -1,0 +1,109 @@
+"""A line read once (``LineJSON``) for every check that reads it: each check says of it what
+it says of the line's bytes, whichever checks read it before, on awkward lines."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from builder.validate import fastpath
+from builder.validate.json_lines import (
+    LineJSON,
+    _python_dialect,
+    duplicate_keys,
+    has_long_digit_run,
+    line_value,
+)
+from samples.episodes import generate_episodes
+from schemas.episode import Episode
+
+AWKWARD = [
+    b'{"a": 1, "b": [{"c": 1}]}',
+    b'{"a": 1, "a": 2}',
+    b'{"x": [{"c": 1}, {"c": 1, "c": 2}], "y": {"z": {"k": 0, "k": 0}}}',
+    b'{"n": NaN, "n": 1}',
+    b'{"n": NaN, "i": Infinity, "j": -Infinity}',
+    b'{"big": 123456789012345678901234567890, "f": 1e16, "g": -0.0, "h": 0.1}',
+    b'{"big": 123456789012345678901234567890, "big": 1}',
+    b'{"digits": "1234567890123456789012", "a": 1, "a": 1}',
+    b'{"s": "\\ud800", "t": "\\u00e9\\u20ac", "u": "\xc3\xa9"}',
+    b'{"a": "\\u0022", "a": "\\u0022\\u0022"}',
+    b'{"a": "x\\u005c", "b": 1}',
+    b'{"a\\\\": 1, "a\\u005c": 2}',
+    b"[" * 300 + b"]" * 300,  # orjson reads it, but writes no deeper than 254
+    b'{"d": ' + b"[" * 2000 + b"]" * 2000 + b"}",  # deeper than orjson reads
+    b"1e400",
+    b"not json",
+    b'{"x": 1',
+    b"\xff\xfe",
+    b"null",
+    b"",
+]
+
+
+def _reference_line_value(raw: bytes) -> Any:
+    """``line_value`` as it was before lines were read once: its own parses."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _python_dialect(raw)
+    if not has_long_digit_run(raw):
+        return value
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as values, of one type each (``1 != 1.0`` here), NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _lines() -> list[bytes]:
+    episodes = [json.dumps(e).encode() for e in generate_episodes(12, seed=5)]
+    rng = random.Random(11)
+    mutated = []
+    for raw in episodes:  # a repeated key, a big integer, a NaN: each where the line has one
+        at = raw.index(b'"verified"')
+        mutated.append(raw[:at] + b'"verified": true, ' + raw[at:])
+        mutated.append(raw.replace(b'"turn_index": 0', b'"turn_index": 10000000000000000000', 1))
+        mutated.append(raw.replace(b"0.5", b"NaN", 1))
+        cut = rng.randrange(len(raw))
+        mutated.append(raw[:cut])
+    return AWKWARD + episodes + mutated
+
+
+@pytest.mark.parametrize("order", ["dup_first", "value_first"])
+def test_a_line_read_once_is_read_as_its_bytes(order: str) -> None:
+    for raw in _lines():
+        line = LineJSON(raw)
+        if order == "dup_first":
+            duplicates, value = duplicate_keys(line), line_value(line)
+        else:
+            value, duplicates = line_value(line), duplicate_keys(line)
+        assert duplicates == duplicate_keys(raw), raw[:80]
+        assert _same(value, _reference_line_value(raw)), raw[:80]
+        assert _same(line_value(raw), _reference_line_value(raw)), raw[:80]
+        assert line.long_run is has_long_digit_run(raw)
+
+
+def test_the_typed_decode_of_a_line_read_once_is_that_of_its_bytes() -> None:
+    for raw in _lines():
+        fast, once = fastpath.decode(Episode, raw), fastpath.decode(Episode, LineJSON(raw))
+        assert (fast is None) is (once is None), raw[:80]
+        if fast is not None:
+            assert fast == once
