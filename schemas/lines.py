@@ -308,13 +308,14 @@ def _diff(
     elif isinstance(built, dict) and isinstance(line, dict):
         ops.extend([[*path, key]] for key in built if key not in line)
         for key, value in line.items():
-            if key in built:
-                _diff(built[key], value, [*path, key], ops, lost, summarizes)
-            else:
+            if key not in built:
                 ops.append([[*path, key], value])
+            elif built[key] != value:  # the test ``_diff`` starts with, without the call
+                _diff(built[key], value, [*path, key], ops, lost, summarizes)
     elif isinstance(built, list) and isinstance(line, list) and len(built) == len(line):
         for i, (a, b) in enumerate(zip(built, line, strict=True)):
-            _diff(a, b, [*path, i], ops, lost, summarizes)
+            if a != b:
+                _diff(a, b, [*path, i], ops, lost, summarizes)
     elif not same(_unmarked(built), line):
         ops.append([path, line])
 

@@ -7,6 +7,7 @@ configs exclude flagged episodes; ``--strict`` turns failures into rejects).
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -337,15 +338,21 @@ def hook_graph(edges: Iterable[tuple[str, Sequence[str]]]) -> tuple[list[list[in
             if occurrences is None:
                 unknown = True
                 continue
-            earlier = [j for j in occurrences if j < index]
-            later = [j for j in occurrences if j > index]
-            # Only itself: a self-loop, which the cycle search reports.
-            targets.append(earlier[-1] if earlier else later[0] if later else index)
+            # ``occurrences`` ascend: the last before ``index``, else the first after it,
+            # else only itself (a self-loop, which the cycle search reports).
+            before = bisect_left(occurrences, index)
+            after = bisect_right(occurrences, index)
+            if before:
+                targets.append(occurrences[before - 1])
+            else:
+                targets.append(occurrences[after] if after < len(occurrences) else index)
         graph.append(targets)
     return graph, unknown
 
 
 def _has_cycle(graph: Sequence[Sequence[int]]) -> bool:
+    if all(target < node for node, targets in enumerate(graph) for target in targets):
+        return False  # every hook depends on earlier ones only: the common trace, no search
     # Iterative colouring DFS: a hostile trace cannot exhaust the recursion limit.
     state = [0] * len(graph)  # 0 = new, 1 = on the stack, 2 = done
     for root in range(len(graph)):
