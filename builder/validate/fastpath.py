@@ -3,8 +3,10 @@
 pydantic (``schemas.episode``) is the one definition of an episode and the source of every
 reject message. Validating a 56 KB line with it costs several JSON parses, so the common
 line takes this path instead: ``msgspec`` Structs generated from the models' ``model_fields``
-— same field names, defaults, strictness, patterns and bounds — decode the bytes straight
-into typed objects. Nothing here is a second schema written by hand: a field type or a
+— same field names, defaults, strictness, patterns and bounds — are converted from the
+line's JSON value, which orjson parses once for every check of the line
+(``builder.validate.json_lines.LineJSON``); a line orjson refuses is decoded from its
+bytes. Nothing here is a second schema written by hand: a field type or a
 constraint the derivation does not understand raises at import, so the models cannot drift
 away from it silently.
 
@@ -35,7 +37,7 @@ import msgspec
 from pydantic import BaseModel, Strict, StringConstraints, TypeAdapter
 from pydantic_core import PydanticUndefined
 
-from builder.validate.json_lines import LineJSON, read_json
+from builder.validate.json_lines import REFUSED, LineJSON, read_json
 from schemas.episode import Episode, Question
 
 UNSET = msgspec.UNSET
@@ -210,6 +212,7 @@ def _mentions_model(tp: Any, pred: Any) -> bool:
 _DERIVED = _Deriver()
 FastEpisode = _DERIVED.struct(Episode)
 FastQuestion = _DERIVED.struct(Question)
+_STRUCTS: dict[type[BaseModel], type[FastRecord]] = {Episode: FastEpisode, Question: FastQuestion}
 _DECODERS: dict[type[BaseModel], msgspec.json.Decoder[Any]] = {
     Episode: msgspec.json.Decoder(FastEpisode),
     Question: msgspec.json.Decoder(FastQuestion),
@@ -247,8 +250,12 @@ def decode(model: type[BaseModel], raw: bytes | LineJSON) -> Any | None:
     line = read_json(raw)
     if line.long_run:
         return None
+    value = line.orjson_value()
     try:
-        record = decoder.decode(line.raw)
+        if value is REFUSED:  # NaN, a lone surrogate, no JSON: msgspec says which
+            record = decoder.decode(line.raw)
+        else:  # typed from the value the line's other checks share: no second parse
+            record = msgspec.convert(value, _STRUCTS[model])
         _finish(record)
     except (msgspec.DecodeError, RecursionError, _Decline, ValueError):
         return None
