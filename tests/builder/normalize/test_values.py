@@ -6,6 +6,8 @@ import json
 import random
 from typing import Any
 
+import pytest
+
 from builder.normalize.values import decoded_json
 
 AWKWARD: list[Any] = [
@@ -41,3 +43,16 @@ def test_decoded_json_is_the_stdlib_text() -> None:
     rng = random.Random(3)
     for value in AWKWARD + [_value(rng) for _ in range(2000)]:
         assert decoded_json(value) == json.dumps(value, sort_keys=True)
+
+
+def test_decoded_json_refuses_what_the_stdlib_refuses() -> None:
+    deep: Any = []
+    for _ in range(10_000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        json.dumps(deep, sort_keys=True)
+    with pytest.raises(RecursionError):
+        decoded_json(deep)
+    with pytest.raises(TypeError):
+        decoded_json({"a": {1, 2}})
+    assert decoded_json([{"x": 1}] * 3) == json.dumps([{"x": 1}] * 3, sort_keys=True)
