@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 from pydantic import BaseModel
@@ -39,7 +40,7 @@ def extra_fields(model: BaseModel, path: str = "$") -> Iterator[tuple[str, Any]]
     """Unknown input fields anywhere in the tree, keyed by JSON path."""
     for key, value in (model.model_extra or {}).items():
         yield f"{path}.{key}", value
-    for name in type(model).model_fields:
+    for name in _nested_fields(type(model)):
         value = getattr(model, name)
         if isinstance(value, BaseModel):
             yield from extra_fields(value, f"{path}.{name}")
@@ -47,6 +48,19 @@ def extra_fields(model: BaseModel, path: str = "$") -> Iterator[tuple[str, Any]]
             for i, item in enumerate(value):
                 if isinstance(item, BaseModel):
                     yield from extra_fields(item, f"{path}.{name}[{i}]")
+
+
+@cache
+def _nested_fields(model: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``model`` whose type names a model: the only ones that can hold one
+    (a validated value is of its field's type; an Any-typed one is plain JSON)."""
+    return tuple(name for name, info in model.model_fields.items() if _names_model(info.annotation))
+
+
+def _names_model(tp: Any) -> bool:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return True
+    return any(_names_model(arg) for arg in get_args(tp))
 
 
 def generic_path(path: str) -> str:
