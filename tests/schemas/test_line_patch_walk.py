@@ -1,0 +1,76 @@
+"""``line_patch`` compares each sub-tree before it descends into it: the same edits as a walk
+that descends into every one, on random trees with NaN, bounded values, ``true``/``1``,
+missing and extra keys."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+from schemas.lines import Bounded, _unmarked, line_patch, same
+
+
+def _reference(built: Any, line: Any, path: list[Any], ops: list[Any], lost: dict) -> None:
+    if built == line:
+        return
+    if isinstance(built, Bounded):
+        lost[str(path)] = lost.get(str(path), 0) + 1
+    elif isinstance(built, dict) and isinstance(line, dict):
+        ops.extend([[*path, key]] for key in built if key not in line)
+        for key, value in line.items():
+            if key in built:
+                _reference(built[key], value, [*path, key], ops, lost)
+            else:
+                ops.append([[*path, key], value])
+    elif isinstance(built, list) and isinstance(line, list) and len(built) == len(line):
+        for i, (a, b) in enumerate(zip(built, line, strict=True)):
+            _reference(a, b, [*path, i], ops, lost)
+    elif not same(_unmarked(built), line):
+        ops.append([path, line])
+
+
+LEAVES: list[Any] = [0, 1, 1.0, True, False, None, "", "x", float("nan"), -0.0, 2**70]
+
+
+def _tree(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 3 or roll < 0.35:
+        return rng.choice(LEAVES)
+    if roll < 0.6:
+        return [_tree(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {rng.choice("abcde"): _tree(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+
+
+def _mutate(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, dict):
+        out = {k: _mutate(v, rng) for k, v in value.items() if rng.random() > 0.1}
+        if rng.random() < 0.1:
+            out[rng.choice("abcdef")] = _tree(rng, 3)
+        return out
+    if isinstance(value, list):
+        return [_mutate(v, rng) for v in value] if rng.random() > 0.1 else _tree(rng, 3)
+    return rng.choice(LEAVES) if rng.random() < 0.15 else value
+
+
+def _bounded(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, dict):
+        return {k: _bounded(v, rng) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bounded(v, rng) for v in value]
+    return Bounded(value) if rng.random() < 0.05 else value
+
+
+def test_line_patch_is_that_of_a_walk_into_every_sub_tree() -> None:
+    rng = random.Random(23)
+    for _ in range(3000):
+        line = {"k": _tree(rng)}
+        built = _bounded(_mutate(copy.deepcopy(line), rng), rng)
+        ops: list[Any] = []
+        lost: dict[str, int] = {}
+        _reference(built, line, [], ops, lost)
+        ops.sort(key=lambda op: json.dumps(op[0]))
+        got_ops, got_lost = line_patch(built, line)
+        assert json.dumps(got_ops) == json.dumps(ops)
+        assert sum(got_lost.values()) == sum(lost.values())
