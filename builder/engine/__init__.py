@@ -17,6 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from builder.engine.import_path import children_import_from_here
 from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
 from builder.engine.no_pandas import arrow_without_pandas
 from builder.fs.storage import is_uri
@@ -223,7 +224,8 @@ def start_fork_server() -> None:
     from multiprocessing import forkserver
 
     multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_MODULES)
-    with interrupts_ignored():  # the few milliseconds of the server's fork and exec
+    # the few milliseconds of the server's fork and exec; it imports from where we do
+    with interrupts_ignored(), children_import_from_here():
         forkserver.ensure_running()
 
 

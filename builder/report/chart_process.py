@@ -64,11 +64,12 @@ class ChartProcess:
     thread that waits on the pipe (outside the GIL)."""
 
     def __init__(self) -> None:
+        from builder.engine.import_path import child_environment
         from builder.engine.interrupts import interrupts_ignored
 
         package_root = str(Path(__file__).resolve().parents[2])
-        path = os.environ.get("PYTHONPATH")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (package_root, path)))}
+        env = child_environment()  # this process's import path, not the folder's
+        env["PYTHONPATH"] = os.pathsep.join((package_root, env["PYTHONPATH"]))
         # Ctrl-C reaches the whole process group: the build says so in one line, and this
         # process ends when the build closes its stdin (or ends).
         with interrupts_ignored():
