@@ -9,7 +9,7 @@ import json
 import random
 from typing import Any
 
-from schemas.lines import Bounded, _unmarked, line_patch, same
+from schemas.lines import Bounded, _unmarked, line_patch, path_text, same
 
 
 def _reference(built: Any, line: Any, path: list[Any], ops: list[Any], lost: dict) -> None:
@@ -74,3 +74,42 @@ def test_line_patch_is_that_of_a_walk_into_every_sub_tree() -> None:
         got_ops, got_lost = line_patch(built, line)
         assert json.dumps(got_ops) == json.dumps(ops)
         assert sum(got_lost.values()) == sum(lost.values())
+
+
+def test_path_text_is_json_dumps_of_the_path() -> None:
+    """The patch's edits are sorted by ``path_text``: it must be ``json.dumps``'s text, since
+    the stored order is that of ``json.dumps``."""
+    rng = random.Random(7)
+    alphabet = [
+        "a",
+        "b",
+        "Z",
+        "0",
+        " ",
+        '"',
+        "\\",
+        "\n",
+        "\x00",
+        "é",
+        "ü",
+        "€",
+        "😀",
+        "\ud800",
+        "]",
+        ",",
+    ]
+    steps: list[Any] = ["", "a", "ab", "a b", 0, 1, 9, 10, 123456789012345678901234567890]
+    for _ in range(3000):
+        path = [
+            "".join(rng.choices(alphabet, k=rng.randint(0, 4)))
+            if rng.random() < 0.6
+            else rng.choice([*steps, rng.randint(0, 10**6)])
+            for _ in range(rng.randint(0, 5))
+        ]
+        assert path_text(path) == json.dumps(path)
+    for odd in ([True, None], [1.5], [False, "x", 2]):  # never made by the walk; still json's
+        assert path_text(odd) == json.dumps(odd)
+    paths = [
+        [rng.choice([*alphabet, *steps]) for _ in range(rng.randint(0, 3))] for _ in range(500)
+    ]
+    assert sorted(paths, key=path_text) == sorted(paths, key=json.dumps)
