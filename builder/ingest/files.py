@@ -44,6 +44,7 @@ from builder.ingest.staging import (
     segment_name,
 )
 from builder.normalize import Normalizer
+from builder.normalize.checks import check_question
 from builder.normalize.episode import EpisodeInfo, emit_episode
 from builder.normalize.explain import by_meaning, explain_line
 from builder.normalize.questions import question_row
@@ -122,6 +123,8 @@ def _normalize_batch(
         read = json_line or line.raw
         duplicates = duplicate_keys(read)
         path = line.path
+        # once for the episode's checks and its question's row (pure: the same list for both)
+        question_failed = check_question(record.question, precision)
         info = emit_episode(
             record,
             path,
@@ -133,9 +136,12 @@ def _normalize_batch(
             duplicates,
             tolerance=tolerance,
             raw=read,
+            question_checks=question_failed,
         )
         outcomes.append(info)
-        questions.append(question_row(record.question, "episode", path, line.number, precision))
+        questions.append(
+            question_row(record.question, "episode", path, line.number, precision, question_failed)
+        )
     tables = {name: to_table(out[name], TABLES[name]) for name in EPISODE_TABLES[1:]}
     tables["episodes"] = to_table(out["episodes"], EPISODES_WITHOUT_CHECKS)
     tables["questions"] = to_table(questions, TABLES["questions"])

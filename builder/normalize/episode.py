@@ -124,18 +124,22 @@ def emit_episode(
     *,
     tolerance: float | None = None,
     raw: bytes | LineJSON | None = None,
+    question_checks: list[str] | None = None,
 ) -> EpisodeInfo:
     """Append one episode's rows (every table but ``questions``) to ``out``; pure.
 
     ``ep`` is a pydantic ``Episode`` or its fast-path twin (``builder.validate.fastpath``), whose
     any-typed values are decoded JSON, so their canonical text skips ``normalize_value``.
     ``raw``: the line's text (or the line as its checks read it), for the episode's
-    ``line_patch`` (null without it)."""
+    ``line_patch`` (null without it). ``question_checks``: ``checks.check_question`` of its
+    question, when the caller has it already (it makes the question's row too)."""
     dump: Dump = decoded_json if isinstance(ep, FastRecord) else canonical_json
     written, ep = ep, with_answer_hashes(ep, dump, precision)
     before = tuple(len(out[t]) for t in EPISODE_TABLES)
-    failed: list[str] = checks.check_question(ep.question, precision)
-    question_checks = list(failed)
+    if question_checks is None:
+        question_checks = checks.check_question(ep.question, precision)
+    failed: list[str] = list(question_checks)
+    question_checks = list(question_checks)
     if duplicates:
         failed.append(vocabulary.DUPLICATE_JSON_KEY)
         if any(p == "$.question" or p.startswith("$.question.") for p in duplicates):

@@ -35,13 +35,21 @@ def bank_dataset(file: str, source: str) -> str | None:
 
 
 def question_row(
-    question: Any, source: str, file: str, line: int, precision: int | None = None
+    question: Any,
+    source: str,
+    file: str,
+    line: int,
+    precision: int | None = None,
+    checked: list[str] | None = None,
 ) -> tuple[Any, ...]:
     """A ``questions`` row; its integrity checks (pure) are the last column. The row is the
     question's under its content address (``question_key``), so a wrong captured id is its
-    episode's failed check, not the row's."""
+    episode's failed check, not the row's. ``checked``: ``checks.check_question`` of it, when
+    the caller has it already."""
     id_mismatch = vocabulary.QUESTION_ID_MISMATCH
-    failed = [c for c in checks.check_question(question, precision) if c != id_mismatch]
+    if checked is None:
+        checked = checks.check_question(question, precision)
+    failed = [c for c in checked if c != id_mismatch]
     return QuestionRow(
         question_id=question_key(question),
         question_text=question.question_text,

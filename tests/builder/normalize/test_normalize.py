@@ -610,3 +610,29 @@ def test_a_bank_ground_truth_whose_hash_is_wrong_judges_no_episode(
     wrong = make.copy(record)
     wrong["teacher_gold_trace"]["final_answer_hash"] = value_hash("another answer")
     assert vocabulary.GROUND_TRUTH_MISMATCH in other.episode(make.valid(wrong))
+
+
+def test_question_checks_handed_in_are_those_checked_here(make: SimpleNamespace) -> None:
+    """The ingest checks an episode's question once, for its episode and for its question's
+    row: handed in, the checks give the rows (and failed checks) they give when checked here,
+    for a question that passes and one that fails."""
+    from builder.normalize.checks import check_question
+    from builder.normalize.episode import emit_episode
+    from builder.normalize.questions import question_row
+    from builder.normalize.rows import empty_rows
+
+    good = make.episode("ep-1")
+    bad = make.episode("ep-2")
+    bad["question"]["id"] = "0123456789abcdef"
+    bad["question"]["ground_truth_hash"] = "0" * 16
+    for record in (good, bad):
+        ep = make.valid(record).record
+        checked = check_question(ep.question, None)
+        out_here, out_given = empty_rows(), empty_rows()
+        here = emit_episode(ep, "f", 1, 100, out_here)
+        given = emit_episode(ep, "f", 1, 100, out_given, question_checks=checked)
+        assert here == given and out_here == out_given
+        assert question_row(ep.question, "episode", "f", 1) == question_row(
+            ep.question, "episode", "f", 1, None, checked
+        )
+    assert check_question(make.valid(bad).record.question, None)  # the failing case fails
