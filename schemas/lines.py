@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring_ascii as _ascii
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -39,7 +40,10 @@ from schemas.layouts import LAYOUTS_BY_NAME, SEEDS
 # ``round_trip.rule``), and ``tests/schemas/test_lines.py`` pins what this one makes.
 REBUILD_RULE = 1
 
-Row = Mapping[str, Any]
+# A row of one table: a mapping of its columns, or a named tuple of them (normalize's rows)
+Row = Mapping[str, Any] | tuple[Any, ...]
+# A row as ``rebuild`` reads it: its columns are attributes (``_named``)
+Named = Any
 Path = list[str | int]
 
 
@@ -49,7 +53,7 @@ class EpisodeRows:
     ``question_text`` and ``hint`` of its question."""
 
     episode: Row
-    question: Row | None
+    question: Mapping[str, Any] | None
     traces: Sequence[Row]
     turns: Sequence[Row]
     hooks: Sequence[Row]
@@ -80,98 +84,98 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.replace(tzinfo=None).isoformat()
 
 
-def _by(rows: Iterable[Row], key: str) -> dict[Any, list[Row]]:
-    out: dict[Any, list[Row]] = defaultdict(list)
+def _by(rows: Iterable[Named], key: str) -> dict[Any, list[Named]]:
+    out: dict[Any, list[Named]] = defaultdict(list)
     for row in rows:
-        out[row[key]].append(row)
+        out[getattr(row, key)].append(row)
     return out
 
 
-def _hook(row: Row, mark_bounded: bool) -> dict[str, Any]:
+def _hook(row: Named, mark_bounded: bool) -> dict[str, Any]:
     out = {
-        "code_line": row["code_line"],
-        "variable_name": row["variable_name"],
-        "value_hash": row["value_hash"],
-        "description": row["description"],
-        "depends_on": list(row["depends_on"] or []),
+        "code_line": row.code_line,
+        "variable_name": row.variable_name,
+        "value_hash": row.value_hash,
+        "description": row.description,
+        "depends_on": list(row.depends_on or []),
     }
-    if row["value"] is not None:
-        value = _json(row["value"])
-        out["value"] = Bounded(value) if mark_bounded and row["value_bounded"] else value
+    if row.value is not None:
+        value = _json(row.value)
+        out["value"] = Bounded(value) if mark_bounded and row.value_bounded else value
     return out
 
 
-def _turn(row: Row, hooks: list[dict[str, Any]], correction: Row | None) -> dict[str, Any]:
+def _turn(row: Named, hooks: list[dict[str, Any]], correction: Named | None) -> dict[str, Any]:
     fix = None
     if correction is not None:
         fix = {
-            "corrects_turn": correction["corrects_turn"],
-            "error_type": correction["error_type"],
-            "error_message": correction["error_message"],
-            "attempts_since_error": correction["attempts_since_error"],
+            "corrects_turn": correction.corrects_turn,
+            "error_type": correction.error_type,
+            "error_message": correction.error_message,
+            "attempts_since_error": correction.attempts_since_error,
             "code_diff": {
-                "removed_lines": list(correction["removed_lines"] or []),
-                "added_lines": list(correction["added_lines"] or []),
+                "removed_lines": list(correction.removed_lines or []),
+                "added_lines": list(correction.added_lines or []),
             },
         }
     return {
-        "turn_index": row["turn_index"],
-        "reasoning": row["reasoning"],
-        "code": row["code"],
+        "turn_index": row.turn_index,
+        "reasoning": row.reasoning,
+        "code": row.code,
         "execution": {
-            "success": row["success"],
-            "stdout": row["stdout"],
-            "stderr": row["stderr"],
+            "success": row.success,
+            "stdout": row.stdout,
+            "stderr": row.stderr,
             "hooks": hooks,
-            "submitted_answer": _json(row["submitted_answer"]),
+            "submitted_answer": _json(row.submitted_answer),
         },
         "correction": fix,
     }
 
 
 def _trace(
-    row: Row, turns: list[Row], hooks: list[Row], fixes: list[Row], mark: bool
+    row: Named, turns: list[Named], hooks: list[Named], fixes: list[Named], mark: bool
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if row["form"] == "flat":
-        out["code_cells"] = [turn["code"] for turn in turns]
+    if row.form == "flat":
+        out["code_cells"] = [turn.code for turn in turns]
     else:
-        at_turn = _by((h for h in hooks if h["listed_in"] != "trace"), "turn_index")
-        by_turn: dict[Any, deque[Row]] = defaultdict(deque)
+        at_turn = _by((h for h in hooks if h.listed_in != "trace"), "turn_index")
+        by_turn: dict[Any, deque[Named]] = defaultdict(deque)
         for fix in fixes:
-            by_turn[fix["turn_index"]].append(fix)
+            by_turn[fix.turn_index].append(fix)
         out["turns"] = [
             _turn(
                 turn,
-                [_hook(h, mark) for h in at_turn.get(turn["turn_index"], [])],
-                by_turn[turn["turn_index"]].popleft()
-                if turn["has_correction"] and by_turn[turn["turn_index"]]
+                [_hook(h, mark) for h in at_turn.get(turn.turn_index, [])],
+                by_turn[turn.turn_index].popleft()
+                if turn.has_correction and by_turn[turn.turn_index]
                 else None,
             )
             for turn in turns
         ]
-    out["final_answer"] = _json(row["final_answer"])
-    out["final_answer_hash"] = row["final_answer_hash"]
-    out["execution_success"] = row["execution_success"]
-    out["hooks"] = [_hook(h, mark) for h in hooks if h["listed_in"] != "turn"]
-    out["submission_metadata"] = _json(row["submission_metadata"])
+    out["final_answer"] = _json(row.final_answer)
+    out["final_answer_hash"] = row.final_answer_hash
+    out["execution_success"] = row.execution_success
+    out["hooks"] = [_hook(h, mark) for h in hooks if h.listed_in != "turn"]
+    out["submission_metadata"] = _json(row.submission_metadata)
     for name in ("total_turns", "archived_turn_count"):  # absent from the later layout
-        if row[name] is not None:
-            out[name] = row[name]
+        if getattr(row, name) is not None:
+            out[name] = getattr(row, name)
     return out
 
 
-def _message(row: Row) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": row["role"]}
-    content = row["content"] if row["content"] is not None else _json(row["content_parts"])
+def _message(row: Named) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": row.role}
+    content = row.content if row.content is not None else _json(row.content_parts)
     out["content"] = content
     for name in ("tool_calls",):
-        if row[name] is not None:
-            out[name] = _json(row[name])
+        if getattr(row, name) is not None:
+            out[name] = _json(getattr(row, name))
     for name in ("tool_call_id", "name"):
-        if row[name] is not None:
-            out[name] = row[name]
-    out.update(_json(row["extra_fields"]) or {})
+        if getattr(row, name) is not None:
+            out[name] = getattr(row, name)
+    out.update(_json(row.extra_fields) or {})
     return out
 
 
@@ -193,17 +197,33 @@ def _set_extra(line: dict[str, Any], path: str, value: Any) -> None:
         node[steps[-1]] = value
 
 
+def _named(rows: Sequence[Row]) -> list[Any]:
+    """Rows whose columns read as attributes: a named tuple (normalize's row) as it is, a
+    mapping (a table's row as a dict) as a namespace of its columns. Normalize's rows are
+    read without first becoming dicts, which was most of what its patch cost."""
+    return [row if isinstance(row, tuple) else SimpleNamespace(**row) for row in rows]
+
+
 def rebuild(rows: EpisodeRows, mark_bounded: bool = False) -> dict[str, Any]:
     """The line of an episode as its rows say it, in the layout it was captured in (before
     its patch). With ``mark_bounded``, a bounded hook value is a ``Bounded``."""
+    rows = EpisodeRows(
+        _named([rows.episode])[0],
+        rows.question,
+        _named(rows.traces),
+        _named(rows.turns),
+        _named(rows.hooks),
+        _named(rows.corrections),
+        _named(rows.messages),
+    )
     ep = rows.episode
     question = rows.question or {}
-    line: dict[str, Any] = {"episode_id": ep["episode_id"]}
-    if ep["timestamp"] is not None:
-        line["timestamp"] = _iso(ep["timestamp"])
-    line["verified"] = ep["verified"]
+    line: dict[str, Any] = {"episode_id": ep.episode_id}
+    if ep.timestamp is not None:
+        line["timestamp"] = _iso(ep.timestamp)
+    line["verified"] = ep.verified
     line["question"] = {
-        "id": ep["question_id"],
+        "id": ep.question_id,
         "question_text": question.get("question_text"),
         # ``sha256(text|hint)`` is the same for a null and an empty hint: either row may be
         # the one an episode finds, so the rebuild says null for both.
@@ -214,29 +234,29 @@ def rebuild(rows: EpisodeRows, mark_bounded: bool = False) -> dict[str, Any]:
     traces = [
         _trace(
             t,
-            turns.get(t["trace_id"], []),
-            hooks.get(t["trace_id"], []),
-            fixes.get(t["trace_id"], []),
+            turns.get(t.trace_id, []),
+            hooks.get(t.trace_id, []),
+            fixes.get(t.trace_id, []),
             mark_bounded,
         )
-        for t in sorted(rows.traces, key=lambda t: (t["role"] != "gold", t["trace_index"]))
+        for t in sorted(rows.traces, key=lambda t: (t.role != "gold", t.trace_index))
     ]
     line["teacher_gold_trace"] = traces[0] if traces else None
     line["consistency_traces"] = traces[1:]
-    if ep["n_messages"] is not None:
-        messages = sorted(rows.messages, key=lambda m: m["message_index"])
+    if ep.n_messages is not None:
+        messages = sorted(rows.messages, key=lambda m: m.message_index)
         line["conversation_for_sft"] = {
-            "system_prompt": ep["system_prompt"],
+            "system_prompt": ep.system_prompt,
             "messages": [_message(m) for m in messages],
         }
-    if ep["expected_final_answer"] is not None or ep["expected_final_answer_hash"] is not None:
+    if ep.expected_final_answer is not None or ep.expected_final_answer_hash is not None:
         line["rl_verification_data"] = {
-            "expected_final_answer_hash": ep["expected_final_answer_hash"],
-            "expected_final_answer": _json(ep["expected_final_answer"]),
+            "expected_final_answer_hash": ep.expected_final_answer_hash,
+            "expected_final_answer": _json(ep.expected_final_answer),
         }
-    if ep["gold_matches_majority"] is not None:
+    if ep.gold_matches_majority is not None:
         line["triangulation_metadata"] = {
-            name: ep[name]
+            name: getattr(ep, name)
             for name in (
                 "n_consistency_runs",
                 "n_consistency_succeeded",
@@ -245,10 +265,10 @@ def rebuild(rows: EpisodeRows, mark_bounded: bool = False) -> dict[str, Any]:
                 "gold_matches_majority",
             )
         }
-    if ep["csv_source"] is not None:
-        line["csv_source"] = ep["csv_source"]
-    line = LAYOUTS_BY_NAME.get(ep["layout"] or SEEDS.name, SEEDS).to_line(line)
-    for path, value in (_json(ep["extra_fields"]) or {}).items():
+    if ep.csv_source is not None:
+        line["csv_source"] = ep.csv_source
+    line = LAYOUTS_BY_NAME.get(ep.layout or SEEDS.name, SEEDS).to_line(line)
+    for path, value in (_json(ep.extra_fields) or {}).items():
         _set_extra(line, path, value)
     return line
 

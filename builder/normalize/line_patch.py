@@ -24,11 +24,10 @@ def patch_of(
     limit: int,
 ) -> str | None:
     """The episode's ``line_patch``: what its rows, rebuilt into a line, lack of ``raw``."""
-    mine = {
-        t: [r._asdict() for r in out[t][b:]] for t, b in zip(EPISODE_TABLES, before, strict=True)
-    }
+    # the named rows as they are: ``rebuild`` reads their columns as attributes
+    mine = {t: out[t][b:] for t, b in zip(EPISODE_TABLES, before, strict=True)}
     rows = EpisodeRows(
-        episode=row._asdict(),
+        episode=row,
         question={"question_text": question.question_text, "hint": question.hint},
         traces=mine["traces"],
         turns=mine["turns"],
