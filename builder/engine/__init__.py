@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import re
 import signal
 import sys
@@ -68,14 +69,21 @@ class LocalEngine:
         )
 
     def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
-        pending: deque[Future[R]] = deque()
+        pending: deque[Future[bytes]] = deque()
         for item in items:
             with interrupts_deferred():
-                pending.append(self._pool.submit(fn, *item))
+                pending.append(self._pool.submit(LocalEngine._pickled, fn, *item))
             if len(pending) >= 2 * self.workers:
-                yield pending.popleft().result()
+                yield pickle.loads(pending.popleft().result())
         while pending:
-            yield pending.popleft().result()
+            yield pickle.loads(pending.popleft().result())
+
+    @staticmethod
+    def _pickled(fn: Callable[..., Any], *args: Any) -> bytes:
+        """``fn(*args)`` pickled with protocol 5: the pool's own pickling (protocol 4) copies
+        every Arrow buffer of a result into bytes of its own and back, which protocol 5
+        writes and reads in place (about half the result's pickling CPU, at both ends)."""
+        return pickle.dumps(fn(*args), protocol=5)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
