@@ -56,57 +56,72 @@ _SECRET_NAME = (
 
 @dataclass(frozen=True)
 class Pattern:
+    """``needs``: a cheap regex (literals, same case rules) that every match of ``regex``
+    contains, so a text without it is skipped before ``regex`` runs; the regex itself when
+    none is known (a user's pattern)."""
+
     kind: str
     regex: str
     replacement: str  # may use the regex's numbered groups: ${1}
+    needs: str | None = None
+
+    @property
+    def required(self) -> str:
+        return self.regex if self.needs is None else self.needs
 
 
-def whole(kind: str, regex: str) -> Pattern:
-    return Pattern(kind, regex, PLACEHOLDER.format(kind=kind))
+def whole(kind: str, regex: str, needs: str | None = None) -> Pattern:
+    return Pattern(kind, regex, PLACEHOLDER.format(kind=kind), needs)
 
 
-def _keep(kind: str, regex: str, after: bool = False) -> Pattern:
+def _keep(kind: str, regex: str, needs: str, after: bool = False) -> Pattern:
     """Group 1 (and group 2 when ``after``) are kept around the placeholder."""
     tail = "${2}" if after else ""
-    return Pattern(kind, regex, "${1}" + PLACEHOLDER.format(kind=kind) + tail)
+    return Pattern(kind, regex, "${1}" + PLACEHOLDER.format(kind=kind) + tail, needs)
 
 
 BUILTIN_PATTERNS: tuple[Pattern, ...] = (
     _keep(
         "gcp_service_account",
         rf"({_Q}private_key_id{_Q}\s*:\s*{_Q})[0-9a-f]{{40}}",
+        needs="private_key_id",
     ),
     _keep(
         "gcp_service_account",
         rf"({_Q}private_key{_Q}\s*:\s*{_Q})-----BEGIN PRIVATE KEY-----{_PEM_BODY}*?"
         r"-----END PRIVATE KEY-----(?:\\+n|\n)?",
+        needs="-----BEGIN PRIVATE KEY-----",
     ),
     whole(
         "private_key",
         r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:"
         rf"{_PEM_BODY}*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:[A-Za-z0-9+/=\r\n]|\\+[nr])*)",
+        needs="-----BEGIN",
     ),
-    whole("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b"),
+    whole("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", "AKIA|ASIA|ABIA|ACCA"),
     _keep(
         "aws_secret_key",
         r"((?i:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)"
         rf"(?:{_Q})?\s*[:=]\s*(?:{_Q})?)[A-Za-z0-9/+]{{40}}([^A-Za-z0-9/+=]|$)",
+        needs="(?i:secret)",  # both names have it; (?i) as the pattern: ſ is an s
         after=True,
     ),
-    whole("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{32,}"),
+    whole("anthropic_key", r"\bsk-ant-[A-Za-z0-9_-]{32,}", "sk-ant-"),
     whole(
         "openai_key",
         r"\bsk-(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{32,}|[A-Za-z0-9]{32,})",
+        "sk-",
     ),
-    whole("hf_token", r"\bhf_[A-Za-z]{34}\b"),
+    whole("hf_token", r"\bhf_[A-Za-z]{34}\b", "hf_"),
     whole(
         "github_token",
         r"\b(?:(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59})\b",
+        "gh[pousr]_|github_pat_",
     ),
-    whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}"),
+    whole("slack_token", r"\bxox[abeprs]-[0-9]{8,13}-[A-Za-z0-9-]{8,}", "xox[abeprs]-"),
     # a JSON Web Token: base64url header and payload (both JSON objects: ``eyJ``), signature
-    whole("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    whole("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "eyJ"),
     # only as the value of an Authorization header, or of a name whose word is auth
     # (auth_header, x-authorization; not author, oauth_flow), and only a token with digits in
     # it: "bearer" is also a word, a column's value, a prose phrase. The name may be quoted
@@ -116,20 +131,24 @@ BUILTIN_PATTERNS: tuple[Pattern, ...] = (
         "bearer_token",
         r"((?i:\b(?:[a-z0-9]+[_.-])*auth(?:orization)?(?:[_.-][a-z0-9]+)*)(?:\\*[\"'`\]])*"
         r"[ \t]*(?:=>|[:=,])[ \t]*[fbrFBR]{0,2}(?:\\*[\"'`])?(?i:bearer)[ \t]+)" + _TOKEN,
+        needs="(?i:bearer)",
     ),
     _keep(
         "bearer_token",
         rf"((?i:{_Q}name{_Q}\s*:\s*{_Q}authorization{_Q}\s*,\s*{_Q}value{_Q}\s*:\s*{_Q}"
         r"bearer)[ \t]+)" + _TOKEN,
+        needs="(?i:bearer)",
     ),
     whole(
         "slack_webhook",
         r"https://hooks\.slack\.com/services/T[A-Z0-9]{8,}/B[A-Z0-9]{8,}/[A-Za-z0-9]{24}",
+        r"https://hooks\.slack\.com/services/T",
     ),
     Pattern(
         "url_password",
         r"""(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"'\\<>]*:)[^\s:/@"'\\<>${*][^\s:/@"'\\<>]*@""",
         "${1}<REDACTED:url_password>@",
+        r"://\S*@",  # everything between the scheme and the @ is not white space
     ),
 )
 
