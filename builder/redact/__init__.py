@@ -35,6 +35,7 @@ from builder.contract.hashing import normalize_question_text
 from builder.redact.options import RedactionOptions
 from builder.redact.patterns import (
     ASSIGNMENT,
+    ASSIGNMENT_NEEDS,
     ASSIGNMENT_PY,
     JSON_STRING_VALUE,
     PLACEHOLDER,
@@ -205,12 +206,15 @@ def _scan_texts(tables_dir: Path, name: str) -> Iterable[pl.LazyFrame]:
 
 
 def assignment_values(tables_dir: Path, options: RedactionOptions) -> tuple[str, ...]:
-    """The secret_assignment values of every table: one regex pass finds the candidates,
-    ``looks_secret`` decides on the distinct ones. Longest first."""
+    """The secret_assignment values of every table: one regex pass finds the candidates (on
+    the texts that contain a secret name's word), ``looks_secret`` decides on the distinct
+    ones. Longest first."""
     frames = []
     for name in REDACTED_COLUMNS:
         frames += [
-            f.select(pl.col("text").str.extract_all(ASSIGNMENT).explode())
+            f.filter(pl.col("text").str.contains(ASSIGNMENT_NEEDS)).select(
+                pl.col("text").str.extract_all(ASSIGNMENT).explode()
+            )
             for f in _scan_texts(tables_dir, name)
         ]
     hooks = pl.scan_parquet(tables_dir / "hooks.parquet")

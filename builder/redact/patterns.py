@@ -48,10 +48,10 @@ _VALUE_CHARS = r"A-Za-z0-9+/=_.~!@#$%^&*-"
 # A bearer token: at least two digits among token characters, then eight more (random
 # tokens have digits; words and paths seldom do)
 _TOKEN = r"(?:[A-Za-z._~+/-]*[0-9]){2,}[A-Za-z0-9._~+/-]{8,}=*"
-_SECRET_NAME = (
-    r"(?i:[A-Za-z0-9_-]*(?:api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key"
-    r"|private[_-]?key|credentials?)[A-Za-z0-9_-]*)"
+_NAME_WORDS = (
+    r"api[_-]?key|secret|token|passw(?:or)?d|pwd|access[_-]?key|private[_-]?key|credentials?"
 )
+_SECRET_NAME = rf"(?i:[A-Za-z0-9_-]*(?:{_NAME_WORDS})[A-Za-z0-9_-]*)"
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,9 @@ ASSIGNMENT = (
     rf"(?P<value>[{_VALUE_CHARS}]{{16,}})"
 )
 ASSIGNMENT_PY = re.compile(ASSIGNMENT)
+# What every ASSIGNMENT match contains: a text without it is not searched (the leading
+# ``[A-Za-z0-9_-]*`` of the name leaves the full regex no literal to skip ahead by).
+ASSIGNMENT_NEEDS = f"(?i:{_NAME_WORDS})"
 SECRET_NAME_FULL = rf"^{_SECRET_NAME}$"
 JSON_STRING_VALUE = rf'^"[{_VALUE_CHARS}]{{16,}}"$'
 _SYMBOLS = frozenset("+/=!@#$%^&*~")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from builder.redact import _hit, _masks, _Redactor, redact_strings
 from builder.redact.options import RedactionOptions
-from builder.redact.patterns import BUILTIN_PATTERNS, Pattern
+from builder.redact.patterns import ASSIGNMENT, ASSIGNMENT_NEEDS, BUILTIN_PATTERNS, Pattern
 from tests.builder.redact.test_redact import CORPUS_DATA
 
 SECRETS = sorted(CORPUS_DATA.secrets.values())
@@ -170,3 +170,46 @@ def test_text_with_none_of_the_literals_is_not_checked_further() -> None:
     series = pl.Series("v", texts, dtype=pl.String).to_frame()
     maybe = series.select(_hit("v", pl.String(), redactor.may_hit)).to_series()
     assert not maybe.any()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(
+            st.sampled_from(
+                [
+                    *FRAGMENTS,
+                    "api_key",
+                    "API-KEY",
+                    "apikey",
+                    "api_\u212aey",
+                    "token",
+                    "TO\u212aEN",
+                    "passwd",
+                    "PAſſWORD",
+                    "pwd",
+                    "access-key",
+                    "private_key",
+                    "credentials",
+                    "Credential",
+                    "my_",
+                    "_x",
+                    ": str",
+                    " = ",
+                    "=",
+                    '"',
+                    "'",
+                ]
+            ),
+            max_size=10,
+        ).map("".join),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_every_assignment_candidate_contains_a_secret_names_word(texts: list[str]) -> None:
+    series = pl.Series("v", texts + TEXTS, dtype=pl.String)
+    matches = series.str.extract_all(ASSIGNMENT).explode().drop_nulls()
+    assert matches.str.contains(ASSIGNMENT_NEEDS).all()
+    kept = series.filter(series.str.contains(ASSIGNMENT_NEEDS))
+    assert kept.str.extract_all(ASSIGNMENT).explode().drop_nulls().to_list() == matches.to_list()
