@@ -215,23 +215,23 @@ class SegmentExporter:
         sources |= shared(sources, self.options)
         held = held_out_keys(self.plan, loaded["episodes"])
         derived = derived_from_tables(sources, self.options)
-        frames = {name: without(frame, held) for name, frame in derived.items()}
-        removed = {name: removed_rows(frame, held) for name, frame in derived.items()}
-        frames |= {name: loaded[name] for name in TABLES}
-        plans = [keys.attach(f) for f in frames.values()] + list(removed.values())
-        collected = pl.collect_all(plans, engine=PLAN_ENGINE)
-        pieces = dict(zip(frames, collected[: len(frames)], strict=True)) | {"splits": published}
-        counts = {
-            name: dict(frame.iter_rows())
-            for name, frame in zip(removed, collected[len(frames) :], strict=True)
-        }
+        if held.height:  # each objective's rows derived once, held-out ones marked, then parted
+            derived = {name: _held(frame, held) for name, frame in derived.items()}
+        frames = derived | {name: loaded[name] for name in TABLES}
+        collected = pl.collect_all([keys.attach(f) for f in frames.values()], engine=PLAN_ENGINE)
+        pieces = dict(zip(frames, collected, strict=True)) | {"splits": published}
+        every = {name: pieces[name] for name in derived}
+        counts: dict[str, dict[str, int]] = {}
+        for name in derived if held.height else ():
+            pieces[name], counts[name] = _parted(every[name])
         for name, (source, _) in RESHAPED.items():
             rows = reshaped(name, pieces[source].lazy().drop("split"))
             pieces[name] = keys.attach(rows).collect(engine=PLAN_ENGINE)
-            if held.height:  # the source's rows held out, reshaped: derived again only then
-                every = reshaped(name, derived[source].collect(engine=PLAN_ENGINE).lazy())
-                removed = removed_rows(every, held).collect(engine=PLAN_ENGINE)
-                counts[name] = dict(removed.iter_rows())
+            if held.height:  # the source's rows held out, reshaped from the rows derived above
+                rows = reshaped(name, every[source].lazy().drop("_held_out", "split"))
+                counts[name] = dict(
+                    removed_rows(rows, held).collect(engine=PLAN_ENGINE).iter_rows()
+                )
         counts = {name: c for name, c in counts.items() if c}
         pieces = {name: pieces[name] for name in self.layouts}
         return published, exclusion_counts(loaded), counts, pieces
@@ -304,6 +304,14 @@ def _held(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
     else:
         out = out.with_columns(r2=pl.lit(None, pl.String))
     return out.with_columns(_held_out=pl.coalesce("r2", "r1")).drop("r1", "r2")
+
+
+def _parted(marked: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Rows marked by ``_held``: those that train, and those held out counted by reason
+    (``without`` and ``removed_rows`` of one collected frame)."""
+    out = marked.filter(pl.col("_held_out").is_not_null())
+    counts = out.group_by(reason="_held_out").len().sort("reason")
+    return marked.filter(pl.col("_held_out").is_null()).drop("_held_out"), dict(counts.iter_rows())
 
 
 def without(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
