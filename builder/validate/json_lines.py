@@ -253,12 +253,7 @@ def line_value(raw: bytes | LineJSON) -> Any:
     value = line.orjson_value()
     if value is REFUSED:
         return _python_dialect(line.raw)
-    if not line.long_run:
-        return value
-    try:
-        return json.loads(line.raw)
-    except (ValueError, RecursionError):
-        return value
+    return _exact_integers(line.raw, value) if line.long_run else value
 
 
 REFUSED = object()  # what ``LineJSON.orjson_value`` is of a line orjson refuses
