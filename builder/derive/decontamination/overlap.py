@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from builder.derive.decontamination.evals import EvalSet
-from builder.derive.splits.shingles import WORD, ngram_frame
+from builder.derive.splits.shingles import WORD, ngram_frame, words_of
 from schemas.vocabulary import EVAL_PREFIX
 
 MOST_MATCHED = 10
+CHUNK_BYTES = 4 << 20  # prompt text matched at once (``_chunks``)
 PROMPTS = {"kind": pl.String, "key": pl.String, "text": pl.String}
 QUESTION, EPISODE = "question", "episode"
 
@@ -28,6 +31,18 @@ def _lower(texts: pl.Series) -> pl.Series:
     return texts.str.to_lowercase()
 
 
+def _chunks(texts: pl.Series) -> Iterator[tuple[int, pl.Series]]:
+    """``texts`` in slices of about ``CHUNK_BYTES`` of text, each with its first row: a
+    prompt's n-grams are matched within its slice, so memory follows the slice, not the
+    build (a prompt's words and n-grams take many times its text)."""
+    ends = (texts.str.len_bytes().fill_null(0).cum_sum() // CHUNK_BYTES).to_numpy()
+    start = 0
+    while start < len(texts):
+        stop = start + int(np.searchsorted(ends[start:], ends[start], side="right"))
+        yield start, texts.slice(start, stop - start)
+        start = stop
+
+
 def _matches(prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: float) -> pl.DataFrame:
     """``prompt`` (row of ``prompts``), ``eval``, ``item``, ``share``: every item matched."""
     items = pl.DataFrame(
@@ -39,25 +54,28 @@ def _matches(prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: flo
     )
     items = items.filter(pl.col("size") > 0)
     found = []
-    texts = _lower(prompts.get_column("text").fill_null(""))
     for size in items.get_column("size").unique().sort().to_list():
         of_size = items.filter(pl.col("size") == size).with_row_index("e")
-        grams = ngram_frame(_lower(of_size.get_column("text")), size).rename({"row": "e"})
+        lowered = _lower(of_size.get_column("text"))
+        grams = ngram_frame(lowered, size).rename({"row": "e"})
         totals = grams.group_by("e").len("total")
-        prompt_grams = ngram_frame(texts, size).rename({"row": "prompt"})
-        shared = (
-            grams.join(prompt_grams, on="gram")
-            .group_by("e", "prompt")
-            .len("shared")
-            .join(totals, on="e")
-            .with_columns(share=pl.col("shared") / pl.col("total"))
-            .filter(pl.col("share") > threshold)
-        )
-        found.append(
-            shared.join(of_size.select("e", "eval", "item"), on="e").select(
-                "prompt", "eval", "item", "share"
+        vocabulary = words_of(lowered)
+        for start, chunk in _chunks(prompts.get_column("text")):
+            # only a prompt's n-grams made of the items' words can be shared with one of theirs
+            prompt_grams = ngram_frame(_lower(chunk.fill_null("")), size, vocabulary)
+            shared = (
+                grams.join(prompt_grams.rename({"row": "prompt"}), on="gram")
+                .group_by("e", "prompt")
+                .len("shared")
+                .join(totals, on="e")
+                .with_columns(share=pl.col("shared") / pl.col("total"))
+                .filter(pl.col("share") > threshold)
             )
-        )
+            found.append(
+                shared.join(of_size.select("e", "eval", "item"), on="e").select(
+                    pl.col("prompt") + start, "eval", "item", "share"
+                )
+            )
     schema = {"prompt": pl.UInt32, "eval": pl.String, "item": pl.Int64, "share": pl.Float64}
     if not found:
         return pl.DataFrame(schema=schema)

@@ -14,9 +14,18 @@ import polars as pl
 WORD = r"\w+"
 
 
-def ngram_frame(texts: pl.Series, n: int) -> pl.DataFrame:
+def words_of(texts: pl.Series) -> pl.Series:
+    """Every distinct word of ``texts``."""
+    return texts.str.extract_all(WORD).explode().drop_nulls().unique()
+
+
+def ngram_frame(texts: pl.Series, n: int, vocabulary: pl.Series | None = None) -> pl.DataFrame:
     """``row`` (the text's position in ``texts``) and ``gram`` (one n-gram, words joined by
-    single spaces), every n-gram of every text once; an empty text has none."""
+    single spaces), every n-gram of every text once; an empty text has none.
+
+    With ``vocabulary``, only the n-grams all of whose words are in it: an n-gram that can
+    equal one made of those words. Its text is then built only for those, which is what
+    matching many long texts against a few short ones costs (``decontamination``)."""
     words = (
         texts.to_frame("text")
         .with_row_index("row")
@@ -25,20 +34,44 @@ def ngram_frame(texts: pl.Series, n: int) -> pl.DataFrame:
         .filter(pl.col("count") > 0)
     )
     short = words.filter(pl.col("count") < n).select("row", gram=pl.col("word").list.join(" "))
-    long = (
+    exploded = (
         words.filter(pl.col("count") >= n)
         .explode("word")
         .with_columns(position=pl.int_range(pl.len()).over("row"))
-        .with_columns(
+    )
+    if vocabulary is None:
+        long = exploded.with_columns(
             gram=pl.concat_str(
                 [pl.col("word").shift(-k).over("row") for k in range(n)], separator=" "
             )
-        )
-        .filter(pl.col("position") <= pl.col("count") - n)
-        .select("row", "gram")
-    )
+        ).filter(pl.col("position") <= pl.col("count") - n)
+    else:
+        long = _known_grams(exploded, n, vocabulary)
     return (
-        pl.concat([short, long])
+        pl.concat([short, long.select("row", "gram")])
         .with_columns(pl.col("row").cast(pl.UInt32))
         .unique(maintain_order=True)
+    )
+
+
+def _known_grams(exploded: pl.DataFrame, n: int, vocabulary: pl.Series) -> pl.DataFrame:
+    """The n-grams of ``exploded`` (a word a row, in text order) whose words are all in
+    ``vocabulary``, in the order ``ngram_frame`` lists them. An n-gram starting at a row
+    runs to that row + n - 1 within its text (its ``position`` leaves room), so its words
+    are gathered by index, without shifting every word column ``n`` times."""
+    known = exploded.get_column("word").is_in(vocabulary)
+    # unknown words seen so far, as a running count: a window of n holds none when the count
+    # at its last word equals the count before its first
+    unknown = (~known).cast(pl.UInt32).cum_sum()
+    before = unknown.shift(1, fill_value=0)
+    fits = exploded.get_column("position") <= exploded.get_column("count") - n
+    end = unknown.shift(-(n - 1))
+    starts = (fits & (end == before)).fill_null(False).arg_true()
+    word = exploded.get_column("word")
+    parts = pl.DataFrame({f"w{k}": word.gather(starts + k) for k in range(n)})
+    return pl.DataFrame(
+        {
+            "row": exploded.get_column("row").gather(starts),
+            "gram": parts.select(pl.concat_str(pl.all(), separator=" ")).to_series(),
+        }
     )

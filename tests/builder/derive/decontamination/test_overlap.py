@@ -144,3 +144,26 @@ def test_an_unreadable_eval_set_is_one_line_naming_the_file(
         load_evals((str(path) + spec_suffix,))
     message = str(raised.value)
     assert str(path) in message and says in message and "\n" not in message
+
+
+def test_prompts_matched_a_slice_at_a_time_match_as_all_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from builder.derive.decontamination import overlap
+    from builder.derive.decontamination.evals import EvalSet
+
+    evals = [EvalSet("bench", "bench", "q", tuple(planted())), EvalSet("e", "e", "q", (TRAIN[3],))]
+    many = prompts([*TRAIN, None, "", *[replaced(t, [5]) for t in TRAIN], *TRAIN])
+    whole = decontaminate(many, evals, 8, 0.5)
+    for chunk_bytes in (1, 150, 400):  # a prompt a slice; several; slices ending mid-prompt
+        monkeypatch.setattr(overlap, "CHUNK_BYTES", chunk_bytes)
+        sliced = decontaminate(many, evals, 8, 0.5)
+        assert sliced.questions.equals(whole.questions)
+        assert sliced.summary == whole.summary
+        starts = [start for start, _ in overlap._chunks(many.get_column("text"))]
+        assert starts[0] == 0 and starts == sorted(set(starts))
+        assert len(starts) > 1
+    # TRAIN twice, and three of its variants with word 5 changed: TRAIN[2]'s shares 6 of
+    # the 13 8-grams of the one item near it (word 19 changed there): not over half
+    assert whole.questions.height == 11
+    assert "k8" not in whole.questions.get_column("question_id").to_list()
