@@ -35,8 +35,9 @@ from builder.contract.hashing import normalize_question_text
 from builder.redact.options import RedactionOptions
 from builder.redact.patterns import (
     ASSIGNMENT,
-    ASSIGNMENT_NEEDS,
+    ASSIGNMENT_NEEDS_ASCII,
     ASSIGNMENT_PY,
+    FOLDS_TO_ASCII,
     JSON_STRING_VALUE,
     PLACEHOLDER,
     SECRET_ASSIGNMENT,
@@ -212,7 +213,7 @@ def assignment_values(tables_dir: Path, options: RedactionOptions) -> tuple[str,
     frames = []
     for name in REDACTED_COLUMNS:
         frames += [
-            f.filter(pl.col("text").str.contains(ASSIGNMENT_NEEDS)).select(
+            f.filter(may_assign(pl.col("text"))).select(
                 pl.col("text").str.extract_all(ASSIGNMENT).explode()
             )
             for f in _scan_texts(tables_dir, name)
@@ -223,6 +224,13 @@ def assignment_values(tables_dir: Path, options: RedactionOptions) -> tuple[str,
     frames.append(stored.select(text=pl.concat_str(pl.lit("secret="), pl.col("value"))))
     found = pl.concat(frames).drop_nulls().unique().collect().to_series()
     return _accepted(found, options)
+
+
+def may_assign(text: pl.Expr) -> pl.Expr:
+    """Whether ``text`` may match ``ASSIGNMENT_NEEDS`` (and, with it, ``ASSIGNMENT``), by
+    two searches that run fast: true wherever it does, and on text holding ``ſ`` or the
+    Kelvin sign."""
+    return text.str.contains(ASSIGNMENT_NEEDS_ASCII) | text.str.contains(FOLDS_TO_ASCII)
 
 
 def _accepted(candidates: pl.Series, options: RedactionOptions) -> tuple[str, ...]:

@@ -162,6 +162,14 @@ ASSIGNMENT_PY = re.compile(ASSIGNMENT)
 # What every ASSIGNMENT match contains: a text without it is not searched (the leading
 # ``[A-Za-z0-9_-]*`` of the name leaves the full regex no literal to skip ahead by).
 ASSIGNMENT_NEEDS = f"(?i:{_NAME_WORDS})"
+# ``(?i)`` folds case by Unicode's rules, which keeps the regex engine from searching for
+# the words as literals: it runs ≈ 2× slower. Folded by ASCII's rules the words are
+# literals again, and only two characters outside ASCII fold to an ASCII letter (``ſ`` to
+# s, the Kelvin sign to k: the test checks every character). A text holding neither
+# matches ``ASSIGNMENT_NEEDS`` exactly when it matches ``ASSIGNMENT_NEEDS_ASCII``; one
+# holding either is searched in full.
+ASSIGNMENT_NEEDS_ASCII = f"(?i-u:{_NAME_WORDS})"
+FOLDS_TO_ASCII = "[\u017f\u212a]"
 SECRET_NAME_FULL = rf"^{_SECRET_NAME}$"
 JSON_STRING_VALUE = rf'^"[{_VALUE_CHARS}]{{16,}}"$'
 _SYMBOLS = frozenset("+/=!@#$%^&*~")

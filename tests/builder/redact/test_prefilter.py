@@ -13,9 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builder.redact import _hit, _masks, _Redactor, redact_strings
+from builder.redact import _hit, _masks, _Redactor, may_assign, redact_strings
 from builder.redact.options import RedactionOptions
-from builder.redact.patterns import ASSIGNMENT, ASSIGNMENT_NEEDS, BUILTIN_PATTERNS, Pattern
+from builder.redact.patterns import (
+    ASSIGNMENT,
+    ASSIGNMENT_NEEDS,
+    BUILTIN_PATTERNS,
+    FOLDS_TO_ASCII,
+    Pattern,
+)
 from tests.builder.redact.test_redact import CORPUS_DATA
 
 SECRETS = sorted(CORPUS_DATA.secrets.values())
@@ -172,35 +178,36 @@ def test_text_with_none_of_the_literals_is_not_checked_further() -> None:
     assert not maybe.any()
 
 
+NAME_PARTS = [
+    *FRAGMENTS,
+    "api_key",
+    "API-KEY",
+    "apikey",
+    "api_\u212aey",
+    "token",
+    "TO\u212aEN",
+    "passwd",
+    "PAſſWORD",
+    "pwd",
+    "access-key",
+    "private_key",
+    "credentials",
+    "Credential",
+    "my_",
+    "_x",
+    ": str",
+    " = ",
+    "=",
+    '"',
+    "'",
+]
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     texts=st.lists(
         st.lists(
-            st.sampled_from(
-                [
-                    *FRAGMENTS,
-                    "api_key",
-                    "API-KEY",
-                    "apikey",
-                    "api_\u212aey",
-                    "token",
-                    "TO\u212aEN",
-                    "passwd",
-                    "PAſſWORD",
-                    "pwd",
-                    "access-key",
-                    "private_key",
-                    "credentials",
-                    "Credential",
-                    "my_",
-                    "_x",
-                    ": str",
-                    " = ",
-                    "=",
-                    '"',
-                    "'",
-                ]
-            ),
+            st.sampled_from(NAME_PARTS),
             max_size=10,
         ).map("".join),
         min_size=1,
@@ -213,3 +220,27 @@ def test_every_assignment_candidate_contains_a_secret_names_word(texts: list[str
     assert matches.str.contains(ASSIGNMENT_NEEDS).all()
     kept = series.filter(series.str.contains(ASSIGNMENT_NEEDS))
     assert kept.str.extract_all(ASSIGNMENT).explode().drop_nulls().to_list() == matches.to_list()
+
+
+def test_only_the_characters_named_fold_to_an_ascii_letter() -> None:
+    every = pl.Series([chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000])
+    folding = every.filter(every.str.contains(r"(?i)^[a-z]$")).to_list()
+    named = every.filter(every.str.contains(f"^{FOLDS_TO_ASCII}$")).to_list()
+    assert folding == named == ["\u017f", "\u212a"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(NAME_PARTS), max_size=8).map("".join), max_size=20))
+def test_the_fast_assignment_precheck_lets_through_what_the_unicode_one_does(
+    texts: list[str],
+) -> None:
+    frame = pl.DataFrame({"v": [*texts, *TEXTS, None]}, schema={"v": pl.String})
+    fast = frame.select(may_assign(pl.col("v"))).to_series().fill_null(False)
+    unicode = frame.select(pl.col("v").str.contains(ASSIGNMENT_NEEDS)).to_series()
+    unicode = unicode.fill_null(False)
+    assert (fast | ~unicode).all()  # never skips a text the Unicode check keeps
+    folding = frame.select(pl.col("v").str.contains(FOLDS_TO_ASCII)).to_series()
+    assert (fast == unicode).filter(~folding.fill_null(False)).all()  # equal elsewhere
+    found = frame.filter(fast).select(pl.col("v").str.extract_all(ASSIGNMENT).explode())
+    expected = frame.filter(unicode).select(pl.col("v").str.extract_all(ASSIGNMENT).explode())
+    assert found.drop_nulls().equals(expected.drop_nulls())
