@@ -15,7 +15,7 @@ from builder.derive.splits.shingles import WORD, ngram_frame, words_of
 from schemas.vocabulary import EVAL_PREFIX
 
 MOST_MATCHED = 10
-CHUNK_BYTES = 4 << 20  # prompt text matched at once (``_chunks``)
+CHUNK_BYTES = 1 << 20  # prompt text matched at once (``_chunks``)
 PROMPTS = {"kind": pl.String, "key": pl.String, "text": pl.String}
 QUESTION, EPISODE = "question", "episode"
 
