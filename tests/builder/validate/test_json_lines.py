@@ -13,7 +13,11 @@ import pytest
 
 from builder.validate import fastpath
 from builder.validate.json_lines import (
+    REFUSED,
     LineJSON,
+    _delimiters,
+    _json_nodes,
+    _Object,
     _python_dialect,
     duplicate_keys,
     has_long_digit_run,
@@ -107,3 +111,61 @@ def test_the_typed_decode_of_a_line_read_once_is_that_of_its_bytes() -> None:
         assert (fast is None) is (once is None), raw[:80]
         if fast is not None:
             assert fast == once
+
+
+def _reference_duplicate_keys(raw: bytes) -> list[str]:
+    """``duplicate_keys`` before orjson's own lines skipped the delimiter counts."""
+    value = LineJSON(raw).orjson_value()
+    if value is not REFUSED:
+        try:
+            if _delimiters(raw) == _delimiters(orjson.dumps(value)):
+                return []
+        except orjson.JSONEncodeError:
+            pass
+    try:
+        value = json.loads(raw, object_pairs_hook=_Object)
+    except (ValueError, RecursionError):
+        return []
+    found = [
+        f"{path}.{key}"
+        for node, path in _json_nodes(value)
+        if isinstance(node, _Object)
+        for key in node.repeated
+    ]
+    return sorted(found)
+
+
+def _orjson_lines() -> list[bytes]:
+    """Lines as orjson writes them (no spaces, UTF-8), and the same with a key repeated at
+    some depth, a backslash spelled ``\\u005c``, a long integer or a NaN spliced in."""
+    rng = random.Random(7)
+    out = []
+    for episode in generate_episodes(12, seed=9):
+        raw = orjson.dumps(episode)
+        out.append(raw)
+        keys = [i for i in range(len(raw)) if raw.startswith(b'":', i)]
+        for _ in range(4):  # a key written twice: its own text, then again
+            end = rng.choice(keys)
+            start = raw.rindex(b'"', 0, end)
+            while start and raw[start - 1] == ord("\\"):
+                start = raw.rindex(b'"', 0, start - 1)
+            out.append(raw[: end + 2] + b"0," + raw[start : end + 2] + raw[end + 2 :])
+        out.append(raw.replace(b'"code":"', b'"code":"\\u005c', 1))
+        out.append(raw.replace(b'"code":"', b'"code":"x\\\\', 1))
+        out.append(raw.replace(b'"turn_index":0', b'"turn_index":123456789012345678901234', 1))
+        out.append(raw.replace(b'"verified":', b'"verified":NaN,"verified":', 1))
+    return out
+
+
+def test_duplicate_keys_are_those_the_delimiter_counts_found() -> None:
+    for raw in AWKWARD + _lines() + _orjson_lines():
+        assert duplicate_keys(raw) == _reference_duplicate_keys(raw), raw[:80]
+        assert duplicate_keys(LineJSON(raw)) == _reference_duplicate_keys(raw), raw[:80]
+
+
+def test_orjson_lines_with_a_repeated_key_are_caught() -> None:
+    lines = _orjson_lines()
+    assert sum(bool(duplicate_keys(raw)) for raw in lines) >= 40
+    values = [LineJSON(raw).orjson_value() for raw in lines]
+    own = [raw for raw, value in zip(lines, values, strict=True) if value is not REFUSED]
+    assert sum(orjson.dumps(orjson.loads(raw)) == raw for raw in own) >= 12
