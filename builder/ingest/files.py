@@ -113,7 +113,7 @@ def _normalize_batch(
         json_line = None if line.too_long else LineJSON(line.raw)
         record = None if json_line is None else fastpath.decode(Episode, json_line)
         if record is None:
-            outcome = validator.validate(line)
+            outcome = validator.validate(line, json_line)
             if isinstance(outcome, Reject):
                 outcomes.append(outcome)
                 continue

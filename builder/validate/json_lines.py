@@ -19,8 +19,10 @@ from builder.validate.reject import FieldError, Reject
 from schemas.vocabulary import INVALID_JSON, INVALID_UTF8, LINE_TOO_LONG
 
 
-def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
-    """JSON-decode a line; returns ``(value, None)`` or ``(None, reject)``."""
+def parse_line(line: SourceLine, read: LineJSON | None = None) -> tuple[Any, Reject | None]:
+    """JSON-decode a line; returns ``(value, None)`` or ``(None, reject)``. ``read``: the
+    line as its other checks read it (``LineJSON``), whose parse is taken when orjson read
+    it, rather than parsing the line again (its value is then shared: never to be changed)."""
 
     def reject(kind: str, message: str) -> tuple[Any, Reject]:
         return None, Reject(line.path, line.number, kind, (FieldError("$", message),), line.raw)
@@ -31,6 +33,8 @@ def parse_line(line: SourceLine) -> tuple[Any, Reject | None]:
             "it is one record, raise max_line_bytes in dataset.toml's [checks] and build again"
         )
         return reject(LINE_TOO_LONG, message)
+    if read is not None and (value := read.orjson_value()) is not REFUSED:
+        return (_exact_integers(line.raw, value) if read.long_run else value), None
     try:
         return _exact_integers(line.raw, orjson.loads(line.raw)), None
     except orjson.JSONDecodeError as exc:

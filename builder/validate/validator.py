@@ -21,7 +21,7 @@ from builder.contract.hashing import question_id
 from builder.sources.banks import bank_path, with_model_keys
 from builder.sources.documents import named_jsonl
 from builder.sources.inputs import SourceLine
-from builder.validate.json_lines import parse_line
+from builder.validate.json_lines import LineJSON, parse_line
 from builder.validate.reject import FieldError, Reject
 from builder.validate.teach import teach
 from schemas.episode import Episode, Question
@@ -116,8 +116,9 @@ class Validator(Generic[ModelT]):
     first_seen: dict[str, tuple[str, int]] = field(default_factory=dict)
     precision: int | None = None  # the build's hash scheme: what a malformed hash should be
 
-    def validate(self, line: SourceLine) -> Valid[ModelT] | Reject:
-        value, rejected = parse_line(line)
+    def validate(self, line: SourceLine, read: LineJSON | None = None) -> Valid[ModelT] | Reject:
+        """``read``: the line as its other checks read it, for ``parse_line``."""
+        value, rejected = parse_line(line, read)
         if rejected is not None:
             return rejected
         if isinstance(value, list):  # the usual slip: a JSON array where lines are records

@@ -3,6 +3,7 @@ it says of the line's bytes, whichever checks read it before, on awkward lines."
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -11,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from builder.sources.inputs import SourceLine
 from builder.validate import fastpath
 from builder.validate.json_lines import (
     REFUSED,
@@ -22,7 +24,9 @@ from builder.validate.json_lines import (
     duplicate_keys,
     has_long_digit_run,
     line_value,
+    parse_line,
 )
+from builder.validate.validator import Validator
 from samples.episodes import generate_episodes
 from schemas.episode import Episode
 
@@ -169,3 +173,25 @@ def test_orjson_lines_with_a_repeated_key_are_caught() -> None:
     values = [LineJSON(raw).orjson_value() for raw in lines]
     own = [raw for raw, value in zip(lines, values, strict=True) if value is not REFUSED]
     assert sum(orjson.dumps(orjson.loads(raw)) == raw for raw in own) >= 12
+
+
+def test_parse_line_takes_the_shared_parse_and_says_what_it_says_of_the_bytes() -> None:
+    """``parse_line`` given the line as its other checks read it: the same value (or the
+    same reject) as from the line's bytes alone, for lines orjson reads and lines it refuses."""
+    for number, raw in enumerate(AWKWARD + _lines() + _orjson_lines(), start=1):
+        line = SourceLine("f.jsonl", number, raw)
+        alone, rejected = parse_line(line)
+        shared, shared_rejected = parse_line(line, LineJSON(raw))
+        assert shared_rejected == rejected, raw[:80]
+        assert _same(shared, alone), raw[:80]
+
+
+def test_the_slow_path_given_the_shared_parse_validates_as_from_the_bytes() -> None:
+    """``Validator.validate`` with the line as its checks read it: the same record or reject,
+    and the shared value left as orjson read it (the patch and the key check read it after)."""
+    for number, raw in enumerate(AWKWARD + _lines() + _orjson_lines(), start=1):
+        line, read = SourceLine("f.jsonl", number, raw), LineJSON(raw)
+        value = read.orjson_value()
+        before = value if value is REFUSED else copy.deepcopy(value)
+        assert Validator(Episode).validate(line, read) == Validator(Episode).validate(line)
+        assert read.orjson_value() is value and _same(value, before), raw[:80]
