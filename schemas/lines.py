@@ -316,11 +316,10 @@ def _diff(
     lost: dict[str, int],
     summarizes: SummaryCheck,
 ) -> None:
-    if built == line:
-        # Python's own comparison, in C: the rebuilt values come from the line's own through
-        # typed columns and JSON text, which keep true and 1 apart, so only where it fails
-        # (NaN, a difference, a bounded value) does the walk below decide
-        return
+    # Only where ``built != line`` (Python's own comparison, in C: the rebuilt values keep
+    # true and 1 apart, so only NaN, a difference or a bounded value get here). The caller
+    # has just compared the two: comparing again here walked every equal value before the
+    # difference once more, at every level down to it.
     if isinstance(built, Bounded):
         if summarizes(line, built.summary):
             lost[_generic(path)] = lost.get(_generic(path), 0) + 1
@@ -331,7 +330,7 @@ def _diff(
         for key, value in line.items():
             if key not in built:
                 ops.append([[*path, key], value])
-            elif built[key] != value:  # the test ``_diff`` starts with, without the call
+            elif built[key] != value:
                 _diff(built[key], value, [*path, key], ops, lost, summarizes)
     elif isinstance(built, list) and isinstance(line, list) and len(built) == len(line):
         for i, (a, b) in enumerate(zip(built, line, strict=True)):
@@ -362,7 +361,8 @@ def line_patch(
     ops: list[list[Any]] = []
     lost: dict[str, int] = {}
     try:
-        _diff(built, line, [], ops, lost, summarizes or (lambda value, summary: True))
+        if built != line:
+            _diff(built, line, [], ops, lost, summarizes or (lambda value, summary: True))
     except RecursionError:  # nested deeper than the walk goes: the whole line, as it was
         return [[[], line]], {}
     # in path order, not the line's key order: a line written with its keys in another order

@@ -113,3 +113,34 @@ def test_path_text_is_json_dumps_of_the_path() -> None:
         [rng.choice([*alphabet, *steps]) for _ in range(rng.randint(0, 3))] for _ in range(500)
     ]
     assert sorted(paths, key=path_text) == sorted(paths, key=json.dumps)
+
+
+def test_equal_lines_give_no_edits_and_bounded_values_are_counted_once() -> None:
+    """``_diff`` is entered only where the sub-trees differ: equal lines give no edits, and
+    each bounded value that differs is counted once, as in the full walk."""
+    rng = random.Random(41)
+    for _ in range(2000):
+        line = {"k": _tree(rng)}
+        assert line_patch(copy.deepcopy(line), line) == ([], {}) or _has_nan(line)
+        built = _bounded(_mutate(copy.deepcopy(line), rng), rng)
+        ops: list[Any] = []
+        lost: dict[str, int] = {}
+        _reference(built, line, [], ops, lost)
+        _, got_lost = line_patch(built, line)
+        assert sum(got_lost.values()) == sum(lost.values())
+
+
+def _has_nan(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_nan(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_nan(v) for v in value)
+    return isinstance(value, float) and value != value
+
+
+def test_a_line_deeper_than_the_walk_is_kept_whole() -> None:
+    built: Any = []
+    line: Any = [1]
+    for _ in range(100_000):
+        built, line = [built], [line]
+    assert line_patch({"k": built}, {"k": line}) == ([[[], {"k": line}]], {})
