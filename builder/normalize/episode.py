@@ -6,7 +6,7 @@ the build-wide ``Normalizer``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from types import SimpleNamespace
@@ -36,18 +36,41 @@ from schemas import vocabulary
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
 
 
-def extra_fields(model: BaseModel, path: str = "$") -> Iterator[tuple[str, Any]]:
-    """Unknown input fields anywhere in the tree, keyed by JSON path."""
-    for key, value in (model.model_extra or {}).items():
-        yield f"{path}.{key}", value
+def extra_fields(model: BaseModel, path: str = "$") -> list[tuple[str, Any]]:
+    """Unknown input fields anywhere in the tree, keyed by JSON path, depth first."""
+    found: list[tuple[str, Any]] = []
+    _extras(model, (None, path), found)
+    return found
+
+
+# A JSON path as (parent, step): a model's path is spelled only when it has unknown fields,
+# where every nested model (≈ 50 an episode, hooks and turns) spelled its own, and passed
+# each extra up through a generator per level: most of what an episode with extras cost.
+_Path = tuple[Any, str]
+
+
+def _spelled(path: _Path) -> str:
+    steps = []
+    node: Any = path
+    while node is not None:
+        node, step = node
+        steps.append(step)
+    return "".join(reversed(steps))
+
+
+def _extras(model: BaseModel, path: _Path, found: list[tuple[str, Any]]) -> None:
+    extra = model.__pydantic_extra__
+    if extra:
+        where = _spelled(path)
+        found += [(f"{where}.{key}", value) for key, value in extra.items()]
     for name in _nested_fields(type(model)):
         value = getattr(model, name)
         if isinstance(value, BaseModel):
-            yield from extra_fields(value, f"{path}.{name}")
+            _extras(value, (path, f".{name}"), found)
         elif isinstance(value, list):
             for i, item in enumerate(value):
                 if isinstance(item, BaseModel):
-                    yield from extra_fields(item, f"{path}.{name}[{i}]")
+                    _extras(item, (path, f".{name}[{i}]"), found)
 
 
 @cache
