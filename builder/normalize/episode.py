@@ -29,7 +29,15 @@ from builder.normalize.rows import (
     TraceRow,
     TurnRow,
 )
-from builder.normalize.values import Dump, decoded_json, json_text, present, utc, value_of
+from builder.normalize.values import (
+    Dump,
+    decoded_json,
+    json_text,
+    present,
+    record_json,
+    utc,
+    value_of,
+)
 from builder.validate.fastpath import FastRecord
 from builder.validate.json_lines import LineJSON
 from schemas import vocabulary
@@ -156,7 +164,7 @@ def emit_episode(
     ``raw``: the line's text (or the line as its checks read it), for the episode's
     ``line_patch`` (null without it). ``question_checks``: ``checks.check_question`` of its
     question, when the caller has it already (it makes the question's row too)."""
-    dump: Dump = decoded_json if isinstance(ep, FastRecord) else canonical_json
+    dump: Dump = decoded_json if isinstance(ep, FastRecord) else record_json
     written, ep = ep, with_answer_hashes(ep, dump, precision)
     before = tuple(len(out[t]) for t in EPISODE_TABLES)
     if question_checks is None:

@@ -53,6 +53,18 @@ def decoded_json(value: Any) -> str:
     return "".join(_C_SORTED_KEYS(value, 0))
 
 
+def record_json(value: Any) -> str:
+    """``canonical_json`` of a pydantic record's value, through the encoder built once: the
+    record holds what the line's parse gave (JSON types only, NaN and integers past 64 bits
+    included, which that encoder writes as ``json.dumps`` does), for which the two texts are
+    the same. A value of any other type (a record built in code, not from a line) makes the
+    encoder raise, and is written by ``canonical_json`` itself."""
+    try:
+        return decoded_json(value)
+    except TypeError:
+        return canonical_json(value)
+
+
 def value_of(model: Any, name: str) -> Any:
     """The field's value; None when the line left it out."""
     value = getattr(model, name)
