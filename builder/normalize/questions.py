@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from builder.contract.hashing import normalize_question_text, question_id
+from builder.contract.hashing import normalize_question_text
 from builder.normalize import checks
 from builder.normalize.rows import QuestionRow
 from builder.normalize.values import json_text, utc
@@ -18,7 +19,13 @@ def question_key(question: Any) -> str:
     which is its ``id`` whenever that id is right. A captured id that is not (a producer's
     slip) fails ``question_id_mismatch`` on its episode, but never claims the row, the
     prompt or the split of the question it happens to name."""
-    return question_id(question.question_text, question.hint)
+    return checks.content_id(question.question_text, question.hint)
+
+
+@lru_cache(maxsize=1 << 14)
+def _normalized(question_text: str) -> str:
+    """``normalize_question_text``, remembered, as its question is asked by several episodes."""
+    return normalize_question_text(question_text)
 
 
 # The file a bank of one dataset is written as, in a folder named after the dataset
@@ -53,7 +60,7 @@ def question_row(
     return QuestionRow(
         question_id=question_key(question),
         question_text=question.question_text,
-        normalized_text=normalize_question_text(question.question_text),
+        normalized_text=_normalized(question.question_text),
         hint=question.hint,
         difficulty=canonical_difficulty(question.difficulty),
         n_steps=question.n_steps,
