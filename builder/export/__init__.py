@@ -183,7 +183,8 @@ def export_dataset(
         yaml = pool.submit(card_yaml, exported, config.card, episode_count, card_memo)
         if images is not None:  # the card's charts (``images/*.png``), listed with the data
             memo = card_memo.parent / "card-images" if card_memo is not None else None
-            drawn = images.write(out, manifest, memo)
+            counted = {path: c for s in segments for path, c in s.row_chars.items()}
+            drawn = images.write(out, manifest, memo, counted)
             manifest["files"] = dict(sorted({**manifest["files"], **drawn}.items()))
         yaml_text = yaml.result()
     dataset = config.publish_repo or "path/to/dataset"  # never a local path: same card anywhere

@@ -43,11 +43,13 @@ class ExportedConfig:
 class CardImages:
     """The card's charts, drawn by a later stage from the folder this one wrote (the
     build passes ``builder.report.card_images``), so the export does not import the
-    report. ``write(folder, manifest, memo)`` draws them into the folder and returns
-    ``{path: sha256}`` for the manifest; ``section(files)`` is the card's markdown for the
-    images the manifest lists."""
+    report. ``write(folder, manifest, memo, row_chars)`` draws them into the folder and
+    returns ``{path: sha256}`` for the manifest (``row_chars``: the characters per row of the
+    data files counted as they were written, ``SegmentOutput.row_chars``; any other file's
+    are read from it); ``section(files)`` is the card's markdown for the images the manifest
+    lists."""
 
-    write: Callable[[Path, dict[str, Any], Path | None], dict[str, str]]
+    write: Callable[[Path, dict[str, Any], Path | None, Mapping[str, Any]], dict[str, str]]
     section: Callable[[Mapping[str, str]], list[str]]
 
 

@@ -14,10 +14,11 @@ import functools
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
@@ -55,6 +56,9 @@ class SegmentOutput:
     held_out: dict[str, dict[str, int]] = field(default_factory=dict)
     redactions: dict[str, int] = field(default_factory=dict)  # replacements by kind
     secret_values: list[str] = field(default_factory=list)  # redacted from here on
+    # dataset-relative path -> characters per row, counted as written (``writer.row_chars``),
+    # for the card; not stored: a reused segment's are in the card's memo, or counted again.
+    row_chars: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def tallied(self, tally: SplitTally) -> SegmentOutput:
         """With the split facts of ``tally`` (its questions' splits, in id order)."""
@@ -63,7 +67,9 @@ class SegmentOutput:
         return self
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(replace(self, row_chars={}))
+        del data["row_chars"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> SegmentOutput:
@@ -117,6 +123,8 @@ class _Writers:
             output.rows[name] = {s: n for s, n in counts.items() if n}
             for path in writer.files:
                 output.files[str(path.relative_to(self.out))] = writer.digests[path]
+            for path, chars in writer.chars.items():
+                output.row_chars[str(path.relative_to(self.out))] = chars
         return output
 
 

@@ -12,11 +12,62 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
 from builder.fs.parquet import ARROW_VIEWS, ShardedWriter, conform
 from schemas.vocabulary import SPLITS
+
+# The text columns a trainer reads, per training config, added up per row; a tuple inside is
+# "the longest". The same table as ``builder.report.lengths.TEXT_COLUMNS`` (a test keeps
+# the two equal): the export may not import the report, which counts the same characters
+# from a finished build's files.
+TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
+    "sft": ("messages",),
+    "sft_turns": ("prompt", "completion"),
+    "rl": ("prompt",),
+    "prm": ("step",),
+    "prm_stepwise": ("prompt", "completions"),
+    "orm": ("prompt", "completion"),
+    "dpo": ("prompt", ("chosen", "rejected")),
+    "self_correction": ("prompt", "completion"),
+}
+
+
+def _chars(dtype: pl.DataType, column: str) -> pl.Expr:
+    """Characters of ``column`` per row: a string, a list of strings, or a list of messages
+    (structs with ``content``), nulls as 0 (``builder.report.lengths.chars``)."""
+    col = pl.col(column)
+    if dtype == pl.String:
+        return col.str.len_chars().fill_null(0)
+    if isinstance(dtype, pl.List):
+        inner = dtype.inner
+        if inner == pl.String:
+            element = pl.element().str.len_chars()
+        elif isinstance(inner, pl.Struct) and "content" in {f.name for f in inner.fields}:
+            element = pl.element().struct.field("content").str.len_chars()
+        else:
+            raise ValueError(f"{column}: no text in {dtype}")
+        return col.list.eval(element.fill_null(0)).list.sum().fill_null(0)
+    raise ValueError(f"{column}: no text in {dtype}")
+
+
+def row_chars(name: str, frame: pl.DataFrame) -> np.ndarray | None:
+    """Characters of the text a trainer reads, per row of ``frame`` (a piece of training
+    config ``name``), as int32; None for a config without text columns."""
+    spec = TEXT_COLUMNS.get(name)
+    if spec is None:
+        return None
+    parts = []
+    for item in spec:
+        names = [n for n in ((item,) if isinstance(item, str) else item) if n in frame.schema]
+        if not names:  # not a training config's piece: left for the report to count
+            return None
+        exprs = [_chars(frame.schema[n], n) for n in names]
+        parts.append(exprs[0] if len(exprs) == 1 else pl.max_horizontal(exprs))
+    counts = frame.select(pl.sum_horizontal(parts)).to_series().to_numpy()
+    return np.asarray(counts, dtype=np.int32)
 
 
 @dataclass(frozen=True)
@@ -71,7 +122,12 @@ class ConfigWriter:
         self.max_rows_per_file, self.group_rows = max_rows_per_file, group_rows
         self.files: list[Path] = []
         self.digests: dict[Path, str] = {}  # file -> sha256
+        # file -> characters per row (``row_chars``), for the card's length chart: counted
+        # here, on the writer's thread, from the piece in memory, rather than read back
+        # from the written files at the end of the build.
+        self.chars: dict[Path, np.ndarray] = {}
         self._writers: dict[str, ShardedWriter] = {}
+        self._chars: dict[str, list[np.ndarray]] | None = {} if name in TEXT_COLUMNS else None
 
     def write(self, collected: pl.DataFrame) -> None:
         unassigned = collected.get_column("split").null_count()
@@ -85,6 +141,9 @@ class ConfigWriter:
         # (``partition_by``), whose thread pool the derive keeps busy meanwhile.
         split = collected.get_column("split")
         table: pa.Table | None = None
+        chars = row_chars(self.name, collected) if self._chars is not None else None
+        if chars is None:
+            self._chars = None  # no count of this piece: the report counts from the files
         for name in SPLITS:
             mask = split == name
             rows = int(mask.sum())
@@ -92,8 +151,11 @@ class ConfigWriter:
                 continue
             if table is None:
                 table = conform(collected.to_arrow(compat_level=ARROW_VIEWS), self.schema)
-            part = table if rows == table.num_rows else table.filter(mask.to_arrow())
+            whole = rows == table.num_rows
+            part = table if whole else table.filter(mask.to_arrow())
             self._writer(name).write(part)
+            if self._chars is not None and chars is not None:
+                self._chars.setdefault(name, []).append(chars if whole else chars[mask.to_numpy()])
 
     def _writer(self, split: str) -> ShardedWriter:
         if split not in self._writers:
@@ -109,7 +171,21 @@ class ConfigWriter:
     def close(self) -> dict[str, int]:
         """Rows per split. An empty split gets no file: ``datasets`` cannot load a split
         without data, so the card declares only the splits that have rows."""
-        for writer in self._writers.values():
-            self.files += writer.close()
+        for split, writer in self._writers.items():
+            files = writer.close()
+            self.files += files
             self.digests |= writer.digests
+            if self._chars is not None:
+                self.chars |= _by_file(files, self._chars.get(split, []), self.max_rows_per_file)
         return {s: self._writers[s].rows if s in self._writers else 0 for s in SPLITS}
+
+
+def _by_file(files: list[Path], pieces: list[np.ndarray], max_rows: int) -> dict[Path, np.ndarray]:
+    """A split's row counts, in written order, cut as ``ShardedWriter`` cuts its rows into
+    files (a new file every ``max_rows`` rows); nothing if the numbers do not add up (the
+    report then counts from the files)."""
+    counts = np.concatenate([np.zeros(0, dtype=np.int32), *pieces])
+    cuts = [counts[i : i + max_rows] for i in range(0, len(counts), max_rows)]
+    if len(cuts) != len(files):
+        return {}
+    return dict(zip(files, cuts, strict=True))

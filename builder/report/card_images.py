@@ -141,18 +141,24 @@ def write_card_images(
     folder: Path,
     manifest: dict[str, Any],
     memo: Path | None = None,
+    row_chars: Mapping[str, np.ndarray] | None = None,
     drawer: ChartDrawer | None = None,
 ) -> dict[str, str]:
     """Write ``images/*.png`` into ``folder``; return ``{path: sha256}`` for the manifest.
     ``memo``: a folder keeping the images by what they show, and each data file's row
-    lengths (``lengths.of_build``). ``drawer``: where charts are drawn (default: here, see
-    ``chart_process``). The lengths are counted on another thread (Parquet and Polars,
-    outside the GIL) while the funnel and rejects charts are drawn."""
+    lengths (``lengths.of_build``). ``row_chars``: data files' characters per row counted as
+    the build wrote them (the others are read). ``drawer``: where charts are drawn (default:
+    here, see ``chart_process``). The lengths are counted on another thread (Parquet and
+    Polars, outside the GIL) while the funnel and rejects charts are drawn."""
     build = BuildFolder(folder, manifest=manifest)
     images = _Images(memo, drawer or DrawnHere())
     with ThreadPoolExecutor(1, thread_name_prefix="card-lengths") as pool:
         counting = pool.submit(
-            lengths.of_build, build, None, memo / "lengths" if memo is not None else None
+            lengths.of_build,
+            build,
+            None,
+            memo / "lengths" if memo is not None else None,
+            row_chars,
         )
         data = chart_numbers(build, manifest)
         for name in ("funnel", "rejects"):

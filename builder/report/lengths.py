@@ -5,9 +5,12 @@ A row's text is every message content (or string) of the columns a trainer feeds
 for ``dpo`` the prompt and the longer of chosen and rejected. Without a tokenizer, tokens are
 *estimated* as characters / 4 and labelled so.
 
-The build draws the card's length chart from these, so they are read the way the build
-writes: a config's text columns a batch of rows at a time, and only one number per row kept
-(an int32 array), so memory does not grow with the text of the configs.
+The build draws the card's length chart from these. It counts the characters of the files it
+writes as it writes them (``builder.export.writer.row_chars``, the same numbers) and hands
+them over (``of_build``'s ``counted``); any other file (a segment reused from the cache and
+not in the memo, ``episodes report``) is read the way the build writes: a config's text
+columns a batch of rows at a time, and only one number per row kept (an int32 array), so
+memory does not grow with the text of the configs.
 """
 
 from __future__ import annotations
@@ -184,21 +187,35 @@ def _file_batches(path: Path, columns: Sequence[str]) -> Iterable[pl.DataFrame]:
 
 
 def of_build(
-    build: BuildFolder, tokenizer: Path | None = None, memo: Path | None = None
+    build: BuildFolder,
+    tokenizer: Path | None = None,
+    memo: Path | None = None,
+    counted: Mapping[str, Counts] | None = None,
 ) -> Lengths:
     """The lengths of every training config of ``build`` that has text columns. Characters
     alone (the card's charts, at the end of every build) are counted a config per thread
     (Parquet decoding and Polars' string lengths release the GIL), and with ``memo`` (a
     folder) a file's counts are kept by its sha256: an incremental rebuild reads only the
-    files it wrote."""
+    files it wrote. ``counted``: characters per row of data files (by dataset-relative
+    path) the build counted as it wrote them, the same numbers: those files are not read."""
     names = [n for n in build.configs("objective") if n in TEXT_COLUMNS]
     if tokenizer is not None:
         return measure(
             ((n, batches(build, n, text_columns(n, build.columns(n)))) for n in names), tokenizer
         )
     kept = Memo.load(memo) if memo is not None else None
-    with ThreadPoolExecutor(default_workers(), thread_name_prefix="lengths") as pool:
-        chars = list(pool.map(lambda name: _config_chars(build, name, kept), names))
+    known = counted or {}
+
+    def config_chars(name: str) -> Counts:
+        return _config_chars(build, name, kept, known)
+
+    if kept is None and all(
+        str(p.relative_to(build.path)) in known for n in names for p in build.files(n)
+    ):  # nothing to read: no threads
+        chars = [config_chars(name) for name in names]
+    else:
+        with ThreadPoolExecutor(default_workers(), thread_name_prefix="lengths") as pool:
+            chars = list(pool.map(config_chars, names))
     if kept is not None and memo is not None:
         kept.save(memo)
     return Lengths(dict(zip(names, chars, strict=True)), None, None)
@@ -261,22 +278,33 @@ class Memo:
         partial.replace(folder / self.FILE)
 
 
-def _config_chars(build: BuildFolder, name: str, memo: Memo | None) -> Counts:
-    columns = text_columns(name, build.columns(name))
+def _config_chars(
+    build: BuildFolder, name: str, memo: Memo | None, counted: Mapping[str, Counts]
+) -> Counts:
     parts = [_counts([])]
+    columns: list[str] | None = None  # read from a file's schema only when needed
     for path in build.files(name):
-        digest = build.manifest["files"].get(str(path.relative_to(build.path)))
+        relative = str(path.relative_to(build.path))
+        known = counted.get(relative)
+        if known is not None and memo is None:
+            parts.append(_counts(known))
+            continue
+        columns = columns if columns is not None else text_columns(name, build.columns(name))
+        digest = build.manifest["files"].get(relative)
         key = None
         if memo is not None and digest:
             material = f"{digest}|{name}|{','.join(columns)}|{_code_digest()}"
             key = hashlib.sha256(material.encode()).hexdigest()
-            stored = memo.get(key)
+            stored = memo.get(key) if known is None else None
             if stored is not None:
                 parts.append(stored)
                 continue
-        values = np.concatenate(
-            [_counts([]), *(row_chars(name, f) for f in _file_batches(path, columns))]
-        )
+        if known is not None:
+            values = _counts(known)
+        else:
+            values = np.concatenate(
+                [_counts([]), *(row_chars(name, f) for f in _file_batches(path, columns))]
+            )
         if memo is not None and key is not None:
             memo.put(key, values)
         parts.append(values)

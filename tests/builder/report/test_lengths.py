@@ -175,3 +175,50 @@ def test_a_damaged_memo_is_ignored_and_rewritten(sample_build: BuildReport, tmp_
         k: v.tolist() for k, v in first.chars.items()
     }
     assert lengths.Memo.load(memo).entries  # written whole again
+
+
+def test_counts_handed_over_are_used_and_kept_in_the_memo(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files whose counts the build hands over (counted as written) are not read, with or
+    without a memo; the memo keeps them, so a rebuild that reuses those files (handing
+    nothing over for them) gets the same counts without reading them; a file not handed
+    over is read."""
+    import json
+
+    from builder.report.folder import BuildFolder
+
+    manifest = json.loads((sample_build.out / "manifest.json").read_text())
+    build = BuildFolder(sample_build.out, manifest=manifest)
+    expected = {k: v.tolist() for k, v in lengths.of_build(build).chars.items()}
+    names = [n for n in build.configs("objective") if n in lengths.TEXT_COLUMNS]
+    files = {n: build.files(n) for n in names}
+    counted = {}
+    for name, paths in files.items():
+        at = 0
+        whole = np.asarray(expected[name], dtype=np.int32)
+        for path in paths:
+            rows = sum(len(f) for f in lengths._file_batches(path, lengths.TEXT_COLUMNS[name][:1]))
+            counted[str(path.relative_to(build.path))] = whole[at : at + rows]
+            at += rows
+    left_out = str(files["sft"][0].relative_to(build.path))
+    del counted[left_out]
+
+    read: list[str] = []
+    real = lengths._file_batches
+
+    def reading(path: Path, columns: list[str]):  # type: ignore[no-untyped-def]
+        read.append(str(path.relative_to(build.path)))
+        return real(path, columns)
+
+    monkeypatch.setattr(lengths, "_file_batches", reading)
+    memo = tmp_path / "memo"
+    for kept in (None, memo):
+        read.clear()
+        found = lengths.of_build(build, memo=kept, counted=counted)
+        assert {k: v.tolist() for k, v in found.chars.items()} == expected
+        assert read == [left_out]
+    read.clear()
+    again = lengths.of_build(build, memo=memo)  # a rebuild: nothing handed over
+    assert {k: v.tolist() for k, v in again.chars.items()} == expected
+    assert read == []
