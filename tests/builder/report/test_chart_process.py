@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -128,3 +129,58 @@ def test_many_charts_asked_at_once_are_all_answered(process: ChartProcess) -> No
     here = card_charts.draw_chart("lengths", NUMBERS)
     assert len(here) * 12 > 2**16  # more than a pipe's buffer of answers
     assert [future.result(timeout=120) for future in asked] == [here] * 12
+
+
+def helper_of(process: ChartProcess) -> int:
+    """The pid of the chart process's helper (forked once its imports are done)."""
+    pid = process._child.pid
+    for _ in range(600):
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError("no helper")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_two_drawers_answer_in_order_and_close_together(process: ChartProcess) -> None:
+    helper = helper_of(process)
+    asked = [process.submit(name, NUMBERS) for name in (*NAMES, *NAMES)]
+    here = [card_charts.draw_chart(name, NUMBERS) for name in (*NAMES, *NAMES)]
+    assert [future.result(timeout=60) for future in asked] == here
+    process.close()
+    assert process._child.returncode == 0
+    for _ in range(200):  # the helper ends with it (its requests pipe closed)
+        if not Path(f"/proc/{helper}").exists() or "Z" in status_of(helper):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the helper outlived the chart process")
+
+
+def status_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except OSError:
+        return "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_helper_that_dies_leaves_its_charts_to_the_process(process: ChartProcess) -> None:
+    os.kill(helper_of(process), signal.SIGKILL)
+    asked = [process.submit(name, NUMBERS) for name in NAMES]
+    here = [card_charts.draw_chart(name, NUMBERS) for name in NAMES]
+    assert [future.result(timeout=60) for future in asked] == here
+
+
+def test_without_fork_one_process_draws_them_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import pickle
+
+    monkeypatch.setattr(chart_process._Helper, "start", classmethod(lambda cls: None))
+    requests = io.BytesIO(b"".join(pickle.dumps((name, NUMBERS)) for name in NAMES))
+    answers = io.BytesIO()
+    chart_process.serve(requests, answers)  # type: ignore[arg-type]
+    answers.seek(0)
+    drawn_here = [pickle.load(answers) for _ in NAMES]
+    assert drawn_here == [card_charts.draw_chart(name, NUMBERS) for name in NAMES]
