@@ -17,57 +17,17 @@ import polars as pl
 import pyarrow as pa
 
 from builder.fs.parquet import ARROW_VIEWS, ShardedWriter, conform
+from schemas.row_text import TEXT_COLUMNS, row_chars_expr
 from schemas.vocabulary import SPLITS
-
-# The text columns a trainer reads, per training config, added up per row; a tuple inside is
-# "the longest". The same table as ``builder.report.lengths.TEXT_COLUMNS`` (a test keeps
-# the two equal): the export may not import the report, which counts the same characters
-# from a finished build's files.
-TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
-    "sft": ("messages",),
-    "sft_turns": ("prompt", "completion"),
-    "rl": ("prompt",),
-    "prm": ("step",),
-    "prm_stepwise": ("prompt", "completions"),
-    "orm": ("prompt", "completion"),
-    "dpo": ("prompt", ("chosen", "rejected")),
-    "self_correction": ("prompt", "completion"),
-}
-
-
-def _chars(dtype: pl.DataType, column: str) -> pl.Expr:
-    """Characters of ``column`` per row: a string, a list of strings, or a list of messages
-    (structs with ``content``), nulls as 0 (``builder.report.lengths.chars``)."""
-    col = pl.col(column)
-    if dtype == pl.String:
-        return col.str.len_chars().fill_null(0)
-    if isinstance(dtype, pl.List):
-        inner = dtype.inner
-        if inner == pl.String:
-            element = pl.element().str.len_chars()
-        elif isinstance(inner, pl.Struct) and "content" in {f.name for f in inner.fields}:
-            element = pl.element().struct.field("content").str.len_chars()
-        else:
-            raise ValueError(f"{column}: no text in {dtype}")
-        return col.list.eval(element.fill_null(0)).list.sum().fill_null(0)
-    raise ValueError(f"{column}: no text in {dtype}")
 
 
 def row_chars(name: str, frame: pl.DataFrame) -> np.ndarray | None:
     """Characters of the text a trainer reads, per row of ``frame`` (a piece of training
     config ``name``), as int32; None for a config without text columns."""
-    spec = TEXT_COLUMNS.get(name)
-    if spec is None:
+    expr = row_chars_expr(name, frame.schema)
+    if expr is None:  # not a training config's piece: left for the report to count
         return None
-    parts = []
-    for item in spec:
-        names = [n for n in ((item,) if isinstance(item, str) else item) if n in frame.schema]
-        if not names:  # not a training config's piece: left for the report to count
-            return None
-        exprs = [_chars(frame.schema[n], n) for n in names]
-        parts.append(exprs[0] if len(exprs) == 1 else pl.max_horizontal(exprs))
-    counts = frame.select(pl.sum_horizontal(parts)).to_series().to_numpy()
-    return np.asarray(counts, dtype=np.int32)
+    return np.asarray(frame.select(expr).to_series().to_numpy(), dtype=np.int32)
 
 
 @dataclass(frozen=True)

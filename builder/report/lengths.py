@@ -34,38 +34,10 @@ from builder.engine import default_workers
 from builder.report.context_limits import CHARS_PER_TOKEN, CONTEXT_LIMITS
 from builder.report.errors import TokenizerError
 from builder.report.folder import BuildFolder
+from schemas.row_text import TEXT_COLUMNS, chars, row_chars_expr
 
-# The text columns of each training config, added up per row; a tuple inside is "the longest".
-TEXT_COLUMNS: dict[str, tuple[str | tuple[str, ...], ...]] = {
-    "sft": ("messages",),
-    "sft_turns": ("prompt", "completion"),
-    "rl": ("prompt",),
-    "prm": ("step",),
-    "prm_stepwise": ("prompt", "completions"),
-    "orm": ("prompt", "completion"),
-    "dpo": ("prompt", ("chosen", "rejected")),
-    "self_correction": ("prompt", "completion"),
-}
 BATCH_ROWS = 2048  # rows of a config's text read at once (a config per thread)
 Counts = np.ndarray  # one int per row
-
-
-def chars(dtype: pl.DataType, column: str) -> pl.Expr:
-    """Characters of ``column`` per row: a string, a list of strings, or a list of messages
-    (structs with ``content``)."""
-    col = pl.col(column)
-    if dtype == pl.String:
-        return col.str.len_chars().fill_null(0)
-    if isinstance(dtype, pl.List):
-        inner = dtype.inner
-        if inner == pl.String:
-            element = pl.element().str.len_chars()
-        elif isinstance(inner, pl.Struct) and "content" in {f.name for f in inner.fields}:
-            element = pl.element().struct.field("content").str.len_chars()
-        else:
-            raise ValueError(f"{column}: no text in {dtype}")
-        return col.list.eval(element.fill_null(0)).list.sum().fill_null(0)
-    raise ValueError(f"{column}: no text in {dtype}")
 
 
 def texts(dtype: pl.DataType, column: str) -> pl.Expr:
@@ -78,18 +50,21 @@ def texts(dtype: pl.DataType, column: str) -> pl.Expr:
     return col.list.eval(element.fill_null("")).list.join("\n").fill_null("")
 
 
-def _row_expr(
-    schema: Mapping[str, pl.DataType], spec: tuple[str | tuple[str, ...], ...], of: Callable
-) -> pl.Expr | None:
+def _row_text(name: str, schema: Mapping[str, pl.DataType]) -> pl.Expr | None:
+    """The text a tokenizer counts per row of config ``name``: its text columns joined by
+    newlines, the longest (in characters) of a tuple's; None when a column is missing."""
     parts = []
-    for item in spec:
-        names = (item,) if isinstance(item, str) else item
-        present = [n for n in names if n in schema]
+    for item in TEXT_COLUMNS[name]:
+        present = [n for n in ((item,) if isinstance(item, str) else item) if n in schema]
         if not present:
             return None
-        exprs = [of(schema[n], n) for n in present]
-        parts.append(exprs[0] if len(exprs) == 1 else pl.max_horizontal(exprs))
-    return pl.sum_horizontal(parts) if of is chars else pl.concat_str(parts, separator="\n")
+        text, size = texts(schema[present[0]], present[0]), chars(schema[present[0]], present[0])
+        for other in present[1:]:
+            longer = chars(schema[other], other) > size
+            text = pl.when(longer).then(texts(schema[other], other)).otherwise(text)
+            size = pl.max_horizontal(size, chars(schema[other], other))
+        parts.append(text)
+    return pl.concat_str(parts, separator="\n")
 
 
 @dataclass(frozen=True)
@@ -115,7 +90,7 @@ def _counts(values: Iterable[int] | np.ndarray) -> Counts:
 
 
 def row_chars(name: str, frame: pl.DataFrame) -> Counts:
-    expr = _row_expr(frame.schema, TEXT_COLUMNS[name], chars)
+    expr = row_chars_expr(name, frame.schema)
     return _counts([] if expr is None else frame.select(expr).to_series().to_numpy())
 
 
@@ -161,7 +136,7 @@ def measure(
         for frame in [parts] if isinstance(parts, pl.DataFrame) else parts:
             char_parts.append(row_chars(name, frame))
             if count is not None:
-                expr = _row_expr(frame.schema, TEXT_COLUMNS[name], texts)
+                expr = _row_text(name, frame.schema)
                 rows = [] if expr is None else frame.select(expr).to_series().to_list()
                 token_parts += [
                     _counts(count(rows[i : i + batch])) for i in range(0, len(rows), batch)

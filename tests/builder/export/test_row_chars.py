@@ -17,11 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from builder.config import load_config
-from builder.export.writer import TEXT_COLUMNS, ConfigWriter, row_chars
+from builder.export.writer import ConfigWriter, row_chars
 from builder.pipeline import BuildReport, build
 from builder.report import card_images, lengths
 from builder.report.folder import BuildFolder
 from schemas.objectives import OBJECTIVES
+from schemas.row_text import TEXT_COLUMNS
 from schemas.vocabulary import SPLITS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,10 +35,6 @@ def recounted(name: str, path: Path) -> np.ndarray:
     parts = [np.zeros(0, np.int32)]
     parts += [lengths.row_chars(name, f) for f in lengths._file_batches(path, columns)]
     return np.concatenate(parts)
-
-
-def test_the_text_columns_are_the_reports() -> None:
-    assert TEXT_COLUMNS == lengths.TEXT_COLUMNS
 
 
 def sample_rows(build_report: BuildReport, name: str) -> pl.DataFrame:

@@ -69,6 +69,17 @@ def test_tokens_come_from_the_tokenizer(tmp_path: Path) -> None:
     assert again is not None and again["sft"].tolist() == [3 + 5, 0]
 
 
+def test_dpo_tokens_count_the_longer_of_chosen_and_rejected(tmp_path: Path) -> None:
+    folder = word_tokenizer(tmp_path / "tok")
+    # "zz" sorts after "a a a" but is the shorter: the longer text is the one counted
+    dpo = pl.DataFrame(
+        {"prompt": ["p", "p"], "chosen": ["zz", "a a a a"], "rejected": ["a a a", "b"]}
+    )
+    found = lengths.measure([("dpo", dpo)], folder)
+    assert found.tokens is not None and found.tokens["dpo"].tolist() == [1 + 3, 1 + 4]
+    assert found.chars["dpo"].tolist() == [1 + 5, 1 + 7]
+
+
 def test_share_over_a_limit() -> None:
     found = lengths.Lengths({"sft": np.array([4 * 5000, 10, 4 * 40000, 1])}, None, None)
     assert found.over("sft", 4096) == 0.5
