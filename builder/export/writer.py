@@ -136,16 +136,15 @@ class ConfigWriter:
             self.files += files
             self.digests |= writer.digests
             if self._chars is not None:
-                self.chars |= _by_file(files, self._chars.get(split, []), self.max_rows_per_file)
+                self.chars |= _by_file(writer.file_rows, self._chars.get(split, []))
         return {s: self._writers[s].rows if s in self._writers else 0 for s in SPLITS}
 
 
-def _by_file(files: list[Path], pieces: list[np.ndarray], max_rows: int) -> dict[Path, np.ndarray]:
-    """A split's row counts, in written order, cut as ``ShardedWriter`` cuts its rows into
-    files (a new file every ``max_rows`` rows); nothing if the numbers do not add up (the
-    report then counts from the files)."""
+def _by_file(file_rows: Mapping[Path, int], pieces: list[np.ndarray]) -> dict[Path, np.ndarray]:
+    """A split's row counts, in written order, cut into its files by their rows; nothing if
+    the numbers do not add up (the report then counts from the files)."""
     counts = np.concatenate([np.zeros(0, dtype=np.int32), *pieces])
-    cuts = [counts[i : i + max_rows] for i in range(0, len(counts), max_rows)]
-    if len(cuts) != len(files):
+    if sum(file_rows.values()) != len(counts):
         return {}
-    return dict(zip(files, cuts, strict=True))
+    ends = np.cumsum(list(file_rows.values()))
+    return dict(zip(file_rows, np.split(counts, ends[:-1]), strict=True))

@@ -172,7 +172,9 @@ class ShardedWriter:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._hashed: dict[Path, str] = {}  # sha256 of each file closed
+        self._rows: dict[Path, int] = {}  # rows of each file opened
         self.digests: dict[Path, str] = {}
+        self.file_rows: dict[Path, int] = {}  # rows of each final file, in order
 
     def write(self, table: pa.Table) -> None:
         if table.num_rows == 0:
@@ -198,6 +200,7 @@ class ShardedWriter:
         assert self._writer is not None and self._sink is not None
         self._writer.write_table(group, row_group_size=size)
         self._sink.check()
+        self._rows[self._paths[-1]] = self._rows.get(self._paths[-1], 0) + size
         self._in_file += size
         self.rows += size
 
@@ -239,5 +242,6 @@ class ShardedWriter:
             target = self.directory / name
             path.rename(target)
             self.digests[target] = digest
+            self.file_rows[target] = self._rows.get(path, 0)
             final.append(target)
         return final
