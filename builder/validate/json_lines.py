@@ -226,10 +226,11 @@ def duplicate_keys(raw: bytes | LineJSON) -> list[str]:
     every string of the line but the keys dropped with their repeats (and the strings of
     their values), and writes a backslash as ``\\\\`` where the line may have spelled it
     ``\\u005c`` (one delimiter fewer, for a string ending in one). So the two counts are
-    equal only when no key was repeated. Most lines are orjson's own output, byte for byte:
-    text written from a parsed value, whose objects cannot hold a key twice, so such a line
-    has no repeat and its delimiters need no counting (one comparison of the bytes, where the
-    two counts were ≈ 40 µs on a 56 KB line). A line with fewer delimiters written again (a
+    equal only when no key was repeated. A line that is orjson's own writing of its value,
+    byte for byte (what a producer writing with orjson sends; ``json.dumps``' spaces make
+    other text), was written from a parsed value, whose objects cannot hold a key twice, so
+    it has no repeat and its delimiters need no counting (one comparison of the bytes, where
+    the two counts were ≈ 40 µs on a 56 KB line). A line with fewer delimiters written again (a
     repeat, or that rare spelling) or one orjson cannot read is parsed again, which finds
     the repeats and where they are, if any."""
     line = read_json(raw)
