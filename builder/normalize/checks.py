@@ -376,9 +376,9 @@ def hook_graph(edges: Iterable[tuple[str, Sequence[str]]]) -> tuple[list[list[in
 
 
 def _has_cycle(graph: Sequence[Sequence[int]]) -> bool:
-    if all(target < node for node, targets in enumerate(graph) for target in targets):
-        return False  # every hook depends on earlier ones only: the common trace, no search
-    # Iterative colouring DFS: a hostile trace cannot exhaust the recursion limit.
+    # The common trace, every dependency naming an earlier hook, never gets here
+    # (``_only_earlier``). Iterative colouring DFS: a hostile trace cannot exhaust the
+    # recursion limit.
     state = [0] * len(graph)  # 0 = new, 1 = on the stack, 2 = done
     for root in range(len(graph)):
         if state[root]:
