@@ -1,8 +1,9 @@
 """The dataset card: YAML that ``datasets`` reads (configs, features), then a page for people.
 
-Features come from the Arrow schemas through ``datasets``' own conversion, so the card can
-never disagree with the Parquet files. Nothing run-dependent (time, host, absolute paths)
-goes in, so the same build gives the same card.
+Features come from the Arrow schemas by ``datasets``' own conversion rules
+(``builder.export.features``, tested against ``datasets``), so the card can never disagree
+with the Parquet files. Nothing run-dependent (time, host, absolute paths) goes in, so the
+same build gives the same card.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from builder.export.card_held_out import (
     decontamination_section,
 )
 from builder.export.catalog import doc_for
+from builder.export.features import Unconvertible, schema_features
 from builder.export.recipes import recipes_section
 from builder.export.round_trip import round_trip_sentence
 from schemas.tables import column_docs, describe, role_of
@@ -124,8 +126,24 @@ def _loadable(configs: Sequence[ExportedConfig]) -> list[ExportedConfig]:
 
 
 def _dataset_info(loadable: Sequence[ExportedConfig]) -> Any:
-    """The card's ``dataset_info``: each config's features, by ``datasets``' own conversion
-    of its Arrow schema (what ``load_dataset`` checks the files against)."""
+    """The card's ``dataset_info``: each config's features as ``datasets`` converts its Arrow
+    schema (what ``load_dataset`` checks the files against), laid out as ``datasets`` lays
+    out its infos in a card (``DatasetInfosDict.to_dataset_card_data``): one config's alone,
+    several sorted by name, each led by its ``config_name``."""
+    try:
+        features = {c.name: schema_features(c.schema) for c in loadable}
+    except Unconvertible:
+        return _dataset_info_by_datasets(loadable)
+    if not features:
+        return None
+    if len(features) == 1:
+        ((name, only),) = features.items()
+        return {"features": only} if name == "default" else {"config_name": name, "features": only}
+    return [{"config_name": name, "features": features[name]} for name in sorted(features)]
+
+
+def _dataset_info_by_datasets(loadable: Sequence[ExportedConfig]) -> Any:
+    """``_dataset_info`` by ``datasets`` itself: for a type ``schema_features`` leaves to it."""
     from datasets import Features
     from datasets.info import DatasetInfo, DatasetInfosDict
     from huggingface_hub import DatasetCardData
