@@ -27,10 +27,12 @@ from builder.ingest.rejects import RejectsWriter
 from builder.report import card_images
 from builder.report.chart_process import ChartDrawer, chart_drawer
 
-# What the card's features need at the end of a build: ``datasets``, about a second of
-# imports. With a card memo, only if the schemas changed (``export.card.card_yaml``): not
-# warmed. Its charts are drawn by a process of their own (``report.chart_process``).
-CARD_IMPORTS = ("datasets", "huggingface_hub")
+# What the card's YAML needs at the end of a build: ``huggingface_hub``'s card data. (Its
+# features are written without ``datasets``, ``export.features``, which is imported only for
+# a type outside the project's schemas.) With a card memo, only if the schemas changed
+# (``export.card.card_yaml``): not warmed. Its charts are drawn by a process of their own
+# (``report.chart_process``).
+CARD_IMPORTS = ("huggingface_hub",)
 
 
 def card_images_drawn_by(drawer: ChartDrawer | None) -> CardImages:
