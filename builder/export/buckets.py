@@ -4,8 +4,8 @@ Every config's rows are sorted by ``question_id`` first (objectives by their key
 stably, input order within a question) and each bucket is a contiguous range of ids, so the
 buckets' rows, written one after the other, are exactly the rows of one whole export. With
 fixed-size row groups (``builder.fs.parquet``) the files are the same bytes whatever the number
-of buckets, which therefore follows the input's size: about ``EPISODES_PER_BUCKET`` episodes
-a bucket, at any scale (up to 65,536 buckets).
+of buckets, which therefore follows the input's size: about ``BUCKET_BYTES`` of staged rows
+and at most ``EPISODES_PER_BUCKET`` episodes a bucket, at any scale (up to 65,536 buckets).
 
 The staging tables are cut into buckets once, in one streaming pass per table, so each
 bucket reads only its own rows: the work stays linear in the input. A bucket's rows are
@@ -31,7 +31,12 @@ from builder.engine import ThreadEngine, default_workers
 from builder.fs.parquet import ARROW_VIEWS
 from schemas.tables import TABLES, empty_table
 
-EPISODES_PER_BUCKET = 250
+# A bucket's memory follows its bytes; its derive's fixed cost (plans, collects, a piece of
+# every config to cast and write: about 0.1 CPU-s) is paid per bucket. At 5,000 episodes of
+# the bench profile (≈ 50 KB staged each), buckets of 250 episodes spent ≈ 1.3 CPU-s (7 %)
+# more than buckets of 24 MiB (≈ 450 of them); see docs/performance.md.
+BUCKET_BYTES = 24 << 20  # staged rows (uncompressed, as Parquet's metadata counts them)
+EPISODES_PER_BUCKET = 2_000  # small episodes: rows, not bytes, make a derive's work
 PARTITION_BATCH_ROWS = 10_000
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 BUCKETED = ("questions", "episodes", *CHILD_TABLES)
@@ -52,8 +57,10 @@ SCRATCH = pa.ipc.IpcWriteOptions(compression="lz4")
 Redact = Callable[[str, pl.DataFrame], pl.DataFrame]
 
 
-def bucket_count(episodes: int) -> int:
-    return max(1, min(PREFIX_RANGE, math.ceil(episodes / EPISODES_PER_BUCKET)))
+def bucket_count(episodes: int, staged_bytes: int = 0) -> int:
+    """Buckets for a segment of ``episodes`` whose staged rows take ``staged_bytes``."""
+    wanted = max(math.ceil(episodes / EPISODES_PER_BUCKET), math.ceil(staged_bytes / BUCKET_BYTES))
+    return max(1, min(PREFIX_RANGE, wanted))
 
 
 def bucket_index(buckets: int) -> pl.Expr:

@@ -146,14 +146,15 @@ class SegmentExporter:
     """Segments exported one after the other, a bucket of question ids at a time. A
     bucket's tables are read into memory once; its questions (its own and those it looks
     up) get their splits; all its configs come from one ``collect_all`` (shared sub-plans
-    run once, on Polars' in-memory engine). Two derive threads each read and derive a
-    bucket, the next while the current one is derived (Polars releases the GIL), and the
-    results are taken in bucket order; each bucket's configs are written on another thread
-    while the next buckets are derived; that thread hands each config's piece to a pool of writer
+    run once, on Polars' in-memory engine, on every core). A derive thread reads and
+    derives one bucket at a time; each bucket's configs are written on another thread while
+    the next bucket is derived; that thread hands each config's piece to a pool of writer
     threads, one per available core (Parquet encoding and zstd release the GIL), each config
-    on one thread at a time, so every file gets the same bytes in the same order. At most
-    one bucket waits to be written. The ``questions`` config is written at once, so the next
-    segment can look its questions up."""
+    on one thread at a time, so every file gets the same bytes in the same order. (Two
+    buckets derived at once took no less CPU and about as long, and held a bucket more:
+    ≈ 100 MiB at 20,000 episodes of the bench profile.) At most one bucket waits to be
+    written. The ``questions`` config is written at once, so the next segment can look its
+    questions up."""
 
     def __init__(self, out: Path, config: BuildConfig, plan: HeldOutPlan) -> None:
         self.out, self.config, self.plan = out, config, plan
@@ -166,7 +167,7 @@ class SegmentExporter:
         self.layouts = _layouts()
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="export-write")
         self._writers = ThreadPoolExecutor(write_threads(), thread_name_prefix="config-write")
-        self._derive = ThreadEngine(2, ahead=1, name="derive")
+        self._derive = ThreadEngine(1, ahead=0, name="derive")
         self._pending: Future[Any] | None = None
 
     def _submit(self, job: Callable[[], Any]) -> Future[Any]:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from builder.config import BuildConfig
 from builder.derive.splits.plan import HeldOutPlan
-from builder.export.buckets import bucket_count, partition
+from builder.export.buckets import BUCKETED, bucket_count, partition
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput
 from builder.ingest.staging import segment_names
@@ -64,11 +64,10 @@ def export_segments(
             tables = work / "tables" / name
             options = RedactionOptions.of(config)
             finding = prepass.submit(TableRedactor, tables, options, known)
-            sizes = (pq.read_metadata(tables / f"{t}.parquet").num_rows for t in BUCKET_SIZED)
-            rows = max(sizes)
+            rows, staged_bytes = _staged(tables)
             buckets = work / "buckets" / name
             looked_up = lookup(index, tables)
-            parts = partition(tables, bucket_count(rows), buckets, looked_up)
+            parts = partition(tables, bucket_count(rows, staged_bytes), buckets, looked_up)
             redactor = finding.result()
             written = exporter.export(name, parts, redactor.frame)  # questions written on return
             index.add_published(staged, name)
@@ -85,6 +84,17 @@ def export_segments(
             if output.name in cache.segments.pending:
                 cache.segments.store(output, staged)
     return done
+
+
+def _staged(tables: Path) -> tuple[int, int]:
+    """A segment's episodes (or questions, in the banks' segment) and the bytes of its staged
+    rows, uncompressed, from the staging files' metadata."""
+    meta = {t: pq.read_metadata(tables / f"{t}.parquet") for t in BUCKETED}
+    rows = max(meta[t].num_rows for t in BUCKET_SIZED)
+    staged = sum(
+        m.row_group(i).total_byte_size for m in meta.values() for i in range(m.num_row_groups)
+    )
+    return rows, staged
 
 
 def _finish(

@@ -1,7 +1,7 @@
 """A build with no options uses more than one thread for its Parquet writes and for closing
-its configs' files, for cutting the staging tables into buckets, for deriving buckets and
-for the card's YAML beside its images, and its output is byte for byte that of the sample
-build."""
+its configs' files, for cutting the staging tables into buckets, for deriving a bucket while
+the one before is written and for the card's YAML beside its images, and its output is byte
+for byte that of the sample build."""
 
 from __future__ import annotations
 
@@ -53,43 +53,63 @@ def test_default_build_writes_configs_on_several_threads_at_once(
     assert folder_digest(report.out) == folder_digest(sample_build.out)
 
 
-def test_default_build_derives_two_buckets_at_once_and_cuts_on_several_threads(
+def test_default_build_derives_a_bucket_while_the_one_before_is_written_and_cuts_on_threads(
     sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Small buckets, so the sample's episodes make several: the first two buckets of the
-    # episode segment must be derived at once (each waits for the other at the barrier,
-    # which breaks, failing the build, if one thread derived both), and the partition's
-    # batches are cut by a pool of threads (``ThreadEngine``, which runs two at once: see
-    # below; whether a busy machine hands a second thread a batch is chance). The files do
-    # not depend on the bucket count.
+    # Small buckets, so the sample's episodes make several: the episode segment's second
+    # bucket must be derived while its first is written (each waits for the other at the
+    # barrier, which breaks, failing the build, if the two ran one after the other), one
+    # bucket at a time on one derive thread; and the partition's batches are cut by a pool
+    # of threads (``ThreadEngine``, which runs two at once: see below; whether a busy
+    # machine hands a second thread a batch is chance). The files do not depend on the
+    # bucket count.
     monkeypatch.setattr(buckets, "EPISODES_PER_BUCKET", 5)
     monkeypatch.setattr(buckets, "PARTITION_BATCH_ROWS", 20)
     barrier = threading.Barrier(2, timeout=60)
     derive_threads: set[str] = set()
-    derived, lock = [], threading.Lock()
-    bucket = segment.SegmentExporter._bucket
+    deriving: list[int] = []  # how many buckets were being derived as each one started
+    derived, written, lock = [], [], threading.Lock()
+    bucket, write_all = segment.SegmentExporter._bucket, segment.SegmentExporter._write_all
 
-    def meeting(self: segment.SegmentExporter, part: buckets.Bucket, redact: object) -> object:
+    def deriving_meeting(
+        self: segment.SegmentExporter, part: buckets.Bucket, redact: object
+    ) -> object:
         derive_threads.add(threading.current_thread().name)
         with lock:
             derived.append(part)
-            meet = len(derived) <= 2
-        if meet:
+            second = len(derived) == 2
+            deriving.append(len(derived) - len(finished))
+        if second:
             barrier.wait()
-        return bucket(self, part, redact)  # type: ignore[arg-type]
+        try:
+            return bucket(self, part, redact)  # type: ignore[arg-type]
+        finally:
+            with lock:
+                finished.append(part)
 
+    def writing_meeting(self: segment.SegmentExporter, *args: Any) -> None:
+        with lock:
+            written.append(args)
+            first = len(written) == 1
+        if first:
+            barrier.wait()
+        write_all(self, *args)
+
+    finished: list[buckets.Bucket] = []
     engines: list[int] = []
 
     def partition_engine(workers: int, *args: object, **kwargs: object) -> ThreadEngine:
         engines.append(workers)
         return ThreadEngine(workers, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(segment.SegmentExporter, "_bucket", meeting)
+    monkeypatch.setattr(segment.SegmentExporter, "_bucket", deriving_meeting)
+    monkeypatch.setattr(segment.SegmentExporter, "_write_all", writing_meeting)
     monkeypatch.setattr(buckets, "ThreadEngine", partition_engine)
     config = load_config(ROOT / "dataset.toml")
     report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "rejects.jsonl"))
     assert len(derived) > 2
-    assert len({t for t in derive_threads if t.startswith("derive")}) == 2
+    assert max(deriving) == 1  # one bucket at a time
+    assert len({t for t in derive_threads if t.startswith("derive")}) == 1
     assert engines and min(engines) >= 2  # the cut runs on a pool of two threads or more
     assert folder_digest(report.out) == folder_digest(sample_build.out)
 

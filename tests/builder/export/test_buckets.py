@@ -33,6 +33,16 @@ def test_bucket_count_follows_the_input_up_to_the_prefix_range() -> None:
     assert buckets.bucket_count(10**12) == buckets.PREFIX_RANGE
 
 
+def test_bucket_count_follows_the_staged_bytes_when_episodes_are_large() -> None:
+    size = buckets.BUCKET_BYTES
+    assert buckets.bucket_count(10, 4 * size) == 4  # ten large episodes: four buckets
+    assert buckets.bucket_count(10, 4 * size + 1) == 5
+    assert buckets.bucket_count(10, size // 2) == 1
+    # small episodes: their count decides, however few bytes they take
+    assert buckets.bucket_count(3 * buckets.EPISODES_PER_BUCKET, size) == 3
+    assert buckets.bucket_count(10, 10**15) == buckets.PREFIX_RANGE
+
+
 @pytest.mark.parametrize("count", [1, 3, 22, 256, 5000, buckets.PREFIX_RANGE])
 def test_buckets_are_contiguous_ranges_of_ids(count: int) -> None:
     rng = random.Random(count)
