@@ -59,7 +59,7 @@ def _known_grams(exploded: pl.DataFrame, n: int, vocabulary: pl.Series) -> pl.Da
     ``vocabulary``, in the order ``ngram_frame`` lists them. An n-gram starting at a row
     runs to that row + n - 1 within its text (its ``position`` leaves room), so its words
     are gathered by index, without shifting every word column ``n`` times."""
-    known = exploded.get_column("word").is_in(vocabulary)
+    known = exploded.get_column("word").is_in(vocabulary.implode())
     # unknown words seen so far, as a running count: a window of n holds none when the count
     # at its last word equals the count before its first
     unknown = (~known).cast(pl.UInt32).cum_sum()
