@@ -20,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from builder.engine.no_pandas import imports_without_pandas
 from builder.errors import EnvironmentProblem
 from builder.sessions.urls import (
     DatabaseError,
@@ -123,7 +124,8 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
     db = parse_url(url) if isinstance(url, str) else url
     if db.dialect == "postgresql":
         try:
-            import adbc_driver_postgresql.dbapi as postgresql
+            with imports_without_pandas():
+                import adbc_driver_postgresql.dbapi as postgresql
         except ImportError as exc:
             raise DriverMissing(f"{db.redacted}: the PostgreSQL driver is not installed") from exc
         try:
@@ -134,7 +136,8 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
             yield conn
         return
     try:
-        import adbc_driver_sqlite.dbapi as sqlite
+        with imports_without_pandas():
+            import adbc_driver_sqlite.dbapi as sqlite
     except ImportError as exc:
         raise DriverMissing(
             f"{db.redacted}: the SQLite driver is not installed",

@@ -71,3 +71,53 @@ def test_an_ingest_worker_builds_arrays_without_importing_pandas() -> None:
         assert list(engine.map(pandas_after_typed_rows, [()])) == [False]
     finally:
         engine.close()
+
+
+IMPORTS_INSIDE = """
+import json, sys
+from builder.engine.no_pandas import arrow_without_pandas, imports_without_pandas
+import pyarrow
+{probe}
+with imports_without_pandas():
+    import pyarrow.dataset  # imports pandas on the way, if it can
+inside = "pandas" in sys.modules
+import pandas  # after the block, as before it
+print(json.dumps([inside, "pandas" in sys.modules]))
+"""
+
+
+def last_json(code: str) -> object:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_imports_find_no_pandas_inside_the_block_only_where_pyarrow_was_told() -> None:
+    assert last_json(IMPORTS_INSIDE.format(probe="arrow_without_pandas()")) == [False, True]
+    # a library caller's process (not told): the block changes nothing
+    assert last_json(IMPORTS_INSIDE.format(probe="")) == [True, True]
+
+
+SESSIONS_BUILD = """
+import atexit, json, runpy, sys
+atexit.register(lambda: print(json.dumps(["pandas" in sys.modules])))
+sys.argv = ["episodes", *sys.argv[1:]]
+runpy.run_module("builder", run_name="__main__")
+"""
+
+
+def test_the_command_reading_a_sessions_database_imports_no_pandas(tmp_path: Path) -> None:
+    """The sample's build reads its sessions through ADBC, whose DB-API imports
+    ``pyarrow.dataset``, which imports pandas (≈ 0.15 s) unless told it is absent."""
+    args = ["build", "--no-progress", "--out", str(tmp_path / "ds")]
+    args += ["--rejects", str(tmp_path / "rejects.jsonl")]
+    done = subprocess.run(
+        [sys.executable, "-c", SESSIONS_BUILD, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    assert "sessions" in done.stdout  # the sample's sessions were read
+    assert json.loads(done.stdout.splitlines()[-1]) == [False]
