@@ -142,7 +142,12 @@ def main():
         from builder.engine.no_pandas import arrow_without_pandas
     except ImportError:
         arrow_without_pandas = lambda: None
+    try:
+        from builder.engine.allocator import keep_freed_memory
+    except ImportError:
+        keep_freed_memory = lambda: None
     arrow_without_pandas()
+    keep_freed_memory()
     wrap(b, "ingest_files", "ingest_s")  # read, validate, normalize, staging Parquet
     if stages:
         instrument()

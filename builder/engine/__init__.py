@@ -18,6 +18,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from builder.engine.allocator import keep_freed_memory
 from builder.engine.import_path import children_import_from_here
 from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
 from builder.engine.no_pandas import arrow_without_pandas
@@ -93,9 +94,11 @@ class LocalEngine:
 def _worker_started() -> None:
     """Ctrl-C reaches the whole process group: the build stops its pool and says so in one
     line, so a worker must not print a traceback of its own. A worker hands pyarrow no
-    pandas objects (``builder.engine.no_pandas``)."""
+    pandas objects (``builder.engine.no_pandas``), and keeps the memory it frees for its
+    next batch (``builder.engine.allocator``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     arrow_without_pandas()
+    keep_freed_memory()
 
 
 def _stop_fork_server() -> None:
