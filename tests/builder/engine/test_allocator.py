@@ -4,18 +4,15 @@ settings win; the ingest workers keep freed memory too."""
 
 from __future__ import annotations
 
-import json
 import os
 import resource
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from builder.engine import LocalEngine
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.command_probe import last_json, sample_build
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="glibc's allocator: Linux only"
@@ -35,24 +32,15 @@ def churn() -> int:
 
 CHURN = """
 import json, sys
-sys.path.insert(0, "tests/builder/engine")
-from test_allocator import churn
+from tests.builder.engine.test_allocator import churn
 from builder.engine.allocator import keep_freed_memory
 kept = keep_freed_memory() if sys.argv[1] == "keep" else None
 print(json.dumps([kept, churn()]))
 """
 
 
-def run(mode: str, env: dict[str, str] | None = None) -> list[object]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHURN, mode],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-    )
-    return list(json.loads(done.stdout.splitlines()[-1]))
+def run(mode: str, env: dict[str, str]) -> list[object]:
+    return list(last_json(CHURN, mode, env=env))
 
 
 def _plain_environment() -> dict[str, str]:
@@ -86,26 +74,7 @@ def test_an_ingest_worker_keeps_the_memory_it_frees() -> None:
     assert faults < 50_000
 
 
-COMMAND = """
-import atexit, json, runpy, sys
-sys.path.insert(0, "tests/builder/engine")
-from test_allocator import churn
-atexit.register(lambda: print(json.dumps([churn()])))
-sys.argv = ["episodes", *sys.argv[1:]]
-runpy.run_module("builder", run_name="__main__")
-"""
-
-
 def test_the_build_command_keeps_the_memory_it_frees(tmp_path: Path) -> None:
-    args = ["build", "--no-progress", "--out", str(tmp_path / "ds")]
-    args += ["--rejects", str(tmp_path / "rejects.jsonl")]
-    done = subprocess.run(
-        [sys.executable, "-c", COMMAND, *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={**os.environ, **_plain_environment()},
-    )
-    (faults,) = json.loads(done.stdout.splitlines()[-1])
+    setup = "from tests.builder.engine.test_allocator import churn"
+    _, faults = sample_build(tmp_path, "churn()", setup, env=_plain_environment())
     assert faults < 50_000

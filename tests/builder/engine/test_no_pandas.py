@@ -3,14 +3,11 @@ still imports it for what needs it; the build command and its workers do so."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 from builder.engine import LocalEngine
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.command_probe import last_json, sample_build
 
 AFTER_THE_PROBE = """
 import json, sys
@@ -33,19 +30,12 @@ print(json.dumps(seen))
 """
 
 
-def run(code: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    return dict(json.loads(done.stdout.splitlines()[-1]))
-
-
 def test_pyarrow_builds_typed_arrays_without_pandas_and_imports_it_when_needed() -> None:
-    seen = run(AFTER_THE_PROBE)
+    seen = dict(last_json(AFTER_THE_PROBE))
     assert seen["typed rows"] is False
     assert seen["to_pandas"] == [1, 2]
     # pandas imported before the probe (which then does nothing): the same answers
-    reference = run("import pandas\n" + AFTER_THE_PROBE)
+    reference = dict(last_json("import pandas\n" + AFTER_THE_PROBE))
     assert reference["typed rows"] is True
     assert str(seen["from_pandas"]).startswith("dictionary<")
     assert (seen["from_pandas"], seen["series"]) == (reference["from_pandas"], reference["series"])
@@ -55,7 +45,7 @@ def test_without_the_probe_pyarrow_imports_pandas_for_the_same_rows() -> None:
     """What the probe saves (≈ 0.4 s a process); if pyarrow stops doing this, the probe
     can go."""
     code = AFTER_THE_PROBE.replace("arrow_without_pandas()\n", "")
-    assert run(code)["typed rows"] is True
+    assert last_json(code)["typed rows"] is True
 
 
 def pandas_after_typed_rows() -> bool:
@@ -86,38 +76,15 @@ print(json.dumps([inside, "pandas" in sys.modules]))
 """
 
 
-def last_json(code: str) -> object:
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    return json.loads(done.stdout.splitlines()[-1])
-
-
 def test_imports_find_no_pandas_inside_the_block_only_where_pyarrow_was_told() -> None:
     assert last_json(IMPORTS_INSIDE.format(probe="arrow_without_pandas()")) == [False, True]
     # a library caller's process (not told): the block changes nothing
     assert last_json(IMPORTS_INSIDE.format(probe="")) == [True, True]
 
 
-SESSIONS_BUILD = """
-import atexit, json, runpy, sys
-atexit.register(lambda: print(json.dumps(["pandas" in sys.modules])))
-sys.argv = ["episodes", *sys.argv[1:]]
-runpy.run_module("builder", run_name="__main__")
-"""
-
-
 def test_the_command_reading_a_sessions_database_imports_no_pandas(tmp_path: Path) -> None:
     """The sample's build reads its sessions through ADBC, whose DB-API imports
     ``pyarrow.dataset``, which imports pandas (≈ 0.15 s) unless told it is absent."""
-    args = ["build", "--no-progress", "--out", str(tmp_path / "ds")]
-    args += ["--rejects", str(tmp_path / "rejects.jsonl")]
-    done = subprocess.run(
-        [sys.executable, "-c", SESSIONS_BUILD, *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    assert "sessions" in done.stdout  # the sample's sessions were read
-    assert json.loads(done.stdout.splitlines()[-1]) == [False]
+    output, pandas_imported = sample_build(tmp_path, '"pandas" in sys.modules')
+    assert "sessions" in output  # the sample's sessions were read
+    assert pandas_imported is False
