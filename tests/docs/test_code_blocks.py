@@ -292,6 +292,28 @@ def test_shell_block(block: Block, outcomes: dict[str, subprocess.CompletedProce
     _check(block.name, outcomes)
 
 
+# The README's output shown after its first build: the build's own summary, excerpted.
+FIRST_SUMMARY = next(
+    b
+    for b in BLOCKS
+    if b.page == FIRST_BUILD.page and b.language == "text" and b.line > FIRST_BUILD.line
+)
+
+
+def test_the_first_builds_summary_is_what_the_sample_build_prints(workspace: Workspace) -> None:
+    """Every line of the excerpt but its elisions is a line the build printed (its last,
+    the time taken, up to the seconds)."""
+    printed = workspace.first_build.stdout.splitlines()
+    seconds = re.compile(r" in [0-9.]+ s$")
+    for line in FIRST_SUMMARY.code.splitlines():
+        if line.strip() in ("", "…"):
+            continue
+        if seconds.search(line):
+            assert any(seconds.sub("", p) == seconds.sub("", line) for p in printed), line
+        else:
+            assert line in printed, f"README.md:{FIRST_SUMMARY.line}: not printed: {line!r}"
+
+
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_python_blocks(page: Path, outcomes: dict[str, subprocess.CompletedProcess[str]]) -> None:
     _check(f"{page.relative_to(ROOT)} (python)", outcomes)
