@@ -138,16 +138,14 @@ def main():
     except ImportError:  # an older builder
         import builder.build as b
 
-    try:  # what the command does next (an older builder: nothing)
-        from builder.engine.no_pandas import arrow_without_pandas
+    try:  # what the command does next (an older builder: less, or nothing)
+        from builder.engine import build_process
     except ImportError:
-        arrow_without_pandas = lambda: None
-    try:
-        from builder.engine.allocator import keep_freed_memory
-    except ImportError:
-        keep_freed_memory = lambda: None
-    arrow_without_pandas()
-    keep_freed_memory()
+        try:
+            from builder.engine.no_pandas import arrow_without_pandas as build_process
+        except ImportError:
+            build_process = lambda: None
+    build_process()
     wrap(b, "ingest_files", "ingest_s")  # read, validate, normalize, staging Parquet
     if stages:
         instrument()

@@ -223,13 +223,11 @@ def _build(args: argparse.Namespace, config: BuildConfig) -> int:
     start_ingest_workers(config)
     check_default_config(config)  # imports the derive stage: after the workers' server starts
     from builder.cli.summary import print_summary
-    from builder.engine.allocator import keep_freed_memory
-    from builder.engine.no_pandas import arrow_without_pandas
+    from builder.engine import build_process
     from builder.fs.output import BuildLocked
     from builder.pipeline import BuildFailed, UploadFailed, build
 
-    arrow_without_pandas()  # this process hands pyarrow no pandas objects
-    keep_freed_memory()  # and is the build's own: its allocator keeps what it frees
+    build_process()  # this process is the build's own
     faults.clear_leftovers("build", config.out, config.rejects)
     try:
         with faults.full_disk_said(config):

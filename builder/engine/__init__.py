@@ -91,14 +91,21 @@ class LocalEngine:
         _stop_fork_server()
 
 
-def _worker_started() -> None:
-    """Ctrl-C reaches the whole process group: the build stops its pool and says so in one
-    line, so a worker must not print a traceback of its own. A worker hands pyarrow no
-    pandas objects (``builder.engine.no_pandas``), and keeps the memory it frees for its
-    next batch (``builder.engine.allocator``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def build_process() -> None:
+    """The settings of a process the build owns, and no one else's: the ``episodes build``
+    command and its ingest workers. It hands pyarrow no pandas objects
+    (``builder.engine.no_pandas``) and keeps the memory it frees for its next batch
+    (``builder.engine.allocator``); a library caller of ``build`` keeps its own."""
     arrow_without_pandas()
     keep_freed_memory()
+
+
+def _worker_started() -> None:
+    """Ctrl-C reaches the whole process group: the build stops its pool and says so in one
+    line, so a worker must not print a traceback of its own. A worker is the build's own
+    process (``build_process``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    build_process()
 
 
 def _stop_fork_server() -> None:
