@@ -69,6 +69,7 @@ def test_default_build_derives_a_bucket_while_the_one_before_is_written_and_cuts
     derive_threads: set[str] = set()
     deriving: list[int] = []  # how many buckets were being derived as each one started
     derived, written, lock = [], [], threading.Lock()
+    finished: list[buckets.Bucket] = []  # buckets whose derive returned
     bucket, write_all = segment.SegmentExporter._bucket, segment.SegmentExporter._write_all
 
     def deriving_meeting(
@@ -95,7 +96,6 @@ def test_default_build_derives_a_bucket_while_the_one_before_is_written_and_cuts
             barrier.wait()
         write_all(self, *args)
 
-    finished: list[buckets.Bucket] = []
     engines: list[int] = []
 
     def partition_engine(workers: int, *args: object, **kwargs: object) -> ThreadEngine:
