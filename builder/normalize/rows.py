@@ -39,13 +39,16 @@ MessageRow = _row_type("MessageRow", TABLES["messages"])
 
 
 def to_table(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:
-    """Rows (tuples in ``schema`` column order: the row types above) to one Arrow table,
-    column by column."""
+    """Rows (tuples in ``schema`` column order: the row types above) to one Arrow table.
+
+    One conversion of the rows as a struct array, then its fields as the columns: Arrow
+    reads each tuple in place, where turning the rows into columns in Python first (a
+    ``zip(*rows)``, then one conversion per column) took about twice as long on the wide
+    tables (traces, turns, hooks)."""
     if not rows:
         return empty_table(schema)
-    columns = zip(*rows, strict=True)
-    arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    rows_as_structs = pa.array(rows, type=pa.struct(schema))
+    return pa.Table.from_struct_array(rows_as_structs).replace_schema_metadata(schema.metadata)
 
 
 def empty_rows() -> Rows:
