@@ -2,7 +2,7 @@
 
 A child started as ``python -c ...`` or ``python -m ...`` puts its current folder first on
 its import path. Run from a folder that holds a ``builder/`` or ``schemas/`` of its own (a
-user's project, another checkout), the workers' fork server and the chart process would
+user's project, another checkout), the workers' fork server would
 import that code instead of the build's, or a mix of both: Python 3.11's fork server
 ignores the import path the pool hands it (``forkserver.main``'s ``sys_path``), and a
 worker sets it only after the server's imports are done.

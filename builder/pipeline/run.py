@@ -2,13 +2,12 @@
 
 The work folder beside the output (everything is written there and swapped in at the very
 end, so a failed build leaves the previous dataset untouched), the rejects file, the
-incremental cache, and the card's chart process and import warm-up. Whatever happens, each
+incremental cache, and the card's import warm-up. Whatever happens, each
 is undone and no work file is left; a build the data refused keeps its rejects.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
 import shutil
 import threading
@@ -24,22 +23,18 @@ from builder.errors import DataRefused
 from builder.export.card import CardImages
 from builder.fs.output import build_manifest, recover_interrupted_swap, refused_rejects
 from builder.ingest.rejects import RejectsWriter
-from builder.report import card_images
-from builder.report.chart_process import ChartDrawer, chart_drawer
+from builder.report import card_images as card_images_module
 
 # What the card's YAML needs at the end of a build: ``huggingface_hub``'s card data. (Its
 # features are written without ``datasets``, ``export.features``, which is imported only for
 # a type outside the project's schemas.) With a card memo, only if the schemas changed
-# (``export.card.card_yaml``): not warmed. Its charts are drawn by a process of their own
-# (``report.chart_process``).
+# (``export.card.card_yaml``): not warmed.
 CARD_IMPORTS = ("huggingface_hub",)
 
 
-def card_images_drawn_by(drawer: ChartDrawer | None) -> CardImages:
-    """The card's charts, drawn by the report's code from the folder the export wrote:
-    by ``drawer``, or in this process."""
-    write = functools.partial(card_images.write_card_images, drawer=drawer)
-    return CardImages(write, card_images.card_section)
+def card_images() -> CardImages:
+    """The card's charts, drawn by the report's code from the folder the export wrote."""
+    return CardImages(card_images_module.write_card_images, card_images_module.card_section)
 
 
 def warm_imports(modules: tuple[str, ...]) -> threading.Thread:
@@ -77,7 +72,7 @@ class BuildRun:
     refused_at: Path  # where the rejects go if the data refuses the build
     cache: Any = None  # an open ``builder.cache`` around the ingest and the export
     cache_busy: Path | None = None  # the cache another build held: this one runs without it
-    charts: list[ChartDrawer] = field(default_factory=list)  # started with the first export
+    card_written: bool = False  # a segment is exported: the card is written again
     warming: list[threading.Thread] = field(default_factory=list)
     done: bool = False  # swapped in, or refused by the data: its rejects are kept
 
@@ -113,8 +108,6 @@ class BuildRun:
             raise
         finally:
             try:  # each is undone even when one before it fails: no work files are left
-                for drawer in run.charts:
-                    drawer.close()
                 run.rejects.close(keep=run.done, to=kept_at)
             finally:
                 if run.cache is not None:
@@ -123,9 +116,9 @@ class BuildRun:
 
     def card_to_come(self) -> None:
         """Called before a segment is exported (not linked from the cache): the card will be
-        written again, so its chart process starts and its imports warm up."""
-        if not self.charts:
-            self.charts.append(chart_drawer())
+        written again, so its imports warm up."""
+        if not self.card_written:
+            self.card_written = True
             memo = self.card_memo
             if memo is None or not memo.is_file():
                 self.warming.append(warm_imports(CARD_IMPORTS))
@@ -133,7 +126,7 @@ class BuildRun:
     def card_images(self) -> CardImages:
         for thread in self.warming:
             thread.join()  # the card imports these next: one thread at a time
-        return card_images_drawn_by(self.charts[0] if self.charts else None)
+        return card_images()
 
     def finish_cache(self) -> dict[str, int] | None:
         """The cache's segments stored; what it served, for the summary."""

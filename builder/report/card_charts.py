@@ -1,6 +1,5 @@
 """The dataset card's charts as PNG bytes, from plain numbers: what ``card_images`` shows,
-drawn here or in a process of its own (``chart_process``). Imports no Polars or Arrow, so
-that process starts on matplotlib alone."""
+drawn by ``card_png`` (Pillow)."""
 
 from __future__ import annotations
 
@@ -19,17 +18,13 @@ CHARTS = {
 def draw_chart(name: str, data: Mapping[str, Any]) -> bytes:
     """PNG bytes of card chart ``name`` (``data``: ``card_images.chart_numbers`` and the
     row lengths)."""
-    from builder.report import charts
+    from builder.report import card_png
 
     if name == "funnel":
-        figure = charts.bars(
+        return card_png.bars(
             CHARTS[name], data["funnel"], "episodes / rows", highlight=data["funnel_rows"]
         )
-    elif name == "rejects":
-        figure = charts.bars(CHARTS[name], data["rejects"], "lines / episodes")
-    else:
-        marks = {
-            f"{limit // 1024}k tokens (est.)": limit * CHARS_PER_TOKEN for limit in CONTEXT_LIMITS
-        }
-        figure = charts.lengths(CHARTS[name], data["lengths"], "characters (log)", marks)
-    return charts.to_png(figure, dpi=80)
+    if name == "rejects":
+        return card_png.bars(CHARTS[name], data["rejects"], "lines / episodes")
+    marks = {f"{limit // 1024}k tokens (est.)": limit * CHARS_PER_TOKEN for limit in CONTEXT_LIMITS}
+    return card_png.lengths(CHARTS[name], data["lengths"], "characters (log)", marks)

@@ -293,9 +293,8 @@ print(json.dumps([m for m in ("datasets", "matplotlib", "pandas") if m in sys.mo
 def test_a_cached_rebuild_imports_only_what_its_card_needs(tmp_path: Path) -> None:
     """No build imports ``datasets`` (≈ 0.7 CPU-s): the card's features are written from
     the schemas (``export.features``), and remembered with the cache. A rebuild that reuses
-    every segment imports no pandas either (≈ 0.2 s). The charts are drawn by a process of
-    their own (``report.chart_process``): no build imports matplotlib. Each build in a
-    fresh interpreter."""
+    every segment imports no pandas either (≈ 0.2 s). The charts are drawn with Pillow
+    (``report.card_png``): no build imports matplotlib. Each build in a fresh interpreter."""
     files = write_inputs(tmp_path)
     (tmp_path / "e-appended.jsonl").write_bytes((tmp_path / "d-third.jsonl").read_bytes())
     more = [*files, str(tmp_path / "e-appended.jsonl")]

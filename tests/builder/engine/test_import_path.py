@@ -1,4 +1,4 @@
-"""The build's child Pythons (the workers' fork server, the chart process) import the build's
+"""The build's child Pythons (the workers' fork server) import the build's
 own modules, whatever folder the command runs in."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_the_environment_is_restored_after_the_children_start(
 def test_a_build_run_beside_other_builder_and_schemas_packages_imports_none_of_them(
     tmp_path: Path,
 ) -> None:
-    """Workers (a pool: ``--workers 2``) and the chart process would each import a
+    """Workers (a pool: ``--workers 2``) would each import a
     ``builder``/``schemas`` found in the command's folder before the build's own."""
     for package in ("builder", "schemas"):
         (tmp_path / package).mkdir()

@@ -1,0 +1,98 @@
+"""``builder.report.card_png``: the card's charts drawn with Pillow, checked by their pixels
+and against matplotlib's own box plot statistics."""
+
+from __future__ import annotations
+
+from io import BytesIO
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from builder.report import card_png
+
+BAR = (0x3B, 0x6E, 0xA8)
+HIGHLIGHT = (0xC0, 0x50, 0x4D)
+
+
+def pixels(png: bytes) -> np.ndarray:
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    return np.asarray(Image.open(BytesIO(png)).convert("RGB"))
+
+
+def columns_of(image: np.ndarray, colour: tuple[int, int, int]) -> list[np.ndarray]:
+    """Per row of pixels holding ``colour``, the columns where it is."""
+    hit = (image == np.array(colour, dtype=np.uint8)).all(axis=2)
+    return [np.flatnonzero(row) for row in hit if row.any()]
+
+
+def test_the_same_numbers_draw_the_same_bytes() -> None:
+    values = {"read": 5000, "valid": 4800, "sft rows": 4700}
+    assert card_png.bars("t", values, "rows") == card_png.bars("t", dict(values), "rows")
+    lengths = {"sft": np.arange(1, 2000), "dpo": np.arange(50, 90)}
+    marks = {"4k": 16_384}
+    assert card_png.lengths("t", lengths, "chars", marks) == card_png.lengths(
+        "t", {k: v.copy() for k, v in lengths.items()}, "chars", marks
+    )
+    assert card_png.bars("t", values, "rows") != card_png.bars(
+        "t", {**values, "read": 5001}, "rows"
+    )
+
+
+def test_bars_are_as_long_as_their_values_and_highlighted_ones_stand_out() -> None:
+    image = pixels(card_png.bars("t", {"one": 1000, "two": 2000, "hi": 3000}, "x", ["hi"]))
+    plain = columns_of(image, BAR)
+    starts = {int(c[0]) for c in plain}
+    assert len(starts) == 1  # every bar starts on the axis
+    widths = sorted({int(c[-1] - c[0]) for c in plain})
+    assert len(widths) == 2 and abs(widths[1] / widths[0] - 2) < 0.02
+    accent = columns_of(image, HIGHLIGHT)
+    assert accent and abs((accent[0][-1] - accent[0][0]) / widths[0] - 3) < 0.03
+
+
+def test_a_bar_chart_of_nothing_says_none_in_one_line() -> None:
+    empty = pixels(card_png.bars("Rejects", {}, "lines"))
+    assert empty.shape[0] < 80 and not columns_of(empty, BAR)
+
+
+@pytest.mark.parametrize(
+    ("top", "ticks"),
+    [
+        (27_000, [0, 5000, 10_000, 15_000, 20_000, 25_000, 30_000]),
+        (5, [0, 1, 2, 3, 4, 5]),
+        (0.9, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
+        (0, [0, 1]),
+    ],
+)
+def test_ticks_are_round_and_reach_the_top(top: float, ticks: list[float]) -> None:
+    assert card_png.nice_ticks(top) == pytest.approx(ticks)
+
+
+def test_tick_labels_are_short() -> None:
+    labels = [card_png.compact(v) for v in (0, 950, 5000, 12_500, 3_000_000, 2e9)]
+    assert labels == ["0", "950", "5k", "12.5k", "3M", "2G"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_box_statistics_are_matplotlibs(seed: int) -> None:
+    from matplotlib import cbook
+
+    rng = np.random.default_rng(seed)
+    values = np.maximum(rng.lognormal(7, 1.2, 500 + 97 * seed).round(), 1)
+    (expected,) = cbook.boxplot_stats(values)
+    low, q1, median, q3, high, outliers = card_png.box_stats(values)
+    assert (low, q1, median, q3, high) == pytest.approx(
+        (expected["whislo"], expected["q1"], expected["med"], expected["q3"], expected["whishi"])
+    )
+    assert sorted(outliers) == sorted(expected["fliers"])
+
+
+def test_the_lengths_chart_marks_each_limit_on_its_log_axis() -> None:
+    marks = {"1k": 1_000, "10k": 10_000, "100k": 100_000}
+    image = pixels(card_png.lengths("t", {"a": np.arange(1, 500)}, "chars", marks))
+    muted = np.array((0x9A, 0xA5, 0xB1), dtype=np.uint8)
+    dashed = (image == muted).all(axis=2).sum(axis=0)
+    lines = np.flatnonzero(dashed > 20)  # the three dashed lines, one pixel wide each
+    assert len(lines) == 3
+    gaps = np.diff(lines)  # a decade apart each: the same width on a log axis
+    assert abs(gaps[0] - gaps[1]) <= 1
