@@ -96,11 +96,11 @@ class ConfigWriter:
             raise RuntimeError(f"{self.name}: {missing}")
         if not collected.height:
             return
-        # The piece leaves Polars once, cast to the declared schema, and each split's rows
-        # are filtered out of it in Arrow: no gather of its long text columns in Polars
-        # (``partition_by``), whose thread pool the derive keeps busy meanwhile.
+        # Each split's rows are filtered in Polars, whose strings are views (the filter
+        # moves 16-byte views, not the text), then leave Polars and are cast to the
+        # declared schema: the text is copied once. Filtering in Arrow after the cast
+        # copied it twice, the second time through a gather of 64-bit-offset strings.
         split = collected.get_column("split")
-        table: pa.Table | None = None
         chars = row_chars(self.name, collected) if self._chars is not None else None
         if chars is None:
             self._chars = None  # no count of this piece: the report counts from the files
@@ -109,10 +109,9 @@ class ConfigWriter:
             rows = int(mask.sum())
             if not rows:
                 continue
-            if table is None:
-                table = conform(collected.to_arrow(compat_level=ARROW_VIEWS), self.schema)
-            whole = rows == table.num_rows
-            part = table if whole else table.filter(mask.to_arrow())
+            whole = rows == collected.height
+            piece = collected if whole else collected.filter(mask)
+            part = conform(piece.to_arrow(compat_level=ARROW_VIEWS), self.schema)
             self._writer(name).write(part)
             if self._chars is not None and chars is not None:
                 self._chars.setdefault(name, []).append(chars if whole else chars[mask.to_numpy()])
