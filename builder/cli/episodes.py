@@ -187,6 +187,8 @@ def start_ingest_workers(config: BuildConfig) -> None:
 
     if config.engine != "local":
         return
+    if config.cache_dir is not None and config.cache_dir.is_dir():
+        return  # a rebuild, mostly served by the cache: a pool starts if a run needs one
     try:
         files = expand_inputs([p for p in config.episodes if not is_uri(p)])
     except InputError:

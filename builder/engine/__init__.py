@@ -147,21 +147,22 @@ class ThreadEngine:
 
 
 class PerRunEngine:
-    """The automatic choice, run by run of input files: this process for a run under
-    ``from_bytes`` (a pool's start, a fork server importing the ingest, costs about a second
-    of one core), a pool of ``workers`` for a larger one; once started, the pool serves every
-    later run. Only a run that large keeps the workers busy: its results are all committed
-    before the next run's are read, so a pool would take a small run's one or two batches
-    no faster, and ship them to a worker and back. An incremental rebuild that normalizes
-    one small new file starts no pool."""
+    """The automatic choice, run by run of input files: this process while what is left to
+    read (the run and the runs after it) is under ``from_bytes`` (a pool's start, a fork
+    server importing the ingest, costs about a second of one core), a pool of ``workers``
+    once it is that much; once started, the pool serves every later run. A run's results
+    are all committed before the next run's are read, so a small run is cut into smaller
+    batches to keep every worker busy (``batch_bytes``). An incremental rebuild that
+    normalizes one small new file starts no pool."""
 
     def __init__(self, workers: int, from_bytes: int) -> None:
         self.workers, self.from_bytes = workers, from_bytes
         self._inline = InlineEngine()
         self._pool: LocalEngine | None = None
 
-    def for_files(self, paths: Iterable[str]) -> Engine:
-        if self._pool is None and sum(map(local_size, paths)) >= self.from_bytes:
+    def for_files(self, paths: Iterable[str], ahead: int = 0) -> Engine:
+        """The engine for the run ``paths``; ``ahead``: bytes of the runs to read after it."""
+        if self._pool is None and sum(map(local_size, paths)) + ahead >= self.from_bytes:
             self._pool = LocalEngine(self.workers)
         return self._pool or self._inline
 
@@ -175,10 +176,22 @@ class PerRunEngine:
             _stop_fork_server()
 
 
-def for_files(engine: Engine, paths: Iterable[str]) -> Engine:
-    """The engine to run the batches of ``paths`` (a run of input files) on."""
+def for_files(engine: Engine, paths: Iterable[str], ahead: int = 0) -> Engine:
+    """The engine to run the batches of ``paths`` (a run of input files) on; ``ahead``:
+    bytes of the runs to read after it."""
     choose = getattr(engine, "for_files", None)
-    return engine if choose is None else choose(paths)
+    return engine if choose is None else choose(paths, ahead)
+
+
+def batch_bytes(paths: Iterable[str], workers: int, most: int) -> int:
+    """Bytes of a batch of the run ``paths`` on ``workers``: ``most``, or for a run too small
+    to give each worker two batches of that size (a few small files of an input of many),
+    the run shared into ``2 × workers`` batches (not under ``MIN_BATCH_BYTES``). Batches
+    of the same lines cut otherwise give the same rows."""
+    total = sum(map(local_size, paths)) if workers > 1 else 0
+    if not total:
+        return most
+    return max(MIN_BATCH_BYTES, min(most, -(-total // (2 * workers))))
 
 
 def local_size(path: str) -> int:
@@ -196,6 +209,9 @@ def local_size(path: str) -> int:
 # second of one core) costs more than the second core gives back: four of the ingest's
 # 16 MB batches (``builder.ingest.files.BATCH_BYTES``).
 POOL_FROM_BYTES = 64 << 20
+# The smallest batch a small run is cut into: a batch's fixed cost (its tables, shipping it
+# to a worker and back) stays small beside its lines'.
+MIN_BATCH_BYTES = 1 << 20
 
 
 def main_survives_reimport() -> bool:
@@ -223,11 +239,10 @@ _ENTRY_GUARD = re.compile(r"""^if\s+__name__\s*==\s*["']__main__["']\s*:""", re.
 
 def pool_expected(episode_files: Iterable[str], workers: int) -> bool:
     """Whether the ingest's automatic choice (``workers`` 0) will start a pool: more than
-    one core, workers allowed here, and an episode file of ``POOL_FROM_BYTES`` or more (a
-    run of smaller files that large, in an input of gigabytes, starts its pool when read)."""
+    one core, workers allowed here, and ``POOL_FROM_BYTES`` or more of episode files."""
     if workers != 0 or default_workers() <= 1 or not main_survives_reimport():
         return False
-    return any(local_size(path) >= POOL_FROM_BYTES for path in episode_files)
+    return sum(map(local_size, episode_files)) >= POOL_FROM_BYTES
 
 
 def start_fork_server() -> None:

@@ -27,9 +27,11 @@ from builder.engine import (
     Engine,
     InlineEngine,
     PerRunEngine,
+    batch_bytes,
     default_workers,
     for_files,
     local_engine,
+    local_size,
     main_survives_reimport,
 )
 from builder.ingest.codec import BatchResult
@@ -166,12 +168,15 @@ class Ingest:
         )
         self.first_seen: dict[str, tuple[str, int]] = {}
         self.segment_files: dict[str, tuple[str, ...]] = {}  # episode segment -> its files
+        self.ahead = 0  # bytes of the episode files in the runs after the one being read
 
     def run(self) -> IngestResult:
         runs = episode_segments(self.config)
         self.segment_files = {segment_name(i): run for i, run in enumerate(runs, 1)}
         self._segment(BANK_SEGMENT, self._read_banks)
-        for name, run in self.segment_files.items():
+        sizes = [sum(map(local_size, run)) for run in runs]
+        for i, (name, run) in enumerate(self.segment_files.items()):
+            self.ahead = sum(sizes[i + 1 :])  # what the engine's choice looks ahead to
             self._segment(name, lambda run=run: self._read_run(run))
         self.result.rows = self.sink.rows
         return self.result
@@ -217,8 +222,9 @@ class Ingest:
         files costs a few batches rather than one each. A file is done (``_file_done``) once
         the batch holding its last line is committed."""
         sent: deque[tuple[list[SourceLine], list[InputFile]]] = deque()
-        engine = for_files(self.engine, paths)
-        for result in engine.map(normalize_batch, self._batches(paths, sent)):
+        engine = for_files(self.engine, paths, self.ahead)
+        most = batch_bytes(paths, getattr(engine, "workers", 1), BATCH_BYTES)
+        for result in engine.map(normalize_batch, self._batches(paths, sent, most)):
             lines, ended = sent.popleft()
             self._commit(lines, result)
             for source in ended:
@@ -228,10 +234,14 @@ class Ingest:
                 self._file_done(source)
 
     def _batches(
-        self, paths: Sequence[str], sent: deque[tuple[list[SourceLine], list[InputFile]]]
+        self,
+        paths: Sequence[str],
+        sent: deque[tuple[list[SourceLine], list[InputFile]]],
+        most: int = BATCH_BYTES,
     ) -> Iterator[tuple[list[SourceLine], int, int | None, float | None]]:
-        """``normalize_batch``'s arguments; each batch is also queued on ``sent`` with the
-        files that ended before it was cut. Files after the last line are queued alone."""
+        """``normalize_batch``'s arguments, batches of at most ``most`` bytes; each batch is
+        also queued on ``sent`` with the files that ended before it was cut. Files after the
+        last line are queued alone."""
         options = (
             self.config.hook_value_limit,
             self.config.hash_precision,
@@ -248,7 +258,7 @@ class Ingest:
                     continue
                 batch.append(line)
                 size += len(line.raw)
-                if len(batch) >= self.config.batch_lines or size >= BATCH_BYTES:
+                if len(batch) >= self.config.batch_lines or size >= most:
                     sent.append((batch, ended))
                     yield batch, *options
                     batch, size, ended = [], 0, []

@@ -145,6 +145,71 @@ def test_a_pool_starts_for_a_run_of_its_threshold(tmp_path: Path) -> None:
         engine.close()
 
 
+def test_small_runs_start_the_pool_when_the_input_is_large(tmp_path: Path) -> None:
+    """Many small files are many small runs: the pool starts when what is left to read
+    (this run and those after it) reaches the threshold, not only when one run does (50
+    files of 6 MB were all normalized in the build's own process)."""
+    small = tmp_path / "small.jsonl"
+    small.write_bytes(b"x" * 10)
+    engine = PerRunEngine(2, from_bytes=50)
+    try:
+        assert isinstance(engine.for_files([str(small)], ahead=39), InlineEngine)
+        assert isinstance(engine.for_files([str(small)], ahead=40), LocalEngine)
+    finally:
+        engine.close()
+
+
+def test_a_small_run_is_cut_into_a_batch_or_two_per_worker(tmp_path: Path) -> None:
+    from builder.engine import MIN_BATCH_BYTES, batch_bytes
+
+    run = tmp_path / "run.jsonl"
+    run.write_bytes(b"x" * (12 * MIN_BATCH_BYTES))
+    most = 16 * MIN_BATCH_BYTES
+    assert batch_bytes([str(run)], 2, most) == 3 * MIN_BATCH_BYTES  # 4 batches, 2 workers
+    assert batch_bytes([str(run)], 1, most) == most  # one process: no need to cut
+    assert batch_bytes([str(run)] * 8, 2, most) == most  # large enough as it is
+    assert batch_bytes([str(run)], 64, most) == MIN_BATCH_BYTES  # never smaller than this
+    assert batch_bytes(["s3://bucket/remote.jsonl"], 2, most) == most  # size unknown
+
+
+def test_a_run_of_small_files_keeps_both_workers_busy_and_writes_the_same_bytes(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The two files of ``tricky_input`` as one run on two workers: cut into four batches
+    (the minimum batch lowered to fit the sample), where one batch of the usual size held
+    the whole run; the dataset is the one-process build's, byte for byte (which cuts no
+    batch but at ``batch_lines``)."""
+    import builder.engine as engine_module
+
+    config = tricky_input(tmp_path)
+    size = sum(Path(p).stat().st_size for p in config.episodes)
+    monkeypatch.setattr(engine_module, "MIN_BATCH_BYTES", 1)
+    batches: list[int] = []
+    original = LocalEngine.map
+
+    def counted(self: LocalEngine, fn: Any, items: Any) -> Any:
+        def each() -> Any:
+            for item in items:
+                batches.append(sum(len(line.raw) for line in item[0]))
+                yield item
+
+        return original(self, fn, each())
+
+    monkeypatch.setattr(LocalEngine, "map", counted)
+
+    def run(name: str, workers: int) -> dict[str, bytes]:
+        out = tmp_path / name / "dataset"
+        changed = {"out": out, "rejects": tmp_path / name / "r.jsonl", "workers": workers}
+        changed["batch_lines"] = 10_000  # batches cut by their bytes alone
+        build(BuildConfig(**{**config.__dict__, **changed}))
+        return {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    assert run("two", 2) == run("one", 1)
+    longest = max(len(line) for p in config.episodes for line in Path(p).read_bytes().split(b"\n"))
+    assert len(batches) >= 4  # a batch closes at the line that brings it to a quarter
+    assert max(batches) < -(-size // 4) + longest
+
+
 def test_a_pool_leaves_no_fork_server_behind(tmp_path: Path) -> None:
     """Closing the engine stops and reaps its fork server: no process outlives the ingest
     (and the workers' CPU time counts as this process's children)."""
@@ -175,6 +240,9 @@ def test_the_command_starts_the_workers_server_ahead_only_for_a_pool(
     start_ingest_workers(BuildConfig(**{**config.__dict__, "workers": 1}))
     monkeypatch.setattr(engine_module, "POOL_FROM_BYTES", 1)
     start_ingest_workers(BuildConfig(**{**config.__dict__, "workers": 1}))  # in-process asked
+    assert forkserver._forkserver._forkserver_pid is None
+    (tmp_path / "cache").mkdir()  # a rebuild with its cache: a pool starts only if needed
+    start_ingest_workers(BuildConfig(**{**config.__dict__, "cache_dir": tmp_path / "cache"}))
     assert forkserver._forkserver._forkserver_pid is None
     start_ingest_workers(config)
     try:
