@@ -239,9 +239,8 @@ class Ingest:
         sent: deque[tuple[list[SourceLine], list[InputFile]]],
         most: int = BATCH_BYTES,
     ) -> Iterator[tuple[list[SourceLine], int, int | None, float | None]]:
-        """``normalize_batch``'s arguments, batches of at most ``most`` bytes; each batch is
-        also queued on ``sent`` with the files that ended before it was cut. Files after the
-        last line are queued alone."""
+        """``normalize_batch``'s arguments, batches of ``most`` bytes, each also queued on
+        ``sent`` with the files that ended before it (files after the last line, alone)."""
         options = (
             self.config.hook_value_limit,
             self.config.hash_precision,
@@ -390,9 +389,7 @@ def _engine(config: BuildConfig, workers: int | None) -> Engine:
 
 def _local(config: BuildConfig, workers: int | None) -> Engine:
     """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
-    (1: this one). 0/None, the default: one worker per available core for each run of
-    episode files of ``POOL_FROM_BYTES`` or more, this process for smaller ones
-    (``PerRunEngine``)."""
+    (1: this one). 0/None, the default: ``PerRunEngine``, one worker per available core."""
     if workers is None:
         workers = config.workers or 0
     if workers >= 1:

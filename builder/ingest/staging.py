@@ -22,7 +22,6 @@ from builder.config import BuildConfig
 from builder.fs import storage
 from schemas.tables import TABLES, empty_table
 
-
 # Staging tables are written once and read a few times within the build, never published.
 # Without dictionaries (which the text columns, most of the bytes, give up on anyway) the
 # files are as large; measured alone, one write and one read of them took ≈ 0.25 CPU-s less
