@@ -2,8 +2,8 @@
 
 The work folder beside the output (everything is written there and swapped in at the very
 end, so a failed build leaves the previous dataset untouched), the rejects file, the
-incremental cache, and the card's import warm-up. Whatever happens, each
-is undone and no work file is left; a build the data refused keeps its rejects.
+incremental cache, and the card's import warm-up. Whatever happens, each is undone and no
+work file is left; a build the data refused keeps its rejects.
 """
 
 from __future__ import annotations

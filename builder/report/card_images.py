@@ -4,7 +4,7 @@ their sha256 (so ``publish`` and ``upload_to`` send them and the release gate ve
 
 Drawn from the manifest being written and the build's own Parquet files, the numbers the
 report shows (``card_charts``, drawn with Pillow: ≈ 0.05 CPU-s for the three). The bytes
-depend on nothing but those numbers and the Pillow version: a rebuild of the same inputs
+depend on nothing but those numbers, Pillow and the fonts: a rebuild of the same inputs
 writes the same images. With a build cache, each image is reused while the numbers it shows
 are unchanged.
 """
@@ -71,6 +71,7 @@ def _memo_key(name: str, data: Mapping[str, Any]) -> str:
         name,
         shown,
         importlib.metadata.version("pillow"),
+        importlib.metadata.version("matplotlib"),  # whose DejaVu fonts the charts use
         hashlib.sha256(code).hexdigest(),
     ]
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
