@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from builder.errors import EnvironmentProblem
+
 WIDTH = 640
 PAD = 12
 TITLE_SIZE, TEXT_SIZE, SMALL_SIZE = 14, 12, 10
@@ -32,10 +34,13 @@ WHISKER = 1.5  # box plot whiskers: the furthest values within 1.5 × IQR of the
 @functools.cache
 def _font_file(bold: bool) -> Path:
     spec = importlib.util.find_spec("matplotlib")  # locates the package, runs none of it
-    if spec is None or spec.origin is None:
-        raise RuntimeError("the card's charts need matplotlib's fonts: pip install matplotlib")
     name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
-    return Path(spec.origin).parent / "mpl-data" / "fonts" / "ttf" / name
+    path = None if spec is None or spec.origin is None else Path(spec.origin).parent
+    if path is None or not (path / "mpl-data" / "fonts" / "ttf" / name).is_file():
+        problem = EnvironmentProblem(f"the card's charts need matplotlib's font {name}")
+        problem.hint = "pip install --force-reinstall matplotlib"
+        raise problem
+    return path / "mpl-data" / "fonts" / "ttf" / name
 
 
 @functools.cache

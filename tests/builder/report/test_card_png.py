@@ -96,3 +96,25 @@ def test_the_lengths_chart_marks_each_limit_on_its_log_axis() -> None:
     assert len(lines) == 3
     gaps = np.diff(lines)  # a decade apart each: the same width on a log axis
     assert abs(gaps[0] - gaps[1]) <= 1
+
+
+def test_missing_fonts_are_an_environment_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broken matplotlib install (its fonts gone) ends the build in one line that says
+    what to reinstall, not a traceback from FreeType."""
+    import importlib.util
+
+    from builder.errors import EnvironmentProblem
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
+    )
+    card_png._font_file.cache_clear()
+    card_png.font.cache_clear()
+    try:
+        with pytest.raises(EnvironmentProblem, match=r"DejaVuSans\.ttf") as raised:
+            card_png.bars("t", {"a": 1}, "x")
+        assert "matplotlib" in raised.value.hint
+    finally:
+        card_png._font_file.cache_clear()
+        card_png.font.cache_clear()
