@@ -35,12 +35,13 @@ WHISKER = 1.5  # box plot whiskers: the furthest values within 1.5 × IQR of the
 def _font_file(bold: bool) -> Path:
     spec = importlib.util.find_spec("matplotlib")  # locates the package, runs none of it
     name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
-    path = None if spec is None or spec.origin is None else Path(spec.origin).parent
-    if path is None or not (path / "mpl-data" / "fonts" / "ttf" / name).is_file():
-        problem = EnvironmentProblem(f"the card's charts need matplotlib's font {name}")
-        problem.hint = "pip install --force-reinstall matplotlib"
-        raise problem
-    return path / "mpl-data" / "fonts" / "ttf" / name
+    if spec is not None and spec.origin is not None:
+        path = Path(spec.origin).parent / "mpl-data" / "fonts" / "ttf" / name
+        if path.is_file():
+            return path
+    problem = EnvironmentProblem(f"the card's charts need matplotlib's font {name}")
+    problem.hint = "pip install --force-reinstall matplotlib"
+    raise problem
 
 
 @functools.cache
