@@ -29,6 +29,7 @@ BAR_ROW, BOX_ROW = 22, 30  # pixels per bar, per box
 WHITE, INK, MUTED, GRID = "#ffffff", "#1f2933", "#9aa5b1", "#e4e7eb"
 COLOR, ACCENT = "#3b6ea8", "#c0504d"
 WHISKER = 1.5  # box plot whiskers: the furthest values within 1.5 × IQR of the box
+LABEL_ROOM = WIDTH * 2 // 5  # pixels a row's label may take: the bars keep the rest
 
 
 @functools.cache
@@ -89,6 +90,15 @@ def text_width(text: str, size: int = TEXT_SIZE) -> int:
     return math.ceil(font(size).getlength(text))
 
 
+def fitted(text: str, room: int = LABEL_ROOM) -> str:
+    """``text``, cut short with an ellipsis to fit ``room`` pixels."""
+    if text_width(text) <= room:
+        return text
+    while text and text_width(text + "…") > room:
+        text = text[:-1]
+    return text + "…"
+
+
 def compact(value: float) -> str:
     """A tick's label: ``950``, ``5k``, ``12.5k``, ``3M``."""
     for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -122,8 +132,9 @@ def bars(
         canvas.text((PAD, PAD + 24), "none", fill=MUTED)
         return canvas.png()
     labels, numbers = list(values), [float(v) for v in values.values()]
+    shown = [fitted(label) for label in labels]
     top_of_axis = nice_ticks(max(max(numbers), 0.0) or 1.0)
-    left = PAD + max(text_width(label) for label in labels) + 8
+    left = PAD + max(text_width(label) for label in shown) + 8
     value_room = max(text_width(fmt.format(v), SMALL_SIZE) for v in numbers) + 8
     right = WIDTH - PAD - value_room
     top = PAD + 26
@@ -137,7 +148,7 @@ def bars(
         end = left + max(number, 0.0) * scale
         if end > left:
             canvas.draw.rectangle([left, y + 3, end, y + BAR_ROW - 3], fill=fill)
-        canvas.text((left - 8, y + BAR_ROW / 2), label, anchor="rm")
+        canvas.text((left - 8, y + BAR_ROW / 2), shown[row], anchor="rm")
         canvas.text((end + 4, y + BAR_ROW / 2), fmt.format(number), SMALL_SIZE, anchor="lm")
     canvas.text((PAD, PAD - 4), title, TITLE_SIZE, bold=True)
     canvas.text(((left + right) / 2, bottom + 26), axis_label, SMALL_SIZE, anchor="mt")
@@ -187,7 +198,7 @@ def lengths(
     highest = math.log10(max([float(d.max()) for d in data] + [float(v) for v in marks.values()]))
     margin = max(highest - lowest, 1.0) * 0.04  # a little room either side, as decades go
     first, last = lowest - margin, highest + margin
-    left = PAD + max(text_width(name) for name in names) + 8
+    left = PAD + max(text_width(fitted(name)) for name in names) + 8
     right = WIDTH - PAD - 8
     top, bottom = PAD + 26, PAD + 26 + BOX_ROW * len(names)
     canvas = Canvas(WIDTH, bottom + 48)
@@ -220,7 +231,7 @@ def lengths(
             canvas.draw.line([(at(end), middle - half / 2), (at(end), middle + half / 2)], INK)
         canvas.draw.rectangle([at(q1), middle - half, at(q3), middle + half], outline=INK)
         canvas.draw.line([(at(median), middle - half), (at(median), middle + half)], ACCENT, 2)
-        canvas.text((left - 8, middle), name, anchor="rm")
+        canvas.text((left - 8, middle), fitted(name), anchor="rm")
     canvas.text((PAD, PAD - 4), title, TITLE_SIZE, bold=True)
     canvas.text(((left + right) / 2, bottom + 26), axis_label, SMALL_SIZE, anchor="mt")
     return canvas.png()

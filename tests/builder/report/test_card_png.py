@@ -118,3 +118,15 @@ def test_missing_fonts_are_an_environment_problem(monkeypatch: pytest.MonkeyPatc
     finally:
         card_png._font_file.cache_clear()
         card_png.font.cache_clear()
+
+
+def test_a_long_label_is_cut_short_and_the_bars_keep_their_room() -> None:
+    long = "check: " + "a_very_long_kind_name_" * 12
+    image = pixels(card_png.bars("t", {long: 10, "short": 5}, "x"))
+    widths = [int(c[-1] - c[0]) for c in columns_of(image, BAR)]
+    assert widths and max(widths) > card_png.WIDTH // 3  # the longest bar keeps its room
+    assert card_png.fitted(long).endswith("…")
+    assert card_png.text_width(card_png.fitted(long)) <= card_png.LABEL_ROOM
+    assert card_png.fitted("short") == "short"
+    lengths = card_png.lengths("t", {long: np.arange(1, 100)}, "chars", {})
+    assert pixels(lengths).shape[1] == card_png.WIDTH
