@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 
 from builder.errors import EnvironmentProblem
+from builder.report.charts import ACCENT, COLOR, MUTED  # the report's colours (no matplotlib)
 
 WIDTH = 640
 PAD = 12
 TITLE_SIZE, TEXT_SIZE, SMALL_SIZE = 14, 12, 10
 BAR_ROW, BOX_ROW = 22, 30  # pixels per bar, per box
-WHITE, INK, MUTED, GRID = "#ffffff", "#1f2933", "#9aa5b1", "#e4e7eb"
-COLOR, ACCENT = "#3b6ea8", "#c0504d"
+WHITE, INK, GRID = "#ffffff", "#1f2933", "#e4e7eb"
 WHISKER = 1.5  # box plot whiskers: the furthest values within 1.5 × IQR of the box
 LABEL_ROOM = WIDTH * 2 // 5  # pixels a row's label may take: the bars keep the rest
 
