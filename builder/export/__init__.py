@@ -177,8 +177,8 @@ def export_dataset(
     if config.built_from:  # ``build --from``: the build or release its inputs came from
         manifest["built_from"] = dict(config.built_from)
     episode_count = ingested.rows.get("episodes", 0)
-    # The YAML is Python (a YAML dump of every file's path) and the charts are mostly
-    # waiting (row lengths counted in Polars, drawing in the chart process): one beside the other.
+    # The YAML is Python (a YAML dump of every file's path) and the charts are mostly waiting
+    # (row lengths counted in Polars, PNG compression in Pillow): one beside the other.
     with ThreadPoolExecutor(1, thread_name_prefix="card-yaml") as pool:
         yaml = pool.submit(card_yaml, exported, config.card, episode_count, card_memo)
         if images is not None:  # the card's charts (``images/*.png``), listed with the data

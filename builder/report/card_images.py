@@ -11,6 +11,7 @@ are unchanged.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from builder.report import card_charts, lengths, stats
+from builder.report import card_charts, card_png, lengths, stats
 from builder.report.folder import BuildFolder
 
 FOLDER = "images"
@@ -55,10 +56,14 @@ SHOWN = {"funnel": ("funnel", "funnel_rows"), "rejects": ("rejects",), "lengths"
 DRAWING_CODE = ("card_charts.py", "card_png.py", "context_limits.py")
 
 
-def _memo_key(name: str, data: Mapping[str, Any]) -> str:
-    import importlib.metadata
-
+@functools.cache
+def _drawing() -> str:
+    """The code that draws the charts and what it draws with (``card_png.renderer``)."""
     code = b"".join((Path(__file__).parent / f).read_bytes() for f in DRAWING_CODE)
+    return f"{hashlib.sha256(code).hexdigest()}, {card_png.renderer()}"
+
+
+def _memo_key(name: str, data: Mapping[str, Any]) -> str:
     shown: dict[str, Any] = {field: data[field] for field in SHOWN[name]}
     if name == "lengths":  # one number per row of every config: by digest
         shown["lengths"] = {
@@ -67,13 +72,7 @@ def _memo_key(name: str, data: Mapping[str, Any]) -> str:
             ).hexdigest()
             for config, values in data["lengths"].items()
         }
-    material = [
-        name,
-        shown,
-        importlib.metadata.version("pillow"),
-        importlib.metadata.version("matplotlib"),  # whose DejaVu fonts the charts use
-        hashlib.sha256(code).hexdigest(),
-    ]
+    material = [name, shown, _drawing()]
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 

@@ -127,6 +127,35 @@ def test_each_chart_is_drawn_again_only_when_its_numbers_change(
     assert len(list(memo.glob("*.png"))) == len(card_images.CHARTS)  # the old one pruned
 
 
+def test_every_chart_is_drawn_again_by_another_pillow_or_other_fonts(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    import PIL
+
+    from builder.report import card_png
+
+    manifest = json.loads((sample_build.out / "manifest.json").read_text())
+    memo, folder = tmp_path / "memo", tmp_path / "folder"
+    shutil.copytree(sample_build.out, folder)
+    card_images.write_card_images(folder, manifest, memo)
+    assert PIL.__version__ in card_png.renderer()
+    drawn: list[str] = []
+    real = card_charts.draw_chart
+
+    def counted(name: str, data: object) -> bytes:
+        drawn.append(name)
+        return real(name, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(card_charts, "draw_chart", counted)
+    for renderer in ("pillow 0.0, fonts abc", "pillow 0.0, fonts def"):
+        monkeypatch.setattr(card_images, "_drawing", lambda r=renderer: r)
+        card_images.write_card_images(folder, manifest, memo)
+        assert sorted(drawn) == sorted(card_images.CHARTS)
+        drawn.clear()
+
+
 @pytest.mark.parametrize("damage", ["truncated", "overwritten"])
 def test_a_damaged_image_in_the_memo_is_drawn_again(
     sample_build: BuildReport, tmp_path: Path, damage: str

@@ -4,6 +4,7 @@ and against matplotlib's own box plot statistics."""
 from __future__ import annotations
 
 from io import BytesIO
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -130,3 +131,20 @@ def test_a_long_label_is_cut_short_and_the_bars_keep_their_room() -> None:
     assert card_png.fitted("short") == "short"
     lengths = card_png.lengths("t", {long: np.arange(1, 100)}, "chars", {})
     assert pixels(lengths).shape[1] == card_png.WIDTH
+
+
+def test_the_renderer_names_pillow_and_changes_with_the_fonts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import PIL
+
+    real = card_png.renderer()
+    assert real.startswith(f"pillow {PIL.__version__}, fonts ")
+    other = tmp_path / "other.ttf"
+    other.write_bytes(card_png._font_file(False).read_bytes() + b"\0")
+    monkeypatch.setattr(card_png, "_font_file", lambda bold: other)
+    card_png.renderer.cache_clear()
+    try:
+        assert card_png.renderer() != real
+    finally:
+        card_png.renderer.cache_clear()
