@@ -37,7 +37,7 @@ def test_the_automatic_threshold_is_a_power_of_two_that_moves_when_the_input_dou
     assert segment_threshold(64 * MIN_SEGMENT_BYTES) == MIN_SEGMENT_BYTES
     assert segment_threshold(64 * MIN_SEGMENT_BYTES + 64) == 2 * MIN_SEGMENT_BYTES
     assert segment_threshold(128 * MIN_SEGMENT_BYTES) == 2 * MIN_SEGMENT_BYTES
-    for total in (10**9, 3 * 10**10, 123_456_789_012):
+    for total in (4 * 10**9, 3 * 10**10, 123_456_789_012):
         threshold = segment_threshold(total)
         assert threshold & (threshold - 1) == 0
         assert total / 64 <= threshold < total / 32
