@@ -94,15 +94,16 @@ def segment_names(config: BuildConfig) -> list[str]:
 
 # A segment has a fixed cost (its derive plans, a file per config and split: ≈ 0.2 s), so
 # small files are read and exported together; a segment closes once it holds this many stored
-# bytes. At 8 MiB, 5,000 episodes in fifty 5.8 MB files were 25 segments and took 1.45 × the
-# one-file build; at 32 MiB, 9 segments and 1.1 × (a file appended re-exports at most 32 MiB).
-MIN_SEGMENT_BYTES = 32 << 20
+# bytes. Fifty 5.8 MB files: 25 segments at 8 MiB (1.5 × the one-file build), 17 at 16 MiB
+# (1.3 ×), 9 at 32 MiB (1.15 ×), but a file appended re-exports the open run, at most this
+# size: at 32 MiB that rebuild took up to 0.11 of a full build, at 16 MiB 0.09.
+MIN_SEGMENT_BYTES = 16 << 20
 SEGMENTS_PER_INPUT = 64
 
 
 def segment_threshold(total_bytes: int) -> int:
     """The automatic ``segment_bytes``: the power of two at or above 1/64 of the input, and at
-    least 32 MiB. A segment stays a small share of the input, so a file appended to an open
+    least 16 MiB. A segment stays a small share of the input, so a file appended to an open
     segment rebuilds little, and the threshold (with every segment) only moves when the
     input doubles."""
     target = max(MIN_SEGMENT_BYTES, total_bytes // SEGMENTS_PER_INPUT)
