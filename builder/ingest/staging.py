@@ -27,7 +27,10 @@ class TableSink:
     """Appends row batches to one staging Parquet file per normalized table.
 
     Batches are written on a second thread, in order, while the next batch is normalized
-    (Parquet encoding releases the GIL); at most one batch waits, so memory stays bounded."""
+    (Parquet encoding releases the GIL); at most one batch waits, so memory stays bounded.
+    A segment's files are closed and the next one's opened on that thread too, so the
+    ingest reads the next run of files meanwhile: with many small runs, waiting for each
+    run's last write took ≈ 0.03 s a segment."""
 
     def __init__(self, directory: Path, compression: str = "lz4") -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -35,13 +38,14 @@ class TableSink:
         self.rows: Counter[str] = Counter()
         self._writers: dict[str, pq.ParquetWriter] = {}
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="staging-write")
-        self._pending: Future[None] | None = None
+        self._pending: list[Future[None]] = []
 
     def segment(self, name: str) -> None:
         """Rows written from now on go to segment ``name`` (``{directory}/{name}/``)."""
-        self._wait()
+        self._pending.append(self._thread.submit(self._open, self.directory / name))
+
+    def _open(self, folder: Path) -> None:
         self._close_writers()
-        folder = self.directory / name
         folder.mkdir(parents=True, exist_ok=True)
         compression = self.compression
         self._writers = {
@@ -58,7 +62,7 @@ class TableSink:
         self._wait()
         for name, table in tables.items():
             self.rows[name] += table.num_rows
-        self._pending = self._thread.submit(self._write, tables)
+        self._pending.append(self._thread.submit(self._write, tables))
 
     def _write(self, tables: dict[str, pa.Table]) -> None:
         for name, table in tables.items():
@@ -66,9 +70,9 @@ class TableSink:
                 self._writers[name].write_table(table)
 
     def _wait(self) -> None:
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending.result()  # a failed write raises here, in the ingest's thread
+        pending, self._pending = self._pending, []
+        for job in pending:
+            job.result()  # a failed write raises here, in the ingest's thread
 
     def close(self) -> None:
         try:
