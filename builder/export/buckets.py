@@ -140,53 +140,65 @@ class Bucket:
         return frame
 
 
-def partition(
-    tables_dir: Path,
-    buckets: int,
-    directory: Path,
-    lookup: pl.DataFrame | None = None,
-) -> list[Bucket]:
+def partition(tables_dir: Path, buckets: int, directory: Path) -> list[Bucket]:
     """Cut the staging tables into ``buckets`` buckets, in one streaming pass over each
     (rows keep their order within a bucket): the staging tables are read once and never
     rewritten. Rows are redacted when a bucket is read (``load``), so the cut needs no
-    redaction pre-pass and runs while it is made. ``lookup``: question rows of earlier
-    segments that this one's episodes refer to, as those segments published them
-    (redacted), cut the same way (table ``LOOKUP``), so a bucket can join every question
-    its episodes need."""
+    redaction pre-pass, and it depends on nothing of earlier segments: it can run while
+    the segment before is derived. ``add_lookup`` adds what does."""
     scan = pl.scan_parquet(tables_dir / "episodes.parquet")
     episode_bucket = scan.select("episode_id", _bucket=bucket_index(buckets)).collect()
     schemas = {name: pq.read_schema(tables_dir / f"{name}.parquet") for name in BUCKETED}
     schemas[LOOKUP] = LOOKUP_SCHEMA
     out = [Bucket(schemas) for _ in range(buckets)]
-    sources: dict[str, Iterable[Callable[[], pa.Table]]] = {
-        name: reads(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS) for name in BUCKETED
-    }
-    if lookup is not None and lookup.height:
+    for name in BUCKETED:
+        loaders = reads(tables_dir / f"{name}.parquet", PARTITION_BATCH_ROWS)
+        _cut_table(out, name, loaders, directory, episode_bucket)
+    return out
+
+
+def add_lookup(parts: list[Bucket], directory: Path, lookup: pl.DataFrame) -> None:
+    """Cut ``lookup`` (question rows of earlier segments that this one's episodes refer
+    to, as those segments published them: redacted) into ``parts`` the way ``partition``
+    cut the staging tables (table ``LOOKUP``), so a bucket can join every question its
+    episodes need."""
+    if lookup.height:
         slices = lookup.iter_slices(PARTITION_BATCH_ROWS)
-        sources[LOOKUP] = (functools.partial(_given, frame) for frame in slices)
+        loaders = (functools.partial(_given, frame) for frame in slices)
+        _cut_table(parts, LOOKUP, loaders, directory)
+
+
+def _cut_table(
+    out: list[Bucket],
+    name: str,
+    loaders: Iterable[Callable[[], pa.Table]],
+    directory: Path,
+    episode_bucket: pl.DataFrame | None = None,
+) -> None:
+    """Table ``name``'s batches (each read by one of ``loaders``) cut into the buckets of
+    ``out``, on a few threads; ``episode_bucket`` places rows keyed by episode only."""
+    schema, buckets = out[0].schemas[name], len(out)
     engine = ThreadEngine(max(2, default_workers()), name="partition")
     try:
-        for name, loaders in sources.items():
-            cut = functools.partial(_cut, schemas[name], buckets, episode_bucket)
-            jobs = ((load,) for load in loaders)
-            if buckets == 1:  # a small input: its one bucket is the staging tables, as read
-                out[0].held[name] = [t for ((_, t),) in engine.map(cut, jobs)]
-                continue
-            (directory / name).mkdir(parents=True, exist_ok=True)
-            scratch = _Scratch(directory / name, name, schemas[name], out)
-            for pieces in engine.map(cut, jobs):
-                for k, table in pieces:
-                    scratch.add(k, table)
-            scratch.flush()
+        cut = functools.partial(_cut, schema, buckets, episode_bucket)
+        jobs = ((load,) for load in loaders)
+        if buckets == 1:  # a small input: its one bucket is the staging tables, as read
+            out[0].held[name] = [t for ((_, t),) in engine.map(cut, jobs)]
+            return
+        (directory / name).mkdir(parents=True, exist_ok=True)
+        scratch = _Scratch(directory / name, name, schema, out)
+        for pieces in engine.map(cut, jobs):
+            for k, table in pieces:
+                scratch.add(k, table)
+        scratch.flush()
     finally:
         engine.close()
-    return out
 
 
 def _cut(
     schema: pa.Schema,
     buckets: int,
-    episode_bucket: pl.DataFrame,
+    episode_bucket: pl.DataFrame | None,
     load: Callable[[], pa.Table],
 ) -> list[tuple[int, pa.Table]]:
     """One batch of a table (``load`` reads it) as (bucket, rows) pieces in bucket order
@@ -201,6 +213,7 @@ def _cut(
         keys = pl.DataFrame([pl.Series("question_id", table.column("question_id"))])
         keyed = keys.select(_bucket=bucket_index(buckets))
     else:
+        assert episode_bucket is not None, "a table keyed by episode needs the episodes' buckets"
         keys = pl.DataFrame([pl.Series("episode_id", table.column("episode_id"))])
         keyed = keys.join(episode_bucket, on="episode_id", how="left", maintain_order="left")
     # One stable sort of the bucket numbers and one gather per batch, then a zero-copy

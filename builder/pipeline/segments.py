@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from builder.config import BuildConfig
 from builder.derive.splits.plan import HeldOutPlan
-from builder.export.buckets import BUCKETED, bucket_count, partition
+from builder.export.buckets import BUCKETED, Bucket, add_lookup, bucket_count, partition
 from builder.export.lookup import QuestionIndex, lookup
 from builder.export.segment import SegmentExporter, SegmentOutput
 from builder.ingest.staging import segment_names
@@ -40,9 +40,11 @@ def export_segments(
     in, any other exported from its staging tables. Before any config is derived, secrets
     are redacted as a bucket is read, on the thread that derives it (nothing rewritten; the
     values assigned to secret names are found by a pre-pass on a thread of its own while
-    the segment is cut: the cut reads a batch at a time, ``buckets.open_streaming``, so
-    the two together stay below the derive's peak); a secret value assigned in one segment
-    is redacted in every later one. ``exporting`` is
+    the segment's lookup is cut: the cut reads a batch at a time,
+    ``buckets.open_streaming``); a secret value assigned in one segment is redacted in every
+    later one. A segment's staging tables are cut into buckets on a thread of their own
+    while the segment before it is derived and written (the cut needs nothing of earlier
+    segments; the questions they published are looked up and cut in after). ``exporting`` is
     called before each segment that is exported rather than linked from the cache: not
     while stored ones are linked, thousands of short system calls that a thread holding the
     GIL would slow down tenfold."""
@@ -51,9 +53,14 @@ def export_segments(
     exporter = SegmentExporter(staged, config, plan)
     index = QuestionIndex(work / "questions.sqlite")
     prepass = ThreadPoolExecutor(1, thread_name_prefix="redact-prepass")
+    cutting = ThreadPoolExecutor(1, thread_name_prefix="segment-cut")
+    reused = cache.segments.reused if cache is not None else {}
+    exported = [name for name in segment_names(config) if name not in reused]
+    cuts = {name: functools.partial(cutting.submit, _cut, work, name) for name in exported}
+    ahead: Future[list[Bucket]] | None = None
     try:
         for name in segment_names(config):
-            stored = cache.segments.reused.get(name) if cache is not None else None
+            stored = reused.get(name)
             if stored is not None:
                 stored.link_into(staged)
                 index.add_published(staged, name, stored.output.files)
@@ -64,18 +71,23 @@ def export_segments(
             tables = work / "tables" / name
             options = RedactionOptions.of(config)
             finding = prepass.submit(TableRedactor, tables, options, known)
-            rows, staged_bytes = _staged(tables)
-            buckets = work / "buckets" / name
-            looked_up = lookup(index, tables)
-            parts = partition(tables, bucket_count(rows, staged_bytes), buckets, looked_up)
+            cut = ahead if ahead is not None else cuts[name]()
+            # The next segment is cut while this one is derived (a cut needs nothing of the
+            # segments before it); its lookup must wait for this one's questions.
+            later = exported[exported.index(name) + 1 :]
+            ahead = cuts[later[0]]() if later else None
+            parts = cut.result()
+            add_lookup(parts, work / "buckets" / name, lookup(index, tables))
             redactor = finding.result()
             written = exporter.export(name, parts, redactor.frame)  # questions written on return
             index.add_published(staged, name)
             counts, known = redactor.counts(), redactor.values
+            buckets = work / "buckets" / name
             written.add_done_callback(functools.partial(_finish, counts, known, buckets))
             outputs.append(written)
     finally:
         prepass.shutdown(cancel_futures=True)
+        cutting.shutdown(cancel_futures=True)
         exporter.close()
         index.close()
     done = [o if isinstance(o, SegmentOutput) else o.result() for o in outputs]
@@ -84,6 +96,12 @@ def export_segments(
             if output.name in cache.segments.pending:
                 cache.segments.store(output, staged)
     return done
+
+
+def _cut(work: Path, name: str) -> list[Bucket]:
+    """Segment ``name``'s staging tables cut into as many buckets as their rows need."""
+    tables = work / "tables" / name
+    return partition(tables, bucket_count(*_staged(tables)), work / "buckets" / name)
 
 
 def _staged(tables: Path) -> tuple[int, int]:

@@ -1,6 +1,7 @@
 """A build with no options uses more than one thread for its Parquet writes and for closing
 its configs' files, for cutting the staging tables into buckets, for deriving a bucket while
-the one before is written and for the card's YAML beside its images, and its output is byte
+the one before is written, for cutting a segment while the one before is derived and
+for the card's YAML beside its images, and its output is byte
 for byte that of the sample build."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from builder import export
 from builder.config import load_config
 from builder.engine import ThreadEngine
 from builder.export import buckets, segment, writer
-from builder.pipeline import BuildReport, build
+from builder.pipeline import BuildReport, build, segments
 from builder.report import card_images
 from tests.e2e.test_build import ROOT, folder_digest
 
@@ -157,6 +158,34 @@ def test_the_card_yaml_is_made_while_the_card_images_are_drawn(
 
     monkeypatch.setattr(export, "card_yaml", yaml_meeting)
     monkeypatch.setattr(card_images, "write_card_images", images_meeting)
+    config = load_config(ROOT / "dataset.toml")
+    report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "rejects.jsonl"))
+    assert folder_digest(report.out) == folder_digest(sample_build.out)
+
+
+def test_a_segment_is_cut_while_the_one_before_is_derived(
+    sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sample is two segments: the question banks' (00000) and the episodes' (00001).
+    # The episodes' cut and the banks' first derive each wait for the other at the barrier,
+    # which breaks (failing the build) if the cut waited for the derive to end.
+    barrier = threading.Barrier(2, timeout=60)
+    cut, derive = segments.partition, segment.SegmentExporter._bucket
+    derived: list[int] = []
+
+    def cut_meeting(tables: Path, *args: Any) -> list[buckets.Bucket]:
+        if tables.name == "00001":
+            barrier.wait()
+        return cut(tables, *args)
+
+    def derive_meeting(self: segment.SegmentExporter, *args: Any) -> Any:
+        derived.append(1)
+        if len(derived) == 1:  # the banks' one bucket
+            barrier.wait()
+        return derive(self, *args)
+
+    monkeypatch.setattr(segments, "partition", cut_meeting)
+    monkeypatch.setattr(segment.SegmentExporter, "_bucket", derive_meeting)
     config = load_config(ROOT / "dataset.toml")
     report = build(replace(config, out=tmp_path / "ds", rejects=tmp_path / "rejects.jsonl"))
     assert folder_digest(report.out) == folder_digest(sample_build.out)
