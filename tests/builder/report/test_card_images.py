@@ -96,6 +96,19 @@ def test_a_chart_with_nothing_to_count_says_so() -> None:
     assert not has_a_bar(empty) and has_a_bar(some)
 
 
+def count_drawings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the charts drawn from now on (a memo hit draws none)."""
+    drawn: list[str] = []
+    real = card_charts.draw_chart
+
+    def counted(name: str, data: object) -> bytes:
+        drawn.append(name)
+        return real(name, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(card_charts, "draw_chart", counted)
+    return drawn
+
+
 def test_each_chart_is_drawn_again_only_when_its_numbers_change(
     sample_build: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -106,14 +119,7 @@ def test_each_chart_is_drawn_again_only_when_its_numbers_change(
 
     shutil.copytree(sample_build.out, folder)
     first = card_images.write_card_images(folder, manifest, memo)
-    drawn: list[str] = []
-    real = card_charts.draw_chart
-
-    def counted(name: str, data: object) -> bytes:
-        drawn.append(name)
-        return real(name, data)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(card_charts, "draw_chart", counted)
+    drawn = count_drawings(monkeypatch)
     assert card_images.write_card_images(folder, manifest, memo) == first and drawn == []
     manifest["rejects"]["by_kind"]["bad_json"] = (
         manifest["rejects"]["by_kind"].get("bad_json", 0) + 7
@@ -141,14 +147,7 @@ def test_every_chart_is_drawn_again_by_another_pillow_or_other_fonts(
     shutil.copytree(sample_build.out, folder)
     card_images.write_card_images(folder, manifest, memo)
     assert PIL.__version__ in card_png.renderer()
-    drawn: list[str] = []
-    real = card_charts.draw_chart
-
-    def counted(name: str, data: object) -> bytes:
-        drawn.append(name)
-        return real(name, data)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(card_charts, "draw_chart", counted)
+    drawn = count_drawings(monkeypatch)
     for renderer in ("pillow 0.0, fonts abc", "pillow 0.0, fonts def"):
         monkeypatch.setattr(card_images, "_drawing", lambda r=renderer: r)
         card_images.write_card_images(folder, manifest, memo)
