@@ -8,6 +8,7 @@ into buckets from its staging tables, redacted as they are read, derived and wri
 from __future__ import annotations
 
 import functools
+import itertools
 import shutil
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -56,7 +57,7 @@ def export_segments(
     cutting = ThreadPoolExecutor(1, thread_name_prefix="segment-cut")
     reused = cache.segments.reused if cache is not None else {}
     exported = [name for name in segment_names(config) if name not in reused]
-    cuts = {name: functools.partial(cutting.submit, _cut, work, name) for name in exported}
+    following = dict(itertools.pairwise(exported))  # the next one exported
     ahead: Future[list[Bucket]] | None = None
     try:
         for name in segment_names(config):
@@ -71,18 +72,17 @@ def export_segments(
             tables = work / "tables" / name
             options = RedactionOptions.of(config)
             finding = prepass.submit(TableRedactor, tables, options, known)
-            cut = ahead if ahead is not None else cuts[name]()
+            cut = ahead if ahead is not None else cutting.submit(_cut_segment, work, name)
             # The next segment is cut while this one is derived (a cut needs nothing of the
             # segments before it); its lookup must wait for this one's questions.
-            later = exported[exported.index(name) + 1 :]
-            ahead = cuts[later[0]]() if later else None
-            parts = cut.result()
-            add_lookup(parts, work / "buckets" / name, lookup(index, tables))
+            after = following.get(name)
+            ahead = cutting.submit(_cut_segment, work, after) if after else None
+            parts, buckets = cut.result(), work / "buckets" / name
+            add_lookup(parts, buckets, lookup(index, tables))
             redactor = finding.result()
             written = exporter.export(name, parts, redactor.frame)  # questions written on return
             index.add_published(staged, name)
             counts, known = redactor.counts(), redactor.values
-            buckets = work / "buckets" / name
             written.add_done_callback(functools.partial(_finish, counts, known, buckets))
             outputs.append(written)
     finally:
@@ -98,7 +98,7 @@ def export_segments(
     return done
 
 
-def _cut(work: Path, name: str) -> list[Bucket]:
+def _cut_segment(work: Path, name: str) -> list[Bucket]:
     """Segment ``name``'s staging tables cut into as many buckets as their rows need."""
     tables = work / "tables" / name
     return partition(tables, bucket_count(*_staged(tables)), work / "buckets" / name)
