@@ -174,9 +174,9 @@ class Ingest:
         runs = episode_segments(self.config)
         self.segment_files = {segment_name(i): run for i, run in enumerate(runs, 1)}
         self._segment(BANK_SEGMENT, self._read_banks)
-        sizes = [sum(map(local_size, run)) for run in runs]
-        for i, (name, run) in enumerate(self.segment_files.items()):
-            self.ahead = sum(sizes[i + 1 :])  # what the engine's choice looks ahead to
+        left = sum(sizes := [sum(map(local_size, run)) for run in runs])
+        for (name, run), size in zip(self.segment_files.items(), sizes, strict=True):
+            self.ahead = left = left - size  # the engine's choice looks ahead to the runs after
             self._segment(name, lambda run=run: self._read_run(run))
         self.result.rows = self.sink.rows
         return self.result
