@@ -362,7 +362,7 @@ def ingest_files(
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
     does not import it."""
     engine = _engine(config, workers)
-    sink = TableSink(staging, config.staging_compression or "lz4")
+    sink = TableSink(staging, config.staging_compression or "none")
     try:
         if cache is None:
             job = Ingest(config, sink, rejects, on_bytes, engine)

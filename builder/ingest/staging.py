@@ -32,7 +32,7 @@ class TableSink:
     ingest reads the next run of files meanwhile: with many small runs, waiting for each
     run's last write took ≈ 0.03 s a segment."""
 
-    def __init__(self, directory: Path, compression: str = "lz4") -> None:
+    def __init__(self, directory: Path, compression: str = "none") -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self.directory, self.compression = directory, compression
         self.rows: Counter[str] = Counter()

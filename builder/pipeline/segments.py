@@ -80,6 +80,9 @@ def export_segments(
             parts, buckets = cut.result(), work / "buckets" / name
             add_lookup(parts, buckets, lookup(index, tables))
             redactor = finding.result()
+            # Read for the last time: cut, looked up and searched for secrets. Staged
+            # uncompressed, they would otherwise sit beside the buckets and the dataset.
+            shutil.rmtree(tables, ignore_errors=True)
             written = exporter.export(name, parts, redactor.frame)  # questions written on return
             index.add_published(staged, name)
             counts, known = redactor.counts(), redactor.values

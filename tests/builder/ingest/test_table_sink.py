@@ -48,3 +48,14 @@ def test_a_segment_that_cannot_be_opened_fails_the_next_write(tmp_path: Path) ->
     assert "00002" in str(raised.value)
     sink.close()
     assert pq.read_table(tmp_path / "00001" / "questions.parquet").num_rows == 1
+
+
+def test_staging_tables_are_written_uncompressed(tmp_path: Path) -> None:
+    # read once, then removed: compressing them cost more CPU than their bytes on disk
+    sink = TableSink(tmp_path)
+    sink.segment("00001")
+    sink.write(questions("a", "b"))
+    sink.close()
+    meta = pq.read_metadata(tmp_path / "00001" / "questions.parquet")
+    chunks = [meta.row_group(0).column(i) for i in range(meta.num_columns)]
+    assert {chunk.compression for chunk in chunks} == {"UNCOMPRESSED"}
