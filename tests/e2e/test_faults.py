@@ -94,6 +94,27 @@ def previous(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(scope="module")
+def previous_mostly_rejected(
+    inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A build whose input was mostly bytes of lines it rejected: its manifest counts them,
+    so its size, scaled by input bytes (the estimate the next build checks), is short of
+    what a build of well-formed episodes needs."""
+    root = tmp_path_factory.mktemp("fault-previous-rejected")
+    junk = root / "junk.jsonl"
+    junk.write_text(("{not json " + "x" * 100_000 + "\n") * 20, encoding="utf-8")
+    code, _, err = run(
+        "build",
+        *("--episodes", str(inputs["before"]), str(junk)),
+        *("--out", str(root / "ds"), "--rejects", str(root / "rejects.jsonl")),
+        cwd=root,
+    )
+    assert code == 0, err
+    junk.unlink()
+    return root
+
+
+@pytest.fixture(scope="module")
 def next_size(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> int:
     """The size of the build of the next input, built where there is room."""
     root = tmp_path_factory.mktemp("fault-next")
@@ -120,7 +141,9 @@ class DiskFault:
     # (the build's estimate of its finished size, the size it has) -> bytes left free
     leave: Callable[[int, int], int]
     says: str  # the folder named is the disk, or the cache on it: {disk}
-    first: bool = False  # no previous build on the disk: the estimate is a share of the input
+    # the fixture of the build already on the disk (None: a first build, whose estimate is
+    # a share of its input)
+    previous: str | None = "previous"
 
 
 DISK_FAULTS = [
@@ -130,16 +153,22 @@ DISK_FAULTS = [
         lambda estimate, size: estimate // 2,
         "no space left on the device of {disk}: ",
     ),
+    # Room for the estimate the build checks first, not for the build, which fills the disk
+    # on the way. (Beside the usual previous build the estimate, that build's size scaled by
+    # the input, is more than a build of the next input needs at its peak.)
     DiskFault(
-        # A first build, so the estimate the build checks first is a share of its input
-        # (``FINAL_PER_INPUT_BYTE``): room for that, not for the build, which fills the
-        # disk on the way. (Beside a previous build, the estimate scales that build's size,
-        # which here is more than a build of the next input needs at its peak.)
+        "a rebuild with room for its estimate only: the disk fills up during the build",
+        ("out",),
+        lambda estimate, size: estimate + (16 << 10),
+        "the device of {disk} filled up during the build: it needs more than the ",
+        previous="previous_mostly_rejected",
+    ),
+    DiskFault(
         "a first build with room for its estimate only: the disk fills up during the build",
         ("out",),
         lambda estimate, size: estimate + (16 << 10),
         "the device of {disk} filled up during the build: it needs more than the ",
-        first=True,
+        previous=None,
     ),
     DiskFault(
         "the cache's disk fills up",
@@ -158,12 +187,17 @@ DISK_FAULTS = [
 
 @pytest.mark.parametrize("fault", DISK_FAULTS, ids=lambda f: f.name)
 def test_a_disk_that_fills(
-    fault: DiskFault, inputs: dict[str, Path], previous: Path, next_size: int, tmp_path: Path
+    fault: DiskFault,
+    inputs: dict[str, Path],
+    next_size: int,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
+    previous = request.getfixturevalue(fault.previous or "previous")
     with small_disk(tmp_path / "disk", 12) as disk:
         home = disk if "out" in fault.on_disk else tmp_path / "local"
         home.mkdir(exist_ok=True)
-        if not fault.first:
+        if fault.previous is not None:
             shutil.copytree(previous, home, dirs_exist_ok=True)
         out, rejects = home / "ds", home / "rejects.jsonl"
         if "rejects" in fault.on_disk:
