@@ -246,11 +246,11 @@ class SegmentExporter:
         return published, exclusion_counts(loaded), counts, pieces
 
     def _write_all(self, writers: _Writers, pieces: dict[str, pl.DataFrame]) -> None:
-        jobs = [
-            self._writers.submit(writers.writer(name, *self.layouts[name]).write, piece)
-            for name, piece in pieces.items()
-            if piece.height
-        ]
+        # The writers are made in config order (the manifest's); the pieces are handed out
+        # largest first, so a large one started last does not leave the other threads idle.
+        made = [(writers.writer(n, *self.layouts[n]), p) for n, p in pieces.items() if p.height]
+        made.sort(key=lambda item: item[1].estimated_size(), reverse=True)
+        jobs = [self._writers.submit(writer.write, piece) for writer, piece in made]
         wait(jobs)  # every write finishes before the first error is raised
         for job in jobs:
             job.result()
