@@ -17,7 +17,7 @@ from typing import Any
 
 from builder.errors import UsageError
 from builder.fs.releases import HUB_RELEASE
-from builder.fs.storage import is_uri
+from builder.fs.uris import is_uri
 from schemas.vocabulary import GROUP_POLICIES
 
 CONFIG_NAME = "dataset.toml"

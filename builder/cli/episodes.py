@@ -31,7 +31,7 @@ from builder.config import (
     load_config,
 )
 from builder.errors import UserError, one_line
-from builder.fs.storage import is_uri
+from builder.fs.uris import is_uri
 from schemas.manifest import MANIFEST
 from schemas.vocabulary import GROUP_POLICIES
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from builder.config import BuildConfig
 from builder.errors import LOCKED
 from builder.fs import leftovers, space
-from builder.fs.storage import is_uri
+from builder.fs.uris import is_uri
 
 
 def clear_leftovers(command: str, out: Path, rejects: Path | None = None) -> None:

@@ -19,10 +19,9 @@ from builder.config import (
     load_config,
     parse_precision,
 )
-from builder.derive.splits.plan import check_held_out_inputs
 from builder.errors import require
 from builder.fs.releases import HUB_RELEASE
-from builder.fs.storage import is_uri
+from builder.fs.uris import is_uri
 
 
 def _add_check_options(parser: argparse.ArgumentParser) -> None:
@@ -113,7 +112,10 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
         require("ray", "engine = 'ray'", "ray")
         check_ray_address(config.ray_address)
     check_output(config)
-    check_held_out_inputs(config)
+    if config.split_previous or config.decontamination_evals:  # imports the derive stage
+        from builder.derive.splits.plan import check_held_out_inputs
+
+        check_held_out_inputs(config)
     if config.sessions:
         from builder.sessions.db import check_database
 

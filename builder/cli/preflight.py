@@ -11,9 +11,8 @@ from pathlib import Path
 
 from builder.config import BuildConfig, ConfigError
 from builder.errors import EnvironmentProblem
-from builder.fs import storage
 from builder.fs.output import foreign_files, refused_rejects
-from builder.fs.storage import is_uri
+from builder.fs.uris import is_uri
 
 
 class FolderProblem(EnvironmentProblem):
@@ -113,6 +112,8 @@ def check_output(config: BuildConfig) -> None:
     check_folder(config.out.parent, OUT)
     check_not_working_directory(config.out)
     if config.upload_to:  # a scheme no store serves, or a store out of reach: said now
+        from builder.fs import storage
+
         storage.resolve(config.upload_to)
     inputs = [*config.episodes, *config.synthetic_questions, *config.llm_questions]
     local = expand_inputs([p for p in inputs if not is_uri(p)])

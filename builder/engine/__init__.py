@@ -22,7 +22,7 @@ from builder.engine.allocator import keep_freed_memory
 from builder.engine.import_path import children_import_from_here
 from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
 from builder.engine.no_pandas import arrow_without_pandas
-from builder.fs.storage import is_uri
+from builder.fs.uris import is_uri
 
 T = TypeVar("T")
 R = TypeVar("R")

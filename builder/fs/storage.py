@@ -15,16 +15,18 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, NamedTuple, TypeVar
-
-import pyarrow as pa
-import pyarrow.fs as pafs
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple, TypeVar
 
 from builder.errors import EnvironmentProblem, UsageError
 from builder.fs import network
+from builder.fs.uris import is_uri
 from schemas.manifest import MANIFEST, read_manifest
 
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+# ``pyarrow.fs`` is imported where an object store is used, not here: a local path goes
+# through this module too, and the command line decides which before its own imports.
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
+
 _BUCKET_SCHEMES = ("s3", "gs", "gcs")
 T = TypeVar("T")
 
@@ -52,12 +54,10 @@ class Stat(NamedTuple):
     st_ctime_ns: int
 
 
-def is_uri(path: str | os.PathLike[str]) -> bool:
-    return bool(_URI.match(str(path)))
-
-
 @functools.cache
 def _filesystem(root: str) -> pafs.FileSystem:
+    import pyarrow.fs as pafs
+
     return _call(root, "open this storage", lambda: _tuned(pafs.FileSystem.from_uri(root)[0]))
 
 
@@ -65,6 +65,8 @@ def _tuned(fs: pafs.FileSystem) -> pafs.FileSystem:
     """An S3 filesystem with the build's timeout on connecting and on each request, and its
     bounded retries (the SDK's own backoff), instead of the SDK's defaults; the endpoint,
     region and credentials stay as the URI and the environment set them."""
+    import pyarrow.fs as pafs
+
     if not isinstance(fs, pafs.S3FileSystem):
         return fs
     _, (options,) = fs.__reduce__()
@@ -80,6 +82,8 @@ def _tuned(fs: pafs.FileSystem) -> pafs.FileSystem:
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem of ``uri`` and the path in it. Bucket stores keep one filesystem per
     bucket (opening one may cost a request, e.g. to find an S3 bucket's region)."""
+    import pyarrow.fs as pafs
+
     scheme, _, rest = uri.partition("://")
     if scheme in _BUCKET_SCHEMES:
         return _filesystem(f"{scheme}://{rest.split('/', 1)[0]}"), rest
@@ -91,6 +95,8 @@ def _call(uri: str, what: str, action: Callable[[], T]) -> T:
     """``action()``, with a failure of the store turned into an error that names the URI: a
     URI no store serves is the user's to fix; anything else (no connection, a refused or
     failed request) is the environment's, and running again may succeed."""
+    import pyarrow as pa
+
     try:
         return action()
     except (FileNotFoundError, StorageError, UnknownStorage):
@@ -121,6 +127,8 @@ def stat(path: str) -> Stat:
     if not is_uri(path):
         st = os.stat(path)
         return Stat(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    import pyarrow.fs as pafs
+
     fs, inner = resolve(path)
     if isinstance(fs, pafs.LocalFileSystem):  # file://: the inode and ctime a cache needs, too
         return stat(inner)
@@ -144,6 +152,8 @@ def is_file(path: str) -> bool:
 def glob(pattern: str) -> list[str]:
     """Sorted URIs matching ``pattern``: ``*`` and ``?`` within one path segment, ``**/``
     across any number of them (as ``glob.glob(..., recursive=True)``)."""
+    import pyarrow.fs as pafs
+
     scheme, _, rest = pattern.partition("://")
     segments = rest.split("/")
     fixed = next(i for i, s in enumerate(segments) if re.search(r"[*?\[]", s))
@@ -194,6 +204,8 @@ def upload(folder: Path, uri: str) -> dict[str, int]:
     manifest lists with the same sha256, and that is there with the same size, is not sent
     again (an appended input changes only its own segment's files). Returns the number of
     files ``sent``, ``unchanged`` and ``deleted``."""
+    import pyarrow.fs as pafs
+
     fs, inner = resolve(uri)
     inner = inner.rstrip("/")
     previous = _call(uri, "read", lambda: _listed_files(fs, f"{inner}/{MANIFEST}"))
@@ -234,6 +246,8 @@ def _arrived(
     """Data files an interrupted upload of this build already sent: their names carry the
     start of their sha256 (``builder.fs.parquet``), so one there with the same name and size
     is this file, and a rerun does not send it twice."""
+    import pyarrow.fs as pafs
+
     named = sorted(
         rel
         for rel, digest in current.items()

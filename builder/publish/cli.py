@@ -114,7 +114,7 @@ def _progress_bars(shown: bool) -> contextlib.AbstractContextManager[object]:
 
 def run(args: argparse.Namespace) -> int:
     from builder.config import ConfigError
-    from builder.publish import (
+    from builder.publish.release import (
         GateRefused,
         HubUnavailable,
         PublishFailed,

@@ -16,9 +16,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from builder.engine.no_pandas import imports_without_pandas
 from builder.errors import EnvironmentProblem
@@ -30,6 +28,9 @@ from builder.sessions.urls import (
     scrub,
     with_connect_timeout,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "schemas" / "sql"
 # Why a connection was refused, in libpq's words, when the URL (not the server) is at fault

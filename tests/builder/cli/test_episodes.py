@@ -206,3 +206,31 @@ def test_a_build_of_inputs_without_records_warns_that_the_dataset_is_empty(
     args = ("build", "--episodes", "one.jsonl", "--out", "ds2", "--rejects", "r2.jsonl")
     one = episodes(*args, "--no-progress", cwd=tmp_path)
     assert one.returncode == 0 and "hold no records" not in one.stdout
+
+
+def test_the_command_reaches_the_ingest_workers_without_importing_arrow(tmp_path: Path) -> None:
+    """The arguments are parsed, and the sample's config (sessions included) loaded and
+    checked, before the ingest's workers start (``start_ingest_workers``), which import
+    the ingest on the other core meanwhile; none of that imports Arrow, Polars or the Hub
+    client, so the workers' server starts a fraction of a second into the command, and a
+    usage error is said as soon."""
+    script = """
+import sys
+from builder.cli.episodes import _build_parser
+from builder.cli.options import load_build_config
+args = _build_parser().parse_args(["build", "--config", sys.argv[1], "--no-progress"])
+config = load_build_config(args)
+assert config.sessions and config.episodes, config
+heavy = ("pyarrow", "polars", "huggingface_hub", "datasets", "numpy")
+print(sorted(name for name in heavy if name in sys.modules))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT / "dataset.toml")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
