@@ -30,6 +30,7 @@ from builder.config import (
     find_config,
     load_config,
 )
+from builder.engine.blas import one_blas_thread
 from builder.errors import UserError, one_line
 from builder.fs.uris import is_uri
 from schemas.manifest import MANIFEST
@@ -345,6 +346,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    one_blas_thread()  # before anything imports numpy
     try:
         args = _build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors; ours is 1
