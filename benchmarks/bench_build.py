@@ -115,6 +115,11 @@ def instrument():
 
 
 def main():
+    try:  # what `episodes` does first, before anything imports numpy (an older builder: nothing)
+        from builder.engine.blas import one_blas_thread
+    except ImportError:
+        one_blas_thread = lambda: None
+    one_blas_thread()
     from builder.config import BuildConfig
 
     fields = BuildConfig.__dataclass_fields__
