@@ -181,6 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self, method: str) -> None:
         hub = self.server.hub
+        if hub.down:  # accepted while the server was stopping: a dead server answers no one
+            self._drop()
+            return
         listener = self.server.listener
         raw = urlsplit(self.path)
         fault = hub._fault_for(listener, method, raw.path)
