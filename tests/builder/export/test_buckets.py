@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import random
+import threading
 from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -135,3 +138,62 @@ def test_a_batch_is_cut_into_its_buckets_rows_in_input_order(in_order: bool) -> 
         assert [k for k, _ in pieces] == [k for k, _ in expected]
         for (_, got), (_, rows) in zip(pieces, expected, strict=True):
             assert got.equals(rows.to_arrow().cast(table.schema))
+
+
+def _question_batches(batches: int, rows: int) -> list[pa.Table]:
+    rng = random.Random(batches)
+    return [
+        pa.table(
+            {
+                "question_id": [f"{rng.getrandbits(64):016x}" for _ in range(rows)],
+                "text": [f"batch {b} row {r}" for r in range(rows)],
+            }
+        )
+        for b in range(batches)
+    ]
+
+
+def test_scratch_files_written_beside_the_cut_keep_each_buckets_rows_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scratch files are written on a thread of their own while the cut goes on: every
+    bucket still reads its rows in input order, from its files in the order written."""
+    monkeypatch.setattr(buckets, "SCRATCH_FILE_BYTES", 1)  # a file per batch
+    batches = _question_batches(12, 200)
+    schema = batches[0].schema
+    out = [buckets.Bucket({"questions": schema}) for _ in range(5)]
+    buckets._cut_table(out, "questions", [lambda t=t: t for t in batches], tmp_path)
+    whole = pl.from_arrow(pa.concat_tables(batches))
+    assert isinstance(whole, pl.DataFrame)
+    keyed = whole.with_columns(_bucket=buckets.bucket_index(len(out)))
+    for k, bucket in enumerate(out):
+        files = [path for path, _ in bucket.pieces["questions"]]
+        assert files == sorted(files) and len(files) > 1
+        expected = keyed.filter(pl.col("_bucket") == k).drop("_bucket")
+        assert bucket.read("questions").equals(expected)
+    assert not [t for t in threading.enumerate() if t.name.startswith("scratch-write")]
+
+
+def test_a_scratch_file_that_cannot_be_written_stops_the_cut_with_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write on the scratch thread that fails (a full disk) is raised by the cut, and
+    the thread is gone."""
+    monkeypatch.setattr(buckets, "SCRATCH_FILE_BYTES", 1)
+    written: list[Path] = []
+    new_file = pa.ipc.new_file
+
+    def full_at_the_second(path: Path, *args: object, **kwargs: object) -> object:
+        written.append(path)
+        if len(written) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return new_file(path, *args, **kwargs)
+
+    monkeypatch.setattr(buckets.pa.ipc, "new_file", full_at_the_second)
+    batches = _question_batches(6, 50)
+    out = [buckets.Bucket({"questions": batches[0].schema}) for _ in range(3)]
+    with pytest.raises(OSError) as raised:
+        buckets._cut_table(out, "questions", [lambda t=t: t for t in batches], tmp_path)
+    assert raised.value.errno == errno.ENOSPC and raised.value.filename == str(written[1])
+    assert len(written) == 2  # nothing written after the failure
+    assert not [t for t in threading.enumerate() if t.name.startswith("scratch-write")]
