@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import re
+import shutil
 import signal
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from builder.engine import spool
 from builder.engine.allocator import keep_freed_memory
 from builder.engine.import_path import children_import_from_here
 from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
@@ -58,10 +60,18 @@ class LocalEngine:
     however large the input. Workers are forked from a fork server (not from this process:
     it runs Polars and Arrow thread pools, which a fork would copy mid-flight). The server
     is a fresh process that imports the ingest once; every worker forked from it starts
-    with those imports done, instead of repeating about a second of them each."""
+    with those imports done, instead of repeating about a second of them each.
 
-    def __init__(self, workers: int) -> None:
+    Results come back through files (``builder.engine.spool``) in a folder of their own
+    made in ``spool_in`` (default: the system's temporary folder; the build gives its work
+    folder, which the next build clears should this one be killed), removed on ``close``."""
+
+    def __init__(self, workers: int, spool_in: Path | None = None) -> None:
         self.workers = workers
+        try:
+            self._spool: Path | None = Path(tempfile.mkdtemp(prefix=".results-", dir=spool_in))
+        except OSError:  # nowhere to write: results travel through the pipe
+            self._spool = None
         start_fork_server()  # before the pool would: deaf to Ctrl-C from its first moment
         self._pool = ProcessPoolExecutor(
             workers,
@@ -70,25 +80,28 @@ class LocalEngine:
         )
 
     def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
-        pending: deque[Future[bytes]] = deque()
+        pending: deque[Future[bytes | spool.Spooled]] = deque()
         for item in items:
             with interrupts_deferred():
-                pending.append(self._pool.submit(LocalEngine._pickled, fn, *item))
+                job = self._pool.submit(LocalEngine._handed_over, self._spool, fn, *item)
+                pending.append(job)
             if len(pending) >= 2 * self.workers:
-                yield pickle.loads(pending.popleft().result())
+                yield spool.take(pending.popleft().result())
         while pending:
-            yield pickle.loads(pending.popleft().result())
+            yield spool.take(pending.popleft().result())
 
     @staticmethod
-    def _pickled(fn: Callable[..., Any], *args: Any) -> bytes:
-        """``fn(*args)`` pickled with protocol 5: the pool's own pickling (protocol 4) copies
-        every Arrow buffer of a result into bytes of its own and back, which protocol 5
-        writes and reads in place (about half the result's pickling CPU, at both ends)."""
-        return pickle.dumps(fn(*args), protocol=5)
+    def _handed_over(folder: Path | None, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` pickled with protocol 5, its buffers spooled into ``folder``: the
+        pool's own pickling (protocol 4) copies every Arrow buffer of a result into bytes of
+        its own and back, which protocol 5 writes and reads in place."""
+        return spool.hand_over(fn(*args), folder)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         _stop_fork_server()
+        if self._spool is not None:  # results handed over but never taken: an error
+            shutil.rmtree(self._spool, ignore_errors=True)
 
 
 def build_process() -> None:
@@ -155,15 +168,15 @@ class PerRunEngine:
     batches to keep every worker busy (``batch_bytes``). An incremental rebuild that
     normalizes one small new file starts no pool."""
 
-    def __init__(self, workers: int, from_bytes: int) -> None:
-        self.workers, self.from_bytes = workers, from_bytes
+    def __init__(self, workers: int, from_bytes: int, spool_in: Path | None = None) -> None:
+        self.workers, self.from_bytes, self.spool_in = workers, from_bytes, spool_in
         self._inline = InlineEngine()
         self._pool: LocalEngine | None = None
 
     def for_files(self, paths: Iterable[str], ahead: int = 0) -> Engine:
         """The engine for the run ``paths``; ``ahead``: bytes of the runs to read after it."""
         if self._pool is None and sum(map(local_size, paths)) + ahead >= self.from_bytes:
-            self._pool = LocalEngine(self.workers)
+            self._pool = LocalEngine(self.workers, self.spool_in)
         return self._pool or self._inline
 
     def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
@@ -268,5 +281,5 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, len(os.sched_getaffinity(0))))
 
 
-def local_engine(workers: int) -> Engine:
-    return InlineEngine() if workers <= 1 else LocalEngine(workers)
+def local_engine(workers: int, spool_in: Path | None = None) -> Engine:
+    return InlineEngine() if workers <= 1 else LocalEngine(workers, spool_in)

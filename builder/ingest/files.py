@@ -361,7 +361,7 @@ def ingest_files(
     ``cache``: an open ``builder.cache.IngestCache`` (``builder.cache.open_cache``), which
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
     does not import it."""
-    engine = _engine(config, workers)
+    engine = _engine(config, workers, staging.parent)  # beside the staging folder
     sink = TableSink(staging, config.staging_compression or "none")
     try:
         if cache is None:
@@ -377,24 +377,24 @@ def ingest_files(
         engine.close()
 
 
-def _engine(config: BuildConfig, workers: int | None) -> Engine:
-    """``engine = "ray"`` (config key): the per-batch work on Ray Data, at ``ray_address``
-    (None: a local Ray). Otherwise in this process or a local pool (``workers``)."""
+def _engine(config: BuildConfig, workers: int | None, spool_in: Path | None = None) -> Engine:
+    """``engine = "ray"``: the per-batch work on Ray Data, at ``ray_address`` (None: a local
+    Ray). Else in this process or a local pool (``workers``; results spooled in ``spool_in``)."""
     if config.engine == "ray":
         from builder.ingest.ray_engine import RayEngine
 
         return RayEngine(config.ray_address or None)
-    return _local(config, workers)
+    return _local(config, workers, spool_in)
 
 
-def _local(config: BuildConfig, workers: int | None) -> Engine:
+def _local(config: BuildConfig, workers: int | None, spool_in: Path | None = None) -> Engine:
     """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
     (1: this one). 0/None, the default: ``PerRunEngine``, one worker per available core."""
     if workers is None:
         workers = config.workers or 0
     if workers >= 1:
-        return local_engine(workers)
+        return local_engine(workers, spool_in)
     cores = default_workers()
     if cores <= 1 or not main_survives_reimport():
         return InlineEngine()
-    return PerRunEngine(cores, POOL_FROM_BYTES)
+    return PerRunEngine(cores, POOL_FROM_BYTES, spool_in)

@@ -98,9 +98,9 @@ def test_by_default_a_large_file_gets_one_worker_per_core(tmp_path: Path, monkey
     started: list[int] = []
     original = LocalEngine.__init__
 
-    def recorded(self: LocalEngine, workers: int) -> None:
+    def recorded(self: LocalEngine, workers: int, spool_in: Path | None = None) -> None:
         started.append(workers)
-        original(self, workers)
+        original(self, workers, spool_in)
 
     monkeypatch.setattr(LocalEngine, "__init__", recorded)
 
