@@ -43,7 +43,13 @@ SECRET_ASSIGNMENT = "secret_assignment"
 KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 
 _Q = r"""\\*["']"""  # a quote, possibly escaped (once or more: JSON inside JSON)
-_PEM_BODY = r"""(?:[A-Za-z0-9+/=\s:,.()-]|\\+[nrt])"""
+# A PEM body's character (base64, line breaks real or escaped, and the headers' ``Proc-Type:
+# 4,ENCRYPTED``). Dashes come in runs of at most four, so a body never runs into the five
+# dashes of the next ``-----BEGIN``: a text of many headers and no ``-----END`` is read once,
+# where a body that could hold them had each header's search run to the text's end (a
+# megabyte of repeated headers took over a minute to redact).
+_PEM_CHAR = r"""(?:[A-Za-z0-9+/=\s:,.()]|\\+[nrt])"""
+_PEM_BODY = rf"""(?:{_PEM_CHAR}|-{{1,4}}{_PEM_CHAR})"""
 _VALUE_CHARS = r"A-Za-z0-9+/=_.~!@#$%^&*-"
 # A bearer token: at least two digits among token characters, then eight more (random
 # tokens have digits; words and paths seldom do)
