@@ -40,6 +40,7 @@ from builder.ingest.rejects import RejectsWriter
 from builder.ingest.results import FileCounts, IngestResult
 from builder.ingest.staging import (
     BANK_SEGMENT,
+    StagedRows,
     TableSink,
     bank_paths,
     episode_segments,
@@ -80,8 +81,7 @@ def normalize_batch(
     naming its own): pure, so it runs on any worker.
 
     The fast typed path (``builder.validate.fastpath``) decodes the common line; anything it
-    declines
-    is validated by pydantic, which accepts it or names the exact reject."""
+    declines is validated by pydantic, which accepts it or names the exact reject."""
     with _collector_paused():
         return _normalize_batch(lines, hook_value_limit, precision, tolerance)
 
@@ -354,15 +354,16 @@ def ingest_files(
     on_bytes: ProgressCallback | None = None,
     workers: int | None = None,
     cache: Any = None,
+    told: StagedRows | None = None,
 ) -> Ingested:
     """Read every input into the staging tables; what was read, counted, as a value.
     ``workers``: processes for the per-batch work (default: chosen as runs of files come,
     ``_local``); the output is the same bytes for any number.
     ``cache``: an open ``builder.cache.IngestCache`` (``builder.cache.open_cache``), which
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
-    does not import it."""
+    does not import it. ``told``: what is told of the rows as they are staged."""
     engine = _engine(config, workers, staging.parent)  # beside the staging folder
-    sink = TableSink(staging, config.staging_compression or "none")
+    sink = TableSink(staging, config.staging_compression or "none", told)
     try:
         if cache is None:
             job = Ingest(config, sink, rejects, on_bytes, engine)
@@ -390,8 +391,7 @@ def _engine(config: BuildConfig, workers: int | None, spool_in: Path | None = No
 def _local(config: BuildConfig, workers: int | None, spool_in: Path | None = None) -> Engine:
     """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
     (1: this one). 0/None, the default: ``PerRunEngine``, one worker per available core."""
-    if workers is None:
-        workers = config.workers or 0
+    workers = (config.workers or 0) if workers is None else workers
     if workers >= 1:
         return local_engine(workers, spool_in)
     cores = default_workers()

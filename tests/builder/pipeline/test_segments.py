@@ -25,9 +25,9 @@ def test_a_segments_staging_tables_are_gone_before_it_is_derived(
     works: list[Path] = []
     cut = segments._cut_segment
 
-    def cutting(work: Path, name: str) -> Any:
+    def cutting(work: Path, name: str, **kwargs: Any) -> Any:
         works.append(work)
-        return cut(work, name)
+        return cut(work, name, **kwargs)
 
     staged_at_export: dict[str, list[str]] = {}
     export = segment.SegmentExporter.export
