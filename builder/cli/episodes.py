@@ -272,7 +272,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     strict = config if args.strict else None
     try:
         counts = validate_files(
-            paths, model, rejects, config.max_line_bytes, strict, config.hash_precision
+            paths, model, rejects, config.max_line_bytes, strict, config.hash_precision, config
         )
     finally:
         rejects.close()

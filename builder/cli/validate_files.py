@@ -19,6 +19,7 @@ from builder.normalize.rows import empty_rows
 from builder.sources.banks import bank_lines
 from builder.sources.documents import records
 from builder.sources.inputs import InputFile
+from builder.validate.depth import too_deep
 from builder.validate.json_lines import duplicate_keys
 from builder.validate.reject import Reject
 from builder.validate.validator import Valid, Validator
@@ -33,20 +34,23 @@ def validate_files(
     max_line_bytes: int,
     strict: BuildConfig | None = None,
     precision: int | None = None,
+    settings: BuildConfig | None = None,
 ) -> dict[str, FileCounts]:
     """Validation only (``episodes validate``): no tables, same rejects. With ``strict`` (the
     build's settings), an episode or a bank's question whose integrity checks fail is a
     ``check_failed`` reject, worded as ``build --strict`` words it (checks of the lines
     given: an episode is not checked against a bank's ground truth). ``precision``: the hash
-    scheme a malformed hash's message names the right value under."""
+    scheme a malformed hash's message names the right value under. ``settings``: those every
+    episode is normalized under (``strict``'s, else these, else the defaults)."""
     key = "episode_id" if model is Episode else "id"
     across = BankQuestions(precision) if model is Question else None
     validator = Validator(model, key, precision=precision)
-    normalizer = None
-    if strict is not None:
-        normalizer = Normalizer(
-            strict.hook_value_limit, strict.hash_precision, strict.answer_tolerance
-        )
+    # Every episode is normalized as a build would (rows thrown away): a line nested past what
+    # its checks follow is the same reject here (``builder.validate.depth``).
+    settings = strict or settings or BuildConfig(hash_precision=precision)
+    normalizer = Normalizer(
+        settings.hook_value_limit, settings.hash_precision, settings.answer_tolerance
+    )
     out: dict[str, FileCounts] = {}
     for path in paths:
         counts = out.setdefault(path, FileCounts())
@@ -55,30 +59,38 @@ def validate_files(
         lines = InputFile(path, max_line_bytes).lines()
         lines = bank_lines(lines) if model is Question else records(lines, max_line_bytes)
         for valid in valid_records(lines, validator, counts, rejects):
-            if normalizer is None:
+            if model is Episode:
+                reject = _checked(valid, normalizer, strict is not None)
+            elif strict is not None:
+                reject = _question_checked(valid, normalizer)
+            else:
                 continue
-            check = _checked if model is Episode else _question_checked
-            reject = check(valid, normalizer)
             if reject is not None:
                 counts.valid, counts.rejected = counts.valid - 1, counts.rejected + 1
                 rejects.add(reject)
     return out
 
 
-def _checked(valid: Valid[Episode], normalizer: Normalizer) -> Reject | None:
-    """The ``check_failed`` reject of an episode whose checks fail, else None."""
+def _checked(valid: Valid[Episode], normalizer: Normalizer, strict: bool) -> Reject | None:
+    """The reject of an episode nested too deep to normalize, or (``strict``) the
+    ``check_failed`` one of an episode whose checks fail; else None."""
     line, record, precision = valid.line, valid.record, normalizer.hash_precision
-    info = emit_episode(
-        record,
-        line.path,
-        line.number,
-        normalizer.hook_value_limit,
-        empty_rows(),
-        precision,
-        valid.layout,
-        duplicate_keys(line.raw),
-        tolerance=normalizer.answer_tolerance,
-    )
+    try:
+        info = emit_episode(
+            record,
+            line.path,
+            line.number,
+            normalizer.hook_value_limit,
+            empty_rows(),
+            precision,
+            valid.layout,
+            duplicate_keys(line.raw),
+            tolerance=normalizer.answer_tolerance,
+        )
+    except RecursionError:
+        return too_deep(line.path, line.number, line.raw)
+    if not strict:
+        return None
     failed, new_question = normalizer.commit(info)
     if not failed:
         return None

@@ -10,10 +10,8 @@ The staging tables are cut into segments by input (``builder.ingest.staging``).
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from builder.engine import (
     local_size,
     main_survives_reimport,
 )
+from builder.ingest.batch import normalize_batch
 from builder.ingest.codec import BatchResult
 from builder.ingest.question_banks import BankQuestions, question_check_failed, valid_records
 from builder.ingest.rejects import RejectsWriter
@@ -47,20 +46,14 @@ from builder.ingest.staging import (
     segment_name,
 )
 from builder.normalize import Normalizer
-from builder.normalize.checks import check_question
-from builder.normalize.episode import EpisodeInfo, emit_episode
+from builder.normalize.episode import EpisodeInfo
 from builder.normalize.explain import by_meaning, explain_line
-from builder.normalize.questions import question_row
-from builder.normalize.rows import EPISODE_TABLES, EPISODES_WITHOUT_CHECKS, empty_rows, to_table
+from builder.normalize.rows import EPISODE_TABLES
 from builder.sources.banks import bank_lines
 from builder.sources.documents import records
 from builder.sources.inputs import InputFile, SourceLine
-from builder.validate import fastpath
-from builder.validate.json_lines import LineJSON, duplicate_keys, is_blank
+from builder.validate.json_lines import is_blank
 from builder.validate.reject import FieldError, Reject
-from builder.validate.validator import Validator
-from schemas.episode import Episode
-from schemas.layouts import SEEDS
 from schemas.stages import Ingested
 from schemas.tables import TABLES
 from schemas.vocabulary import CHECK_FAILED, DUPLICATE_EPISODE_ID
@@ -69,85 +62,6 @@ ProgressCallback = Callable[[int], None]
 
 # A batch is sent to a worker when it reaches ``batch_lines`` lines or this many bytes.
 BATCH_BYTES = 16 << 20
-
-
-def normalize_batch(
-    lines: list[SourceLine],
-    hook_value_limit: int,
-    precision: int | None = None,
-    tolerance: float | None = None,
-) -> BatchResult:
-    """Validate and normalize a batch of episode lines (of one file or of several, each line
-    naming its own): pure, so it runs on any worker.
-
-    The fast typed path (``builder.validate.fastpath``) decodes the common line; anything it
-    declines is validated by pydantic, which accepts it or names the exact reject."""
-    with _collector_paused():
-        return _normalize_batch(lines, hook_value_limit, precision, tolerance)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """A batch allocates millions of containers (parsed lines, rows) and frees them by
-    reference counting, making no cycles: the cyclic collector's passes over them found
-    nothing and cost a tenth of the batch's CPU. Cycles made anyway are collected after."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _normalize_batch(
-    lines: list[SourceLine],
-    hook_value_limit: int,
-    precision: int | None,
-    tolerance: float | None,
-) -> BatchResult:
-    validator = Validator(Episode, precision=precision)
-    out = empty_rows()
-    questions: list[tuple[object, ...]] = []
-    outcomes: list[EpisodeInfo | Reject] = []
-    for line in lines:
-        # a too long line is always a reject: only whole lines are read as JSON
-        json_line = None if line.too_long else LineJSON(line.raw)
-        record = None if json_line is None else fastpath.decode(Episode, json_line)
-        if record is None:
-            outcome = validator.validate(line, json_line)
-            if isinstance(outcome, Reject):
-                outcomes.append(outcome)
-                continue
-            record, layout = outcome.record, outcome.layout
-        else:
-            layout = SEEDS.name
-        read = json_line or line.raw
-        duplicates = duplicate_keys(read)
-        path = line.path
-        # once for the episode's checks and its question's row (pure: the same list for both)
-        question_failed = check_question(record.question, precision)
-        info = emit_episode(
-            record,
-            path,
-            line.number,
-            hook_value_limit,
-            out,
-            precision,
-            layout,
-            duplicates,
-            tolerance=tolerance,
-            raw=read,
-            question_checks=question_failed,
-        )
-        outcomes.append(info)
-        questions.append(
-            question_row(record.question, "episode", path, line.number, precision, question_failed)
-        )
-    tables = {name: to_table(out[name], TABLES[name]) for name in EPISODE_TABLES[1:]}
-    tables["episodes"] = to_table(out["episodes"], EPISODES_WITHOUT_CHECKS)
-    tables["questions"] = to_table(questions, TABLES["questions"])
-    return BatchResult(outcomes, tables)
 
 
 @dataclass
