@@ -202,9 +202,12 @@ def load_config(path: Path | None) -> BuildConfig:
     return config
 
 
+MAX_WORKERS = 1024  # ingest processes: a pool of more is a typo (and past what it can start)
+
 # The least value of a numeric setting (and the most, where there is one).
 _RANGES: dict[str, tuple[float, float | None]] = {
     "batch_lines": (1, None),
+    "workers": (0, MAX_WORKERS),
     "max_line_bytes": (1024, None),
     "hook_value_limit": (0, None),
     "parquet_max_rows_per_file": (1, None),

@@ -376,9 +376,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # BaseException): say so, in one line; a full disk no command said more of excepted
         if debug:
             traceback.print_exc()
-        full = faults.disk_full_line(args.command, exc)
-        if full:
-            print(full, file=sys.stderr)
+        said = faults.disk_full_line(args.command, exc) or faults.path_problem_line(
+            args.command, exc
+        )
+        if said:
+            print(said, file=sys.stderr)
             return exit_codes.UNAVAILABLE
         print(
             f"episodes {args.command}: internal error: {type(exc).__name__}: {exc}"

@@ -4,6 +4,7 @@ killed outright, and ``episodes doctor``."""
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +72,19 @@ def set_timeout(seconds: float | None) -> None:
 
     network.set_timeout(seconds)
     network.check()
+
+
+# What the system says of a path the user named, not of the build: a name too long for it,
+# a place the user may not write (``/sys``, a read-only mount, another user's folder).
+PATH_PROBLEMS = frozenset({errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def path_problem_line(command: str, exc: BaseException) -> str:
+    """The one line for such a path no command said more of (empty for any other error)."""
+    if not isinstance(exc, OSError) or exc.errno not in PATH_PROBLEMS or not exc.filename:
+        return ""
+    hint = "choose another path, or make it writable, and run it again"
+    return f"episodes {command}: cannot use {exc.filename}: {exc.strerror} — {hint}"
 
 
 def disk_full_line(command: str, exc: BaseException) -> str:

@@ -13,6 +13,7 @@ from builder.cli.preflight import (
     check_ray_address,
 )
 from builder.config import (
+    MAX_WORKERS,
     BuildConfig,
     ConfigError,
     find_config,
@@ -71,8 +72,10 @@ def _local(spec: str | None) -> str | None:
 def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if args.upload_to is not None and not is_uri(args.upload_to):
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
-    if args.workers is not None and args.workers < 0:
-        raise ConfigError(f"--workers {args.workers}: must be 0 (automatic) or more")
+    if args.workers is not None and not 0 <= args.workers <= MAX_WORKERS:
+        raise ConfigError(
+            f"--workers {args.workers}: must be 0 (automatic) to {MAX_WORKERS} (processes)"
+        )
     if args.max_reject_ratio is not None and not 0.0 <= args.max_reject_ratio <= 1.0:
         raise ConfigError(f"--max-reject-ratio {args.max_reject_ratio}: must be from 0 to 1")
     config = load_config(find_config(args.config, Path.cwd()))

@@ -7,6 +7,7 @@ manifest, so a build can be traced to the exact files it read.
 
 from __future__ import annotations
 
+import errno
 import glob
 import gzip
 import hashlib
@@ -82,6 +83,12 @@ def expand_inputs(patterns: tuple[str, ...] | list[str]) -> list[str]:
 def _refuse_not_a_file(name: str) -> None:
     """What a local name that matches no file is instead, when it is something."""
     path = Path(name)
+    try:
+        path.lstat()
+    except OSError as exc:  # nothing there, or a name no file can have
+        if exc.errno == errno.ENAMETOOLONG:
+            raise InputError(f"{name[:80]}…: {exc.strerror}") from exc
+        return
     if path.is_dir():
         raise InputError(f"{name} is a folder: name its files, e.g. {name}/*.jsonl")
     if path.exists():  # a pipe (``<(zcat x.gz)``), a socket or a device
@@ -99,10 +106,19 @@ def _matches(pattern: str) -> list[str]:
     magic = glob.has_magic(pattern)
     if storage.is_uri(pattern):
         return storage.glob(pattern) if magic else [p for p in [pattern] if storage.is_file(p)]
-    if magic and Path(pattern).is_file():  # a file whose name has [ ] * or ?, named as is
+    if magic and _is_file(pattern):  # a file whose name has [ ] * or ?, named as is
         return [pattern]
     matches = sorted(glob.glob(pattern, recursive=True)) if magic else [pattern]
-    return [m for m in matches if Path(m).is_file()]
+    return [m for m in matches if _is_file(m)]
+
+
+def _is_file(name: str) -> bool:
+    """A file's name, as ``Path.is_file`` says; a name no file can have (a part longer than
+    the system allows) names none rather than raising."""
+    try:
+        return Path(name).is_file()
+    except OSError:
+        return False
 
 
 class _DigestingReader(io.RawIOBase):

@@ -141,6 +141,8 @@ def test_unknown_sections_and_keys_are_errors(tmp_path: Path, text: str, message
         "[build]\nbatch_lines = true\n",
         '[build]\nbatch_lines = "64"\n',
         "[build]\nsegment_bytes = -1\n",
+        "[build]\nworkers = -1\n",
+        "[build]\nworkers = 2147483647\n",  # past any pool
         '[build]\nsegment_bytes = "64MB"\n',
         "[inputs]\nepisodes = 3\n",
         "[inputs]\nepisodes = [1, 2]\n",

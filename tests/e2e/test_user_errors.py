@@ -245,10 +245,24 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             2,
             "no Hugging Face token",
         ),
+        ("workers past any pool", ["build", "--workers", "2147483647", *out], 1, "to 1024"),
+        ("input name too long", ["build", "--episodes", "b" * 300 + ".jsonl", *out], 1, "too long"),
+        (
+            "rejects name too long",
+            ["build", "--episodes", sample, *out, "--rejects", "r" * 300 + ".jsonl"],
+            5,
+            "File name too long",
+        ),
+        (
+            "rejects where nobody writes",
+            ["build", "--episodes", sample, *out, "--rejects", "/sys/rejects.jsonl"],
+            5,
+            "/sys/",
+        ),
     ]
 
 
-N_CASES = 55
+N_CASES = 59
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
