@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -14,6 +15,7 @@ import polars as pl
 import pytest
 
 from builder.config import BuildConfig
+from builder.derive.splits.previous import PreviousUnreadable
 from builder.pipeline import BuildReport, build
 from samples.paraphrases import paraphrase, questions
 from schemas.objectives import OBJECTIVES
@@ -260,3 +262,29 @@ def test_a_missing_eval_file_is_one_line(tmp_path: Path, grown: dict) -> None:
     assert done.returncode == 1, done.stderr  # a usage error, found before any work
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "nowhere.jsonl: no such eval file" in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_an_earlier_build_whose_splits_cannot_be_read_stops_the_build(
+    grown: dict, tmp_path: Path, named: bool
+) -> None:
+    """Its questions' splits would move if it were passed over: the build stops, names the
+    file, and leaves that build as it was (``--previous``, or the output folder's own)."""
+    earlier = tmp_path / "dataset"
+    shutil.copytree(grown["out"], earlier)
+    damaged = sorted((earlier / "splits").glob("*.parquet"))[-1]
+    damaged.write_bytes(b"")
+    before = {p: p.read_bytes() for p in earlier.rglob("*") if p.is_file()}
+    out = tmp_path / "again" if named else earlier
+    config = BuildConfig(
+        episodes=(str(grown["out"].parent / "first.jsonl"),),
+        out=out,
+        rejects=tmp_path / "rejects.jsonl",
+        split_previous=str(earlier) if named else "",
+        split_train=0.8,  # the earlier build's settings: it is followed
+        split_validation=0.1,
+        split_test=0.1,
+    )
+    with pytest.raises(PreviousUnreadable, match=f"splits file {damaged} cannot be read"):
+        build(config)
+    assert {p: p.read_bytes() for p in earlier.rglob("*") if p.is_file()} == before

@@ -59,12 +59,34 @@ def _empty() -> pl.DataFrame:
     return pl.DataFrame(schema=PINNED_COLUMNS)
 
 
-def _read_splits(files: Iterable[Path]) -> pl.DataFrame:
+def _read_splits(files: Iterable[Path], whose: str) -> pl.DataFrame:
+    """The assignment in an earlier build's splits files. One that cannot be read (cut
+    short, emptied, edited in place) stops the build: going on without it could move its
+    questions between splits, so the user decides (``whose``: what the message calls it)."""
     files = sorted(files)
     if not files:
         return _empty()
-    frame = pl.read_parquet(files, columns=["question_id", "normalized_text", "split"])
+    columns = ["question_id", "normalized_text", "split"]
+    try:
+        frame = pl.read_parquet(files, columns=columns)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        damaged = next((f for f in files if not _readable(f)), files[0])
+        error = PreviousUnreadable(
+            f"{whose}: its splits file {damaged} cannot be read ({str(exc).splitlines()[0]}); "
+            "the split of every question it holds is kept from it: put that build back, or "
+            "move it away to assign every split afresh"
+        )
+        error.hint = ""  # the message says what to do
+        raise error from exc
     return frame.select("question_id", text="normalized_text", split="split").cast(PINNED_COLUMNS)
+
+
+def _readable(file: Path) -> bool:
+    try:
+        pl.read_parquet(file, columns=["question_id", "normalized_text", "split"])
+    except (pl.exceptions.PolarsError, OSError):
+        return False
+    return True
 
 
 def hub_folder(spec: str) -> Path:
@@ -106,7 +128,8 @@ def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
         differ = sorted(k for k in wanted if wanted[k] != recorded.get(k))
         info = {"source": source, "followed": False, "differs": differ}
         return Previous(_empty(), info)
-    pinned = _read_splits((folder / "splits").glob("*.parquet"))
+    whose = f"--previous {spec}" if spec else f"the last build in {out}"
+    pinned = _read_splits((folder / "splits").glob("*.parquet"), whose)
     return Previous(pinned, {"source": source, "followed": True, "questions": pinned.height})
 
 
@@ -116,7 +139,7 @@ def with_reused(previous: Previous, reused: Iterable[tuple[Path, list[str]]]) ->
     files = [data / f for data, names in reused for f in names if f.startswith("splits/")]
     if not files:
         return previous
-    pinned = pl.concat([_read_splits(files), previous.pinned]).unique(
+    pinned = pl.concat([_read_splits(files, "a segment the cache reuses"), previous.pinned]).unique(
         "question_id", keep="first", maintain_order=True
     )
     return Previous(pinned, {**previous.info, "reused_segments_questions": len(files)})
