@@ -71,16 +71,12 @@ def bucket_count(episodes: int, staged_bytes: int = 0) -> int:
     return max(1, min(PREFIX_RANGE, wanted))
 
 
-def bucket_index(buckets: int, grain: int = PREFIX_RANGE) -> pl.Expr:
+def bucket_index(buckets: int) -> pl.Expr:
     """The bucket of a ``question_id``: ``prefix × buckets // 65536``, where ``prefix`` is
     its first four hex digits, so bucket ``j`` holds one contiguous range of ids. (Ids are
-    hex by the schema; anything else would land in bucket 0.) With a ``grain`` (a power of
-    two, at least ``buckets``), the prefix is first cut into ``grain`` equal ranges and the
-    buckets are runs of those: ``builder.export.precut`` cuts rows into the ranges while they
-    are staged, before the number of buckets is known."""
+    hex by the schema; anything else would land in bucket 0.)"""
     prefix = pl.col("question_id").str.slice(0, 4).str.to_integer(base=16, strict=False)
-    fine = prefix.fill_null(0).cast(pl.Int64) * grain // PREFIX_RANGE
-    return (fine * buckets // grain).cast(pl.Int32)
+    return (prefix.fill_null(0).cast(pl.Int64) * buckets // PREFIX_RANGE).cast(pl.Int32)
 
 
 def open_streaming(path: Path) -> pq.ParquetFile:
@@ -127,7 +123,6 @@ class Bucket:
     schemas: Mapping[str, pa.Schema]
     pieces: dict[str, list[tuple[Path, int]]] = field(default_factory=dict)
     held: dict[str, list[pa.Table]] = field(default_factory=dict)  # a lone bucket's rows
-    grain: int = PREFIX_RANGE  # of the cut's ``bucket_index``
 
     def read(self, name: str) -> pl.DataFrame:
         """Table ``name``'s rows of this bucket, in input order."""
@@ -171,7 +166,7 @@ def add_lookup(parts: list[Bucket], directory: Path, lookup: pl.DataFrame) -> No
     if lookup.height:
         slices = lookup.iter_slices(PARTITION_BATCH_ROWS)
         loaders = (functools.partial(_given, frame) for frame in slices)
-        _cut_table(parts, LOOKUP, loaders, directory, grain=parts[0].grain)
+        _cut_table(parts, LOOKUP, loaders, directory)
 
 
 def _cut_table(
@@ -180,7 +175,6 @@ def _cut_table(
     loaders: Iterable[Callable[[], pa.Table]],
     directory: Path,
     episode_bucket: pl.DataFrame | None = None,
-    grain: int = PREFIX_RANGE,
 ) -> None:
     """Table ``name``'s batches (each read by one of ``loaders``) cut into the buckets of
     ``out``, on a few threads; ``episode_bucket`` places rows keyed by episode only."""
@@ -188,13 +182,13 @@ def _cut_table(
     engine = ThreadEngine(max(2, default_workers()), name="partition")
     scratch = None
     try:
-        cut = functools.partial(cut_batch, schema, buckets, episode_bucket, grain=grain)
+        cut = functools.partial(_cut, schema, buckets, episode_bucket)
         jobs = ((load,) for load in loaders)
         if buckets == 1:  # a small input: its one bucket is the staging tables, as read
             out[0].held[name] = [t for ((_, t),) in engine.map(cut, jobs)]
             return
         (directory / name).mkdir(parents=True, exist_ok=True)
-        scratch = Scratch(directory / name, name, schema, out)
+        scratch = _Scratch(directory / name, name, schema, out)
         for pieces in engine.map(cut, jobs):
             for k, table in pieces:
                 scratch.add(k, table)
@@ -205,12 +199,11 @@ def _cut_table(
             scratch.close()
 
 
-def cut_batch(
+def _cut(
     schema: pa.Schema,
     buckets: int,
     episode_bucket: pl.DataFrame | None,
     load: Callable[[], pa.Table],
-    grain: int = PREFIX_RANGE,
 ) -> list[tuple[int, pa.Table]]:
     """One batch of a table (``load`` reads it) as (bucket, rows) pieces in bucket order
     (rows in input order within each): batches are read and cut on a few threads at once
@@ -222,7 +215,7 @@ def cut_batch(
     # (the gather into bucket order) rather than also into Polars' string views and back.
     if "question_id" in table.column_names:
         keys = pl.DataFrame([pl.Series("question_id", table.column("question_id"))])
-        keyed = keys.select(_bucket=bucket_index(buckets, grain))
+        keyed = keys.select(_bucket=bucket_index(buckets))
     else:
         assert episode_bucket is not None, "a table keyed by episode needs the episodes' buckets"
         keys = pl.DataFrame([pl.Series("episode_id", table.column("episode_id"))])
@@ -246,7 +239,7 @@ def _in_order(ordered: pl.DataFrame) -> bool:
     return bool(ordered.get_column("_row").is_sorted())
 
 
-class Scratch:
+class _Scratch:
     """Rows of one table gathered by bucket, flushed every ``SCRATCH_FILE_BYTES`` into one
     file with one record batch per bucket: few files, so a bucket is read from a few large
     pieces rather than one small piece per staging batch. A file is written on a thread of
@@ -276,19 +269,6 @@ class Scratch:
 
     def close(self) -> None:
         self._writer.shutdown(wait=True, cancel_futures=True)
-
-    def finish(self) -> None:
-        """Write what is gathered, without waiting: ``wait`` raises a failed write's error.
-        The writer's thread ends once the write does."""
-        self._hand_over()
-        self._writer.shutdown(wait=False)
-
-    def wait(self) -> None:
-        self._wait()
-
-    def discard(self) -> None:
-        """Drop the rows not yet handed to the writer."""
-        self.parts, self.bytes = {}, 0
 
     def _hand_over(self) -> None:
         if not self.parts:

@@ -39,7 +39,6 @@ from builder.ingest.rejects import RejectsWriter
 from builder.ingest.results import FileCounts, IngestResult
 from builder.ingest.staging import (
     BANK_SEGMENT,
-    StagedRows,
     TableSink,
     bank_paths,
     episode_segments,
@@ -268,16 +267,15 @@ def ingest_files(
     on_bytes: ProgressCallback | None = None,
     workers: int | None = None,
     cache: Any = None,
-    told: StagedRows | None = None,
 ) -> Ingested:
     """Read every input into the staging tables; what was read, counted, as a value.
     ``workers``: processes for the per-batch work (default: chosen as runs of files come,
     ``_local``); the output is the same bytes for any number.
     ``cache``: an open ``builder.cache.IngestCache`` (``builder.cache.open_cache``), which
     the caller closes; it wraps this stage from outside (its ``ingest_job``), so this module
-    does not import it. ``told``: what is told of the rows as they are staged."""
+    does not import it."""
     engine = _engine(config, workers, staging.parent)  # beside the staging folder
-    sink = TableSink(staging, config.staging_compression or "none", told)
+    sink = TableSink(staging, config.staging_compression or "none")
     try:
         if cache is None:
             job = Ingest(config, sink, rejects, on_bytes, engine)
@@ -305,7 +303,8 @@ def _engine(config: BuildConfig, workers: int | None, spool_in: Path | None = No
 def _local(config: BuildConfig, workers: int | None, spool_in: Path | None = None) -> Engine:
     """Explicit ``workers`` (argument, else a ``workers`` config key): that many processes
     (1: this one). 0/None, the default: ``PerRunEngine``, one worker per available core."""
-    workers = (config.workers or 0) if workers is None else workers
+    if workers is None:
+        workers = config.workers or 0
     if workers >= 1:
         return local_engine(workers, spool_in)
     cores = default_workers()

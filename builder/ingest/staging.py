@@ -11,10 +11,9 @@ before it: an appended file leaves every earlier closed segment's files as they 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,19 +21,6 @@ import pyarrow.parquet as pq
 from builder.config import BuildConfig
 from builder.fs import storage
 from schemas.tables import TABLES, empty_table
-
-
-class StagedRows(Protocol):
-    """What is told of the staged rows as they are written, on the staging thread: a
-    segment's files opening (``segment``), each batch written there (``add``), the last
-    batch written (``finish``). The export's cut (``builder.export.precut``) is one; the
-    pipeline hands it in, as this stage imports no later one."""
-
-    def segment(self, name: str) -> None: ...
-
-    def add(self, tables: Mapping[str, pa.Table]) -> None: ...
-
-    def finish(self) -> None: ...
 
 
 class TableSink:
@@ -46,11 +32,9 @@ class TableSink:
     ingest reads the next run of files meanwhile: with many small runs, waiting for each
     run's last write took ≈ 0.03 s a segment."""
 
-    def __init__(
-        self, directory: Path, compression: str = "none", told: StagedRows | None = None
-    ) -> None:
+    def __init__(self, directory: Path, compression: str = "none") -> None:
         directory.mkdir(parents=True, exist_ok=True)
-        self.directory, self.compression, self.told = directory, compression, told
+        self.directory, self.compression = directory, compression
         self.rows: Counter[str] = Counter()
         self._writers: dict[str, pq.ParquetWriter] = {}
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="staging-write")
@@ -68,8 +52,6 @@ class TableSink:
             table: pq.ParquetWriter(folder / f"{table}.parquet", schema, compression=compression)
             for table, schema in TABLES.items()
         }
-        if self.told is not None:
-            self.told.segment(folder.name)
 
     def _close_writers(self) -> None:
         for writer in self._writers.values():
@@ -86,8 +68,6 @@ class TableSink:
         for name, table in tables.items():
             if table.num_rows:
                 self._writers[name].write_table(table)
-        if self.told is not None:
-            self.told.add(tables)
 
     def _wait(self) -> None:
         pending, self._pending = self._pending, []
@@ -96,8 +76,6 @@ class TableSink:
 
     def close(self) -> None:
         try:
-            if self.told is not None:
-                self._pending.append(self._thread.submit(self.told.finish))
             self._wait()
         finally:
             self._thread.shutdown()

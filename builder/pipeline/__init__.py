@@ -21,7 +21,6 @@ from builder import export
 from builder.config import BuildConfig
 from builder.derive.splits.plan import HeldOutPlan, held_out_problems, plan_held_out
 from builder.errors import DataRefused, EnvironmentProblem
-from builder.export.precut import StagedCut
 from builder.export.segment import SegmentOutput, export_sessions
 from builder.fs import storage
 from builder.fs.output import output_lock, swap
@@ -150,20 +149,18 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
     time, the sessions' rows, and the card and manifest; swapped in at the very end."""
     started = time.perf_counter()
     config = expanded(config)
-    with BuildRun.start(config) as run, StagedCut(run.work / "buckets") as cut:
+    with BuildRun.start(config) as run:
         config = run.config
         with _progress_bar(config, progress) as bar:
             ingested = ingest_files(
-                config, run.work / "tables", run.rejects, bar.update, cache=run.cache, told=cut
+                config, run.work / "tables", run.rejects, bar.update, cache=run.cache
             )
         validated = read_sessions(config, run.rejects)
         session_rows = sum(validated.rows_read.values()) if validated else 0
         rejected = run.rejects.summary()
         check_reject_ratio(config, ingested.records + session_rows, rejected, run.refused_at)
         plan = plan_splits(run.work, config, run.cache, validated)
-        outputs = export_segments(
-            run.work, run.staged, config, plan, run.cache, run.card_to_come, cut
-        )
+        outputs = export_segments(run.work, run.staged, config, plan, run.cache, run.card_to_come)
         sessions = derive_sessions(config, validated, outputs) if validated else None
         if sessions is not None:
             outputs.append(export_sessions(run.staged, sessions, config, plan))

@@ -21,7 +21,6 @@ from builder.config import BuildConfig
 from builder.derive.splits.plan import HeldOutPlan
 from builder.export.buckets import BUCKETED, Bucket, add_lookup, bucket_count, partition
 from builder.export.lookup import QuestionIndex, lookup
-from builder.export.precut import StagedCut
 from builder.export.segment import SegmentExporter, SegmentOutput
 from builder.ingest.staging import segment_names
 from builder.redact import RedactionOptions, TableRedactor
@@ -37,7 +36,6 @@ def export_segments(
     plan: HeldOutPlan,
     cache: Any,
     exporting: Callable[[], None] = lambda: None,
-    staged_cut: StagedCut | None = None,
 ) -> list[SegmentOutput]:
     """Every episode segment's files, in order: a stored one (``builder.cache.segments``) linked
     in, any other exported from its staging tables. Before any config is derived, secrets
@@ -47,8 +45,7 @@ def export_segments(
     ``buckets.open_streaming``); a secret value assigned in one segment is redacted in every
     later one. A segment's staging tables are cut into buckets on a thread of their own
     while the segment before it is derived and written (the cut needs nothing of earlier
-    segments; the questions they published are looked up and cut in after), unless
-    ``staged_cut`` cut its rows as they were staged. ``exporting`` is
+    segments; the questions they published are looked up and cut in after). ``exporting`` is
     called before each segment that is exported rather than linked from the cache: not
     while stored ones are linked, thousands of short system calls that a thread holding the
     GIL would slow down tenfold."""
@@ -62,7 +59,6 @@ def export_segments(
     exported = [name for name in segment_names(config) if name not in reused]
     following = dict(itertools.pairwise(exported))  # the next one exported
     ahead: Future[list[Bucket]] | None = None
-    cut_segment = functools.partial(_cut_segment, work, staged_cut=staged_cut)
     try:
         for name in segment_names(config):
             stored = reused.get(name)
@@ -76,11 +72,11 @@ def export_segments(
             tables = work / "tables" / name
             options = RedactionOptions.of(config)
             finding = prepass.submit(TableRedactor, tables, options, known)
-            cut = ahead if ahead is not None else cutting.submit(cut_segment, name)
+            cut = ahead if ahead is not None else cutting.submit(_cut_segment, work, name)
             # The next segment is cut while this one is derived (a cut needs nothing of the
             # segments before it); its lookup must wait for this one's questions.
             after = following.get(name)
-            ahead = cutting.submit(cut_segment, after) if after else None
+            ahead = cutting.submit(_cut_segment, work, after) if after else None
             parts, buckets = cut.result(), work / "buckets" / name
             add_lookup(parts, buckets, lookup(index, tables))
             redactor = finding.result()
@@ -105,20 +101,16 @@ def export_segments(
     return done
 
 
-def _cut_segment(work: Path, name: str, staged_cut: StagedCut | None) -> list[Bucket]:
-    """Segment ``name``'s staging tables in as many buckets as their rows need: as cut while
-    they were staged, else cut now."""
+def _cut_segment(work: Path, name: str) -> list[Bucket]:
+    """Segment ``name``'s staging tables cut into as many buckets as their rows need."""
     tables = work / "tables" / name
-    meta = {t: pq.read_metadata(tables / f"{t}.parquet") for t in BUCKETED}
-    count = bucket_count(*_staged(meta))
-    rows = {t: m.num_rows for t, m in meta.items()}
-    parts = staged_cut.buckets(name, count, rows) if staged_cut is not None else None
-    return parts if parts is not None else partition(tables, count, work / "buckets" / name)
+    return partition(tables, bucket_count(*_staged(tables)), work / "buckets" / name)
 
 
-def _staged(meta: dict[str, pq.FileMetaData]) -> tuple[int, int]:
+def _staged(tables: Path) -> tuple[int, int]:
     """A segment's episodes (or questions, in the banks' segment) and the bytes of its staged
     rows, uncompressed, from the staging files' metadata."""
+    meta = {t: pq.read_metadata(tables / f"{t}.parquet") for t in BUCKETED}
     rows = max(meta[t].num_rows for t in BUCKET_SIZED)
     staged = sum(
         m.row_group(i).total_byte_size for m in meta.values() for i in range(m.num_row_groups)

@@ -107,7 +107,7 @@ def test_reading_a_staging_table_holds_a_batch_not_the_file(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("in_order", [False, True])
 def test_a_batch_is_cut_into_its_buckets_rows_in_input_order(in_order: bool) -> None:
-    """``cut_batch`` gathers a batch into bucket order in Arrow (no gather when the batch is in
+    """``_cut`` gathers a batch into bucket order in Arrow (no gather when the batch is in
     order already): each piece holds its bucket's rows in input order."""
     import pyarrow as pa
 
@@ -124,7 +124,7 @@ def test_a_batch_is_cut_into_its_buckets_rows_in_input_order(in_order: bool) -> 
     )
     children = pa.table({"episode_id": [f"e{rng.randrange(300)}" for _ in range(500)]})
     for table in (questions, children):
-        pieces = buckets.cut_batch(table.schema, count, episode_bucket, lambda t=table: t)
+        pieces = buckets._cut(table.schema, count, episode_bucket, lambda t=table: t)
         frame = pl.from_arrow(table)
         assert isinstance(frame, pl.DataFrame)
         if "question_id" in frame.columns:

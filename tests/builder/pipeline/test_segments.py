@@ -25,9 +25,9 @@ def test_a_segments_staging_tables_are_gone_before_it_is_derived(
     works: list[Path] = []
     cut = segments._cut_segment
 
-    def cutting(work: Path, name: str, **kwargs: Any) -> Any:
+    def cutting(work: Path, name: str) -> Any:
         works.append(work)
-        return cut(work, name, **kwargs)
+        return cut(work, name)
 
     staged_at_export: dict[str, list[str]] = {}
     export = segment.SegmentExporter.export
