@@ -93,8 +93,9 @@ def instrument():
 
     wrap(fastpath, "decode", "parse (typed decode)")
     wrap(validate.Validator, "validate", "validate (pydantic fallback)")
-    wrap(i, "emit_episode", "normalize (rows)")
-    wrap(i, "to_table", "normalize (Arrow tables)")
+    per_batch = sys.modules.get("builder.ingest.batch", i)  # the per-batch work, if its own
+    wrap(per_batch, "emit_episode", "normalize (rows)")
+    wrap(per_batch, "to_table", "normalize (Arrow tables)")
     wrap(redact.TableRedactor, "__init__", "redact (pre-pass)")
     wrap(redact.TableRedactor, "frame", "redact (buckets)")
     loop = sys.modules.get("builder.pipeline.segments", b)  # the segment loop, if its own module

@@ -25,6 +25,9 @@ def test_build_benchmark_reports_every_scale(tmp_path: Path) -> None:
         assert row["build_over_load_dataset"] == round(row["build_s"] / row["load_dataset_s"], 2)
     stages = json.loads((tmp_path / "build.json").read_text())["stages"]
     assert stages["write Parquet"] > 0
+    # every stage the table names is timed where its code now lives
+    for stage in ("parse (typed decode)", "normalize (rows)", "normalize (Arrow tables)"):
+        assert stages[stage] > 0, stage
     # the CPU of the writing threads, measured beside their thread-seconds
     assert 0 < stages["write Parquet CPU"] <= stages["write Parquet"] * 1.05
 
