@@ -55,6 +55,9 @@ def _recorded(manifest: Manifest) -> dict[str, Any]:
     }
 
 
+SPLITS_COLUMNS = ["question_id", "normalized_text", "split"]  # what an assignment is read from
+
+
 def _empty() -> pl.DataFrame:
     return pl.DataFrame(schema=PINNED_COLUMNS)
 
@@ -66,9 +69,8 @@ def _read_splits(files: Iterable[Path], whose: str) -> pl.DataFrame:
     files = sorted(files)
     if not files:
         return _empty()
-    columns = ["question_id", "normalized_text", "split"]
     try:
-        frame = pl.read_parquet(files, columns=columns)
+        frame = pl.read_parquet(files, columns=SPLITS_COLUMNS)
     except (pl.exceptions.PolarsError, OSError) as exc:
         damaged = next((f for f in files if not _readable(f)), files[0])
         error = PreviousUnreadable(
@@ -83,7 +85,7 @@ def _read_splits(files: Iterable[Path], whose: str) -> pl.DataFrame:
 
 def _readable(file: Path) -> bool:
     try:
-        pl.read_parquet(file, columns=["question_id", "normalized_text", "split"])
+        pl.read_parquet(file, columns=SPLITS_COLUMNS)
     except (pl.exceptions.PolarsError, OSError):
         return False
     return True
