@@ -59,6 +59,11 @@ def parse_line(line: SourceLine, read: LineJSON | None = None) -> tuple[Any, Rej
         python_dialect = _python_dialect(line.raw)
         if python_dialect is not None:
             return python_dialect, None
+        beyond = _beyond_double_path(line.raw)
+        if beyond is not None:
+            said = f"{beyond[1]} is beyond a double's range (±1.8e308): write it as a string"
+            error = FieldError(beyond[0], said)
+            return None, Reject(line.path, line.number, INVALID_JSON, (error,), line.raw)
         error = FieldError(_raw_control_path(line.raw), f"invalid JSON: {exc}")
         return None, Reject(line.path, line.number, INVALID_JSON, (error,), line.raw)
 
@@ -95,6 +100,28 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
 _MARK = "\ufdd0\ufdd1\ufdd2"
 _CONTROL = re.compile("[\x00-\x1f]")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")  # what ``surrogateescape`` makes of a bad byte
+
+
+def _beyond_double_path(raw: bytes) -> tuple[str, str] | None:
+    """The JSON path and the spelling of the first number no double holds (``1e400``: Python
+    reads ``inf``, which the line did not say), else None."""
+    numbers: list[str] = []
+
+    def marked(text: str) -> float | str:
+        number = float(text)
+        if not math.isinf(number):
+            return number
+        numbers.append(text)
+        return _MARK
+
+    try:
+        value = json.loads(raw, parse_float=marked)
+    except (ValueError, RecursionError):
+        return None
+    if not numbers:
+        return None
+    path = next((p for p, texts in _json_strings(value) if _MARK in texts), "$")
+    return path, numbers[0] if len(numbers[0]) <= 24 else numbers[0][:20] + "…"
 
 
 def _raw_control_path(raw: bytes) -> str:

@@ -222,6 +222,12 @@ def test_a_number_beyond_a_double_is_refused_however_it_is_written() -> None:
     for number in (b"1e400", b"1" + b"0" * 400 + b".0"):
         value, rejected = parse_line(SourceLine("a.jsonl", 1, b'{"f": ' + number + b"}"))
         assert value is None and rejected is not None and rejected.kind == INVALID_JSON
+        assert rejected.path == "$.f" and "beyond a double's range" in rejected.message
+    # named where it is, however deep, and the first of several
+    raw = b'{"a": 1.5, "b": {"c": [2, -1e999]}, "d": 1e400}'
+    _, rejected = parse_line(SourceLine("a.jsonl", 1, raw))
+    assert rejected is not None and rejected.path == "$.b.c[1]"
+    assert rejected.message.startswith("$.b.c[1]: -1e999 is beyond")
     value, rejected = parse_line(SourceLine("a.jsonl", 1, b'{"f": Infinity}'))
     assert rejected is None and value == {"f": float("inf")}
 
