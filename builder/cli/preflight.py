@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -23,6 +24,17 @@ class FolderProblem(EnvironmentProblem):
         self.hint = hint or f"choose another {setting}"
 
 
+def _write_probe(folder: Path, setting: str) -> None:
+    """Make and remove a file in ``folder``: what ``os.access`` allows is not always what
+    the system lets a file be made in (``/proc``, ``/sys``, a file system mounted read-only
+    in a container, an immutable folder, for root too)."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".episodes-probe-"):
+            pass
+    except OSError as exc:
+        raise FolderProblem(f"{folder}: not writable ({exc.strerror})", setting) from exc
+
+
 def check_folder(folder: Path, setting: str) -> None:
     """``folder`` exists or can be made, and can be written. Folders made to find out are
     removed again: a build that stops before it starts leaves nothing behind."""
@@ -35,6 +47,7 @@ def check_folder(folder: Path, setting: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         if not os.access(folder, os.W_OK):
             raise FolderProblem(f"{folder}: not writable", setting)
+        _write_probe(folder, setting)
     except FileExistsError as exc:
         raise FolderProblem(f"{exc.filename}: a file, not a folder", setting) from exc
     except NotADirectoryError as exc:

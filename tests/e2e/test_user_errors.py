@@ -257,12 +257,18 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             "rejects where nobody writes",
             ["build", "--episodes", sample, *out, "--rejects", "/sys/rejects.jsonl"],
             5,
-            "/sys/",
+            "/sys: not writable",
+        ),
+        (  # os.access says yes; no file can be made there, even by root
+            "rejects where no file can be made",
+            ["build", "--episodes", sample, *out, "--rejects", "/proc/rejects.jsonl"],
+            5,
+            "/proc: not writable",
         ),
     ]
 
 
-N_CASES = 59
+N_CASES = 60
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
