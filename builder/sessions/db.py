@@ -10,6 +10,7 @@ password before it is shown.
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 import sqlite3
 import tempfile
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from builder.engine.no_pandas import imports_without_pandas
 from builder.errors import EnvironmentProblem
+from builder.fs import network
 from builder.sessions.urls import (
     DatabaseError,
     DatabaseURL,
@@ -83,6 +85,12 @@ class ConnectionLost(DatabaseUnreachable):
     """The server went away while the build was reading from it."""
 
     hint = "check that the server is running, and run the same command again"
+
+
+class DatabaseLocked(EnvironmentProblem, DatabaseError):
+    """An SQLite file another process kept locked for longer than the build waits."""
+
+    hint = "run it again once that write is done, or give it longer with --timeout"
 
 
 def ddl(dialect: Dialect) -> str:
@@ -149,6 +157,7 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         raise DatabaseError(f"{db.redacted}: no such file {db.path}")
     if not db.is_dump:
         with sqlite.connect(str(db.path)) as conn:
+            wait_for_writers(conn)
             yield conn
         return
     with tempfile.TemporaryDirectory(prefix="sessions-dump-") as tmp:
@@ -156,6 +165,16 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         load_dump(db.path, loaded)
         with sqlite.connect(str(loaded)) as conn:
             yield conn
+
+
+def wait_for_writers(conn: Any) -> None:
+    """Have SQLite wait, up to ``--timeout`` (``EPISODES_TIMEOUT``), for a writer's lock
+    (a capture process committing while the build reads) rather than fail at once with
+    "database is locked"."""
+    milliseconds = max(1, math.ceil(network.timeout() * 1000))
+    with conn.cursor() as cur:
+        cur.execute(f"PRAGMA busy_timeout = {milliseconds}")
+        cur.fetchall()
 
 
 def _refused(db: DatabaseURL, exc: BaseException) -> DatabaseError:

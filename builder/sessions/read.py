@@ -49,6 +49,7 @@ from builder.sessions.columns import (
 from builder.sessions.db import (
     CANCELED,
     ConnectionLost,
+    DatabaseLocked,
     DatabaseUnreachable,
     connect,
     driver_error,
@@ -187,6 +188,11 @@ def _collect(
         if lost_connection(detail):
             raise ConnectionLost(
                 f"{db.redacted}: the connection was lost while reading table {table}: {detail}"
+            ) from exc
+        if "database is locked" in detail:  # a writer held it past ``--timeout``
+            raise DatabaseLocked(
+                f"{db.redacted}: another process held the database locked for "
+                f"{network.timeout():g} s while the build read table {table}"
             ) from exc
         raise DatabaseError(f"{db.redacted}: cannot read table {table}: {detail}") from exc
     # The batches become the table's chunks: no copy.

@@ -422,3 +422,46 @@ def test_init_on_a_table_of_another_shape_says_what_it_lacks(
     code, err = _cli(capsys, "sessions", "init", f"sqlite:///{db}")
     assert code == exit_codes.USAGE
     assert "table actions lacks column(s) source" in err
+
+
+def _locked_for(path: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another process holding an SQLite file's write lock for ``seconds`` (a capture
+    process committing while the build reads); returned once it holds it."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('begin exclusive')\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(float(sys.argv[2]))\n"
+            "c.execute('commit')\n",
+            str(path),
+            str(seconds),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_an_sqlite_file_locked_by_a_writer_is_waited_for_then_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "sessions.db"
+    init_database(f"sqlite:///{path}")
+    monkeypatch.setenv("EPISODES_TIMEOUT", "20")  # a lock shorter than the timeout: waited for
+    holder = _locked_for(path, 0.5)
+    assert read_source(f"sqlite:///{path}").sessions.num_rows == 0
+    holder.wait()
+    monkeypatch.setenv("EPISODES_TIMEOUT", "0.3")  # one longer: one line, the environment's
+    holder = _locked_for(path, 5)
+    try:
+        with pytest.raises(DatabaseError) as info:
+            read_source(f"sqlite:///{path}")
+    finally:
+        holder.kill()
+    assert info.value.exit_code == exit_codes.UNAVAILABLE
+    assert "another process held the database locked for 0.3 s" in one_line("build", info.value)
