@@ -12,8 +12,10 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
+import signal
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,16 +106,52 @@ def statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
+# SQLite's virtual machine steps between calls of the progress handler: about a millisecond.
+PROGRESS_STEPS = 100_000
+STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _signals_heard() -> Iterator[list[int]]:
+    """A long statement (a dump's ``WITH RECURSIVE``, a huge insert) runs inside SQLite,
+    where the command's handlers of Ctrl-C and SIGTERM cannot raise. Meanwhile (on the main
+    thread) those signals are only noted, so the progress handler can stop the statement;
+    once it has stopped, a noted signal is raised again for the command's own handler."""
+    heard: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield heard
+        return
+    previous = {s: signal.signal(s, lambda signum, _: heard.append(signum)) for s in STOPPING}
+    try:
+        yield heard
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if heard:
+            signal.raise_signal(heard[0])  # the command's handler raises it, as it would have
+
+
 def load_dump(dump: Path, target: Path) -> None:
     """Execute the SQL dump ``dump`` into a new SQLite database file ``target``."""
     try:
         script = dump.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise DatabaseError(f"{dump}: cannot read SQL dump: {exc}") from exc
+    if "\x00" in script:  # SQLite reads a statement only up to it
+        at = script.index("\x00")
+        line = script.count("\n", 0, at) + 1
+        raise DatabaseError(f"{dump}: a NUL character at line {line}: not an SQL dump")
     con = sqlite3.connect(target)
     try:
-        con.executescript(script)
-        con.commit()
+        with _signals_heard() as heard:
+            con.set_progress_handler(lambda: bool(heard), PROGRESS_STEPS)
+            try:
+                con.executescript(script)
+                con.commit()
+            except sqlite3.OperationalError:
+                if heard:  # stopped for Ctrl-C or SIGTERM: raised again on the way out
+                    return
+                raise
     except sqlite3.Error as exc:
         if any(mark in script for mark in _PG_DUMP_MARKS):
             raise DatabaseError(

@@ -3,9 +3,11 @@ the right exit code, never a password; and both tables read as of one moment."""
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -465,3 +467,35 @@ def test_an_sqlite_file_locked_by_a_writer_is_waited_for_then_said(
         holder.kill()
     assert info.value.exit_code == exit_codes.UNAVAILABLE
     assert "another process held the database locked for 0.3 s" in one_line("build", info.value)
+
+
+def test_a_dump_holding_a_nul_character_is_one_line(tmp_path: Path) -> None:
+    dump = tmp_path / "nul.sql"
+    dump.write_text("CREATE TABLE t (x);\nINSERT INTO t VALUES ('a\x00b');\n")
+    with pytest.raises(DatabaseError, match="a NUL character at line 2: not an SQL dump"):
+        read_source(f"sqlite:///{dump}")
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_dump_whose_statement_never_ends_stops_on_ctrl_c_or_sigterm(
+    tmp_path: Path, sent: signal.Signals, code: int
+) -> None:
+    """The statement runs inside SQLite; the signal still stops it, with its exit code, and
+    the build leaves nothing beside its output."""
+    endless = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*)"
+    (tmp_path / "slow.sql").write_text(f"CREATE TABLE t AS {endless} FROM r;\n")
+    (tmp_path / "none.jsonl").write_text("")
+    argv = ["build", "--episodes", "none.jsonl", "--sessions", f"sqlite:///{tmp_path}/slow.sql"]
+    argv += ["--out", "out/ds", "--rejects", "out/rejects.jsonl", "--no-progress"]
+    build = subprocess.Popen(
+        [str(Path(sys.executable).parent / "episodes"), *argv],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2)  # well into the statement
+    build.send_signal(sent)
+    _, err = build.communicate(timeout=60)
+    assert build.returncode == code, err
+    assert len(err.strip().splitlines()) == 1
+    assert not list((tmp_path / "out").glob("*")) and not list((tmp_path / "out").glob(".*"))
