@@ -104,7 +104,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if folder is not None and folder != Path.cwd():  # it reads inputs by the names it publishes
         os.chdir(folder)
     inputs = (config.episodes, config.synthetic_questions, config.llm_questions, config.sessions)
-    if not any(inputs):
+    if not any(inputs) and not getattr(args, "from_build", None):  # --from gives them after
         raise ConfigError("nothing to build: give --episodes ([inputs] episodes in dataset.toml)")
     if args.ray_address is not None and config.engine != "ray":  # it would be ignored
         raise ConfigError(

@@ -108,3 +108,18 @@ def test_build_from_keeps_the_segments_the_inputs_were_read_in(tmp_path: Path) -
         second = build(restored)
     assert parquet_digests(second.out) == parquet_digests(first.out)
     assert any("-00003-" in name for name in parquet_digests(first.out))
+
+
+def test_build_from_needs_no_config_file(
+    original: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run where no ``dataset.toml`` is (as the docs' example is): ``--from`` gives the
+    inputs, so "nothing to build" is not said of a build that has them."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["build", "--from", str(original.out), "--out", "again/dataset"]
+    assert main([*argv, "--rejects", "again/rejects.jsonl", "--no-progress"]) == 0
+    made = json.loads((tmp_path / "again" / "dataset" / "manifest.json").read_text())
+    source = json.loads((original.out / "manifest.json").read_text())
+    assert made["built_from"]["source"] == str(original.out)
+    valid = [(i["path"], i["valid"]) for i in made["inputs"]]
+    assert valid == [(i["path"], i["valid"]) for i in source["inputs"]]  # each input read again
