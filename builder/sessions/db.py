@@ -9,6 +9,7 @@ password before it is shown.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import re
@@ -111,6 +112,15 @@ PROGRESS_STEPS = 100_000
 STOPPING = (signal.SIGINT, signal.SIGTERM)
 
 
+def _in_place(elsewhere: list[str], action: int, name: str | None, *_: object) -> int:
+    """SQLite's authorizer while a dump loads: ``ATTACH`` (and ``VACUUM INTO``, which
+    attaches its target) would read or write a file outside the temporary database."""
+    if action == sqlite3.SQLITE_ATTACH:
+        elsewhere.append(str(name))
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
 @contextmanager
 def _signals_heard() -> Iterator[list[int]]:
     """A long statement (a dump's ``WITH RECURSIVE``, a huge insert) runs inside SQLite,
@@ -142,6 +152,8 @@ def load_dump(dump: Path, target: Path) -> None:
         line = script.count("\n", 0, at) + 1
         raise DatabaseError(f"{dump}: a NUL character at line {line}: not an SQL dump")
     con = sqlite3.connect(target)
+    elsewhere: list[str] = []
+    con.set_authorizer(functools.partial(_in_place, elsewhere))
     try:
         with _signals_heard() as heard:
             con.set_progress_handler(lambda: bool(heard), PROGRESS_STEPS)
@@ -153,6 +165,11 @@ def load_dump(dump: Path, target: Path) -> None:
                     return
                 raise
     except sqlite3.Error as exc:
+        if elsewhere:
+            raise DatabaseError(
+                f"{dump}: the dump opens another file ({elsewhere[0]}): ATTACH and VACUUM "
+                "INTO are refused, as a dump is read into a database of its own"
+            ) from exc
         if any(mark in script for mark in _PG_DUMP_MARKS):
             raise DatabaseError(
                 f"{dump}: not a SQLite dump: it looks like pg_dump output, which SQLite cannot "

@@ -499,3 +499,13 @@ def test_a_dump_whose_statement_never_ends_stops_on_ctrl_c_or_sigterm(
     assert build.returncode == code, err
     assert len(err.strip().splitlines()) == 1
     assert not list((tmp_path / "out").glob("*")) and not list((tmp_path / "out").glob(".*"))
+
+
+@pytest.mark.parametrize("statement", ["ATTACH '{other}' AS a", "VACUUM INTO '{other}'"])
+def test_a_dump_may_not_open_another_file(tmp_path: Path, statement: str) -> None:
+    other = tmp_path / "elsewhere.db"
+    dump = tmp_path / "dump.sql"
+    dump.write_text(f"CREATE TABLE t (x);\n{statement.format(other=other)};\n")
+    with pytest.raises(DatabaseError, match="ATTACH and VACUUM INTO are refused"):
+        read_source(f"sqlite:///{dump}")
+    assert not other.exists()
