@@ -121,6 +121,11 @@ def main():
     except ImportError:
         one_blas_thread = lambda: None
     one_blas_thread()
+    try:  # ... and before anything imports pyarrow (an older builder: nothing)
+        from builder.engine.arrow_memory import jemalloc_for_arrow
+    except ImportError:
+        jemalloc_for_arrow = lambda: None
+    jemalloc_for_arrow()
     from builder.config import BuildConfig
 
     fields = BuildConfig.__dataclass_fields__

@@ -30,6 +30,7 @@ from builder.config import (
     find_config,
     load_config,
 )
+from builder.engine.arrow_memory import jemalloc_for_arrow
 from builder.engine.blas import one_blas_thread
 from builder.errors import UserError, one_line
 from builder.fs.uris import is_uri
@@ -347,6 +348,7 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     one_blas_thread()  # before anything imports numpy
+    jemalloc_for_arrow()  # ... or pyarrow
     try:
         args = _build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors; ours is 1
