@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from builder.errors import LockHeld
+from builder.fs.durable import sync_folder, sync_tree
 from schemas.manifest import BUILD_FILES, MANIFEST, Manifest, ManifestError, read_manifest
 
 
@@ -104,16 +105,20 @@ def exchange(a: Path, b: Path) -> bool:
 def swap(staged: Path, out: Path) -> None:
     """Put ``staged`` at ``out``. Readers see the old folder or the new one, never neither:
     an atomic exchange where the OS has one; elsewhere two renames, and a build killed
-    between them is repaired by ``recover_interrupted_swap`` at the next start."""
+    between them is repaired by ``recover_interrupted_swap`` at the next start. The staged
+    build is on disk before it is swapped in (``builder.fs.durable``), and so is the swap."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    sync_tree(staged)
     old = out.parent / f".{out.name}.old"
     shutil.rmtree(old, ignore_errors=True)
     if out.exists() and exchange(staged, out):
+        sync_folder(out.parent)
         shutil.rmtree(staged, ignore_errors=True)
         return
     if out.exists():
         out.rename(old)
     staged.rename(out)
+    sync_folder(out.parent)
     shutil.rmtree(old, ignore_errors=True)
 
 

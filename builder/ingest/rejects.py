@@ -18,6 +18,7 @@ from typing import IO, TextIO
 
 import orjson
 
+from builder.fs.durable import sync_folder
 from builder.fs.leftovers import dead_partials
 from builder.validate.reject import Reject
 from schemas.stages import Rejected
@@ -104,10 +105,15 @@ class RejectsWriter:
         (``keep=False``) remove it and the folders made for it."""
         if self._handle is None or self._tmp is None or self.path is None:
             return
+        if keep:  # on disk before it is moved into place (``builder.fs.durable``)
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
         self._handle.close()
         self._handle = None
         if keep:
-            self._tmp.replace(to or self.path)
+            target = to or self.path
+            self._tmp.replace(target)
+            sync_folder(target.parent)
             return
         self._tmp.unlink(missing_ok=True)
         for folder in self._made:
