@@ -60,7 +60,7 @@ class DatabaseURL:
 
     @property
     def is_dump(self) -> bool:
-        return self.path is not None and self.path.suffix == ".sql"
+        return self.path is not None and self.path.suffix.lower() == ".sql"  # DUMP.SQL too
 
     @property
     def redacted(self) -> str:

@@ -17,6 +17,7 @@ def test_parse_url_kinds(tmp_path: Path) -> None:
     assert (db.dialect, db.path, db.is_dump) == ("sqlite", Path("data/x.db"), False)
     assert parse_url("sqlite:////abs/x.sql").path == Path("/abs/x.sql")
     assert parse_url("sqlite:///x.sql").is_dump
+    assert parse_url("sqlite:///DUMP.SQL").is_dump  # the suffix in any case
     assert parse_url("sqlite:///x.db", base=tmp_path).path == tmp_path / "x.db"
     assert parse_url("postgresql://u@h/db").dialect == "postgresql"
     assert parse_url("postgres://u@h/db").dialect == "postgresql"

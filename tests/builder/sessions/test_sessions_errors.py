@@ -26,6 +26,8 @@ from builder.sessions.urls import DatabaseError, parse_url, redact
 from builder.sessions.validate import validate_source
 from schemas.sessions import ACTION_ROW, SESSION_ROW
 
+SAMPLE_DUMP = Path(__file__).resolve().parents[3] / "data" / "sessions" / "sample.sql"
+
 POSTGRESQL = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 SQLITE = pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 IN_APP = "options=-csearch_path%3Dapp"  # the query parameter the messages advise
@@ -509,3 +511,12 @@ def test_a_dump_may_not_open_another_file(tmp_path: Path, statement: str) -> Non
     with pytest.raises(DatabaseError, match="ATTACH and VACUUM INTO are refused"):
         read_source(f"sqlite:///{dump}")
     assert not other.exists()
+
+
+def test_a_dump_named_in_upper_case_is_read_as_a_dump(tmp_path: Path) -> None:
+    upper = tmp_path / "SAMPLE.SQL"
+    upper.write_bytes(SAMPLE_DUMP.read_bytes())
+    got = read_source(f"sqlite:///{upper}")
+    want = read_source(f"sqlite:///{SAMPLE_DUMP}")
+    assert got.actions.num_rows == want.actions.num_rows > 0
+    assert got.actions.equals(want.actions)
