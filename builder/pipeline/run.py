@@ -19,7 +19,7 @@ from typing import Any
 
 from builder.cache import open_cache
 from builder.config import BuildConfig
-from builder.errors import DataRefused
+from builder.errors import DataRefused, EnvironmentProblem
 from builder.export.card import CardImages
 from builder.fs.output import build_manifest, recover_interrupted_swap, refused_rejects
 from builder.ingest.rejects import RejectsWriter
@@ -64,6 +64,17 @@ def rejects_if_refused(config: BuildConfig) -> Path:
     return refused_rejects(config.rejects)
 
 
+WORK_MARK = ".building"
+
+
+class WorkFolderRemoved(EnvironmentProblem):
+    """Something outside the build removed its work folder while it ran."""
+
+    def __init__(self, work: Path, out: Path) -> None:
+        super().__init__(f"its work folder {work} was removed while it ran; {out} is as it was")
+        self.hint = "run it again, and leave the folder until the build ends"
+
+
 @dataclass
 class BuildRun:
     config: BuildConfig  # with ``cache_dir`` cleared when this build runs without its cache
@@ -98,6 +109,10 @@ class BuildRun:
         run = cls(config, work, RejectsWriter(config.rejects), refused_at)
         kept_at = config.rejects
         try:
+            # made now and removed only below: gone before that, the folder was removed from
+            # outside (a later step may have made the folder again, not this mark)
+            work.mkdir(parents=True)
+            (work / WORK_MARK).touch()
             run.cache = open_cache(config) if config.cache_dir else None
             if run.cache is None:  # none configured, or another build holds it: uncached
                 run.cache_busy = config.cache_dir
@@ -105,6 +120,10 @@ class BuildRun:
             yield run
         except DataRefused:
             run.done, kept_at = True, refused_at
+            raise
+        except Exception as exc:
+            if not (work / WORK_MARK).exists():  # whatever failed, the removal explains it
+                raise WorkFolderRemoved(work, out) from exc
             raise
         finally:
             try:  # each is undone even when one before it fails: no work files are left

@@ -604,3 +604,30 @@ def test_a_server_that_dies(
     assert scene.resent() == []
     if scene.out is not None and scene.command[0] == "build":
         assert snapshot(scene.out) != before
+
+
+def test_a_work_folder_removed_under_the_build_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import builder.pipeline as pipeline
+    from builder.cli.episodes import main
+
+    source = tmp_path / "episodes.jsonl"
+    write_jsonl(source, generate_episodes(60, 5))
+    out = tmp_path / "ds"
+    args = ["build", "--episodes", str(source), "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    before, beside = snapshot(out), sorted(p.name for p in tmp_path.iterdir())
+    plan = pipeline.plan_splits
+
+    def removed_first(work: Path, *rest: object) -> object:
+        shutil.rmtree(work)  # as another process would, with the build half done
+        return plan(work, *rest)
+
+    monkeypatch.setattr(pipeline, "plan_splits", removed_first)
+    capsys.readouterr()
+    assert main(args) == UNAVAILABLE
+    line = one_line(capsys.readouterr().err)
+    assert f"its work folder {tmp_path / '.ds.work'} was removed while it ran" in line
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == beside  # nothing left beside it
