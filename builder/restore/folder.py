@@ -9,7 +9,8 @@ import polars as pl
 
 from builder.errors import UsageError
 from builder.fs.releases import HUB_RELEASE, ReleaseUnreadable, download_release
-from schemas.manifest import MANIFEST
+from builder.fs.storage import file_sha256
+from schemas.manifest import MANIFEST, ManifestError, read_manifest
 
 # The tables an episode's lines are rebuilt from, and the sessions'
 EPISODE_TABLES = ("questions", "episodes", "traces", "turns", "hooks", "corrections", "messages")
@@ -25,17 +26,52 @@ def is_release(spec: str) -> bool:
     return bool(HUB_RELEASE.match(spec)) and not Path(spec).exists()
 
 
+class DamagedBuild(UsageError):
+    """A file of the build's tables is not the one its manifest records."""
+
+    hint = "rebuild it, or restore from an intact copy (its release on the Hub)"
+
+
 def build_folder(spec: str, tables: tuple[str, ...]) -> Path:
     """The local folder holding ``spec``'s manifest and ``tables`` (downloaded for a
-    release)."""
+    release), each table's files those its manifest records (``check_files``)."""
     if is_release(spec):
-        return _download(spec, tables)
-    folder = Path(spec)
-    if not (folder / MANIFEST).is_file():
-        raise NoBuild(
-            f"{spec}: no build there (no {MANIFEST}); give a build folder or org/name@version"
-        )
+        folder = _download(spec, tables)
+    else:
+        folder = Path(spec)
+        if not (folder / MANIFEST).is_file():
+            raise NoBuild(
+                f"{spec}: no build there (no {MANIFEST}); give a build folder or org/name@version"
+            )
+    check_files(folder, tables)
     return folder
+
+
+def check_files(folder: Path, tables: tuple[str, ...]) -> None:
+    """Refuse a build whose table files are not those its manifest lists, byte for byte: a
+    truncated, replaced, renamed, added or missing file would otherwise be read as the
+    build's rows (or fail deep in a reader). A manifest that lists no files (an older
+    builder's) is taken as it is."""
+    try:
+        manifest = read_manifest(folder)
+    except ManifestError as exc:
+        raise NoBuild(f"{folder}: {exc}; the folder is not a whole build") from exc
+    listed = manifest.get("files")
+    if not isinstance(listed, dict) or not listed:
+        return
+    for table in tables:
+        named = {p for p in listed if p.startswith(f"{table}/") and p.endswith(".parquet")}
+        there = {f"{table}/{f.name}" for f in (folder / table).glob("*.parquet")}
+        for path in sorted(named - there):
+            raise DamagedBuild(f"{folder}: {MANIFEST} lists {path}, which is not there")
+        for path in sorted(there - named):
+            raise DamagedBuild(f"{folder}: {path} is not a file {MANIFEST} lists")
+        for path in sorted(named):
+            if file_sha256(folder / path) != listed[path]:
+                raise DamagedBuild(
+                    f"{folder}: {path} is not the file {MANIFEST} records (its sha256 differs):"
+                    " changed after the build"
+                )
 
 
 def _download(spec: str, tables: tuple[str, ...]) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from builder.cli.episodes import main
+from builder.fs.storage import file_sha256
 from builder.pipeline import BuildReport
 
 
@@ -56,9 +57,45 @@ def test_a_patch_that_no_longer_fits_is_one_line(
 
     changed = tmp_path / "changed"
     shutil.copytree(sample_build.out, changed)
+    manifest = json.loads((changed / "manifest.json").read_text())
     for path in (changed / "episodes").glob("*.parquet"):
         frame = pl.read_parquet(path)
         frame.with_columns(line_patch=pl.lit('[[["nowhere", "at", "all"]]]')).write_parquet(path)
+        # as a builder that computed these patches would have recorded the file
+        manifest["files"][f"episodes/{path.name}"] = file_sha256(path)
+    (changed / "manifest.json").write_text(json.dumps(manifest))
     assert main(["export-jsonl", str(changed), "--out", str(tmp_path / "e.jsonl")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "line_patch does not fit its rows" in err[0]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "removed", "renamed", "added", "manifest"])
+def test_a_build_whose_files_changed_after_it_is_refused_in_one_line(
+    sample_build: BuildReport, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    damaged = tmp_path / "damaged"
+    shutil.copytree(sample_build.out, damaged)
+    turns = sorted((damaged / "turns").glob("*.parquet"))[0]
+    if damage == "truncated":
+        turns.write_bytes(turns.read_bytes()[:100])
+    elif damage == "removed":
+        turns.unlink()
+    elif damage == "renamed":
+        turns.rename(turns.with_name("train-00001-00000-of-00001-0000000000000000.parquet"))
+    elif damage == "added":
+        shutil.copy(turns, damaged / "turns" / "extra.parquet")
+    else:
+        (damaged / "manifest.json").write_text("{")
+    out = tmp_path / "e.jsonl"
+    assert main(["export-jsonl", str(damaged), "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    said = {
+        "truncated": f"turns/{turns.name} is not the file manifest.json records",
+        "removed": f"manifest.json lists turns/{turns.name}, which is not there",
+        "renamed": f"manifest.json lists turns/{turns.name}, which is not there",
+        "added": "turns/extra.parquet is not a file manifest.json lists",
+        "manifest": "manifest.json is unreadable",
+    }[damage]
+    assert said in err[0]
+    assert not list(tmp_path.glob("e.jsonl*"))
