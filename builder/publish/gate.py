@@ -14,9 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from builder.errors import DataRefused
+from builder.fs import recorded_files
 from builder.fs.storage import file_sha256
 from schemas import manifest as manifest_file
 from schemas.manifest import CARD, CARD_DIGEST, MANIFEST, Manifest, ManifestError
+
+_SAID = {
+    recorded_files.OUTSIDE: "not a path inside the build folder",
+    recorded_files.MISSING: "listed in the manifest but missing",
+    recorded_files.CHANGED: "changed since the build (sha256 differs from the manifest)",
+    recorded_files.UNRECORDED: "not written by the build (not in the manifest)",
+}
 
 
 class GateRefused(DataRefused, RuntimeError):
@@ -99,19 +107,10 @@ def check_build(
             f"{CARD}: changed since the build (sha256 differs from the manifest); it "
             "declares the configs: rebuild instead of editing it ([card] in dataset.toml)"
         )
-    for rel, expected in sorted(files.items()):
-        path = folder / rel
-        if Path(rel).is_absolute() or ".." in Path(rel).parts:
-            problems.append(f"{rel}: not a path inside the build folder")
-        elif not path.is_file():
-            problems.append(f"{rel}: listed in the manifest but missing")
-        elif digests and file_sha256(path) != expected:
-            problems.append(f"{rel}: changed since the build (sha256 differs from the manifest)")
-    expected_names = {*files, CARD, MANIFEST}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if path.is_file() and rel not in expected_names:
-            problems.append(f"{rel}: not written by the build (not in the manifest)")
+    present = [p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()]
+    present = [rel for rel in present if rel not in (CARD, MANIFEST)]
+    for rel, what in recorded_files.differences(folder, files, present, digests):
+        problems.append(f"{rel}: {_SAID[what]}")
     if problems:
         raise GateRefused(folder, problems)
     return files

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 
 from builder.errors import UsageError
+from builder.fs import recorded_files
 from builder.fs.releases import HUB_RELEASE, ReleaseUnreadable, download_release
-from builder.fs.storage import file_sha256
 from schemas.manifest import MANIFEST, ManifestError, read_manifest
 
 # The tables an episode's lines are rebuilt from, and the sessions'
@@ -24,6 +24,15 @@ class NoBuild(UsageError):
 def is_release(spec: str) -> bool:
     """``org/name@vX.Y.Z`` that is not also a local path."""
     return bool(HUB_RELEASE.match(spec)) and not Path(spec).exists()
+
+
+_SAID = {
+    recorded_files.OUTSIDE: f"not a path inside the build folder, yet {MANIFEST} lists it",
+    recorded_files.MISSING: f"{MANIFEST} lists it, but it is not there",
+    recorded_files.CHANGED: f"not the file {MANIFEST} records (its sha256 differs): changed"
+    " after the build",
+    recorded_files.UNRECORDED: f"not a file {MANIFEST} lists",
+}
 
 
 class DamagedBuild(UsageError):
@@ -60,18 +69,14 @@ def check_files(folder: Path, tables: tuple[str, ...]) -> None:
     if not isinstance(listed, dict) or not listed:
         return
     for table in tables:
-        named = {p for p in listed if p.startswith(f"{table}/") and p.endswith(".parquet")}
-        there = {f"{table}/{f.name}" for f in (folder / table).glob("*.parquet")}
-        for path in sorted(named - there):
-            raise DamagedBuild(f"{folder}: {MANIFEST} lists {path}, which is not there")
-        for path in sorted(there - named):
-            raise DamagedBuild(f"{folder}: {path} is not a file {MANIFEST} lists")
-        for path in sorted(named):
-            if file_sha256(folder / path) != listed[path]:
-                raise DamagedBuild(
-                    f"{folder}: {path} is not the file {MANIFEST} records (its sha256 differs):"
-                    " changed after the build"
-                )
+        recorded = {
+            path: str(digest)
+            for path, digest in listed.items()
+            if str(path).startswith(f"{table}/") and str(path).endswith(".parquet")
+        }
+        present = [f"{table}/{f.name}" for f in (folder / table).glob("*.parquet")]
+        for path, what in recorded_files.differences(folder, recorded, present):
+            raise DamagedBuild(f"{folder}: {path}: {_SAID[what]}")
 
 
 def _download(spec: str, tables: tuple[str, ...]) -> Path:

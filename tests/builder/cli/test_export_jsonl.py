@@ -91,10 +91,10 @@ def test_a_build_whose_files_changed_after_it_is_refused_in_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0], err
     said = {
-        "truncated": f"turns/{turns.name} is not the file manifest.json records",
-        "removed": f"manifest.json lists turns/{turns.name}, which is not there",
-        "renamed": f"manifest.json lists turns/{turns.name}, which is not there",
-        "added": "turns/extra.parquet is not a file manifest.json lists",
+        "truncated": f"turns/{turns.name}: not the file manifest.json records",
+        "removed": f"turns/{turns.name}: manifest.json lists it, but it is not there",
+        "renamed": f"turns/{turns.name}: manifest.json lists it, but it is not there",
+        "added": "turns/extra.parquet: not a file manifest.json lists",
         "manifest": "manifest.json is unreadable",
     }[damage]
     assert said in err[0]
