@@ -229,7 +229,8 @@ def _check_range(path: Path, label: str, name: str, value: Any) -> None:
     if bounds is None:
         return
     low, high = bounds
-    if value < low or (high is not None and value > high):
+    # written as "not within" so that NaN, which compares false with anything, is refused
+    if not value >= low or (high is not None and not value <= high):
         wanted = f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
         raise ConfigError(f"{path}: {label} must be {wanted}, not {value!r}")
 

@@ -11,6 +11,7 @@ not an hour.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -45,8 +46,8 @@ def timeout(default: float = DEFAULT_TIMEOUT_S) -> float:
         seconds = float(text)
     except ValueError:
         raise BadSetting(f"{TIMEOUT_ENV}={text!r}: not a number of seconds") from None
-    if not seconds > 0 or seconds != seconds:
-        raise BadSetting(f"{TIMEOUT_ENV}={text!r}: must be above 0")
+    if not 0 < seconds < math.inf:  # NaN and infinity too: every remote call needs a bound
+        raise BadSetting(f"{TIMEOUT_ENV}={text!r}: must be a number of seconds above 0")
     return seconds
 
 
@@ -75,8 +76,8 @@ def set_timeout(seconds: float | None) -> None:
     """``--timeout``: for this process and every process it starts."""
     if seconds is None:
         return
-    if not seconds > 0:
-        raise BadSetting(f"--timeout {seconds:g}: must be above 0")
+    if not 0 < seconds < math.inf:
+        raise BadSetting(f"--timeout {seconds:g}: must be a number of seconds above 0")
     os.environ[TIMEOUT_ENV] = f"{seconds:g}"
 
 

@@ -137,6 +137,8 @@ def test_unknown_sections_and_keys_are_errors(tmp_path: Path, text: str, message
         "[checks]\nstrict = 1\n",
         '[checks]\nmax_reject_ratio = "1%"\n',
         "[checks]\nmax_reject_ratio = true\n",
+        "[checks]\nmax_reject_ratio = nan\n",  # compares false with any bound
+        "[decontamination]\nthreshold = nan\n",
         "[checks]\nmax_line_bytes = 1.5\n",
         "[build]\nbatch_lines = true\n",
         '[build]\nbatch_lines = "64"\n',
