@@ -12,6 +12,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
+from math import inf
 from pathlib import Path
 from typing import Any
 
@@ -305,9 +306,9 @@ def _coerce(path: Path, base: Path, key: str, value: Any, label: str = "") -> An
         except ValueError as exc:
             raise ConfigError(f"{path}: [hashing] precision {exc}") from exc
     if key == "answer_tolerance":
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < inf:
             raise ConfigError(
-                f"{path}: [checks] answer_tolerance must be a number of 0 or more "
+                f"{path}: [checks] answer_tolerance must be a finite number of 0 or more "
                 f"(the capture code's is 0.1), not {value!r}"
             )
         return float(value)

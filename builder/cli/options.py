@@ -4,6 +4,7 @@ build and validate share."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -42,8 +43,8 @@ def _add_check_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _with_check_options(config: BuildConfig, args: argparse.Namespace) -> BuildConfig:
-    if args.answer_tolerance is not None and not args.answer_tolerance >= 0:
-        raise ConfigError(f"--answer-tolerance {args.answer_tolerance}: must be 0 or more")
+    if args.answer_tolerance is not None and not 0 <= args.answer_tolerance < math.inf:
+        raise ConfigError(f"--answer-tolerance {args.answer_tolerance}: must be a finite 0 or more")
     if args.answer_tolerance is not None:
         config = replace(config, answer_tolerance=args.answer_tolerance)
     if args.hash_precision is not None:  # "exact" must override a config's precision

@@ -265,10 +265,22 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
             5,
             "/proc: not writable",
         ),
+        (
+            "timeout of no bound",
+            ["build", "--episodes", sample, *out, "--timeout", "inf"],
+            1,
+            "above 0",
+        ),
+        (
+            "answer tolerance of no bound",
+            ["build", "--episodes", sample, *out, "--answer-tolerance", "inf"],
+            1,
+            "must be a finite 0 or more",
+        ),
     ]
 
 
-N_CASES = 60
+N_CASES = 62
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
