@@ -12,14 +12,16 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builder.fs.storage import file_sha256
 from builder.report.errors import BuildFolderError, RejectsFileError
 from schemas import manifest as manifest_file
 from schemas.manifest import MANIFEST, Manifest, ManifestError
@@ -245,9 +247,28 @@ class BuildFolder:
             if p.startswith(prefix) and p.endswith(".parquet")
         ]
 
+    @contextlib.contextmanager
+    def reading(self, path: Path) -> Iterator[None]:
+        """A data file that cannot be read is one line naming it, and saying whether its
+        bytes are still those the manifest records (a file cut short or replaced since the
+        build is not)."""
+        try:
+            yield
+        except (pl.exceptions.PolarsError, pa.ArrowException) as exc:
+            rel = path.relative_to(self.path).as_posix()
+            recorded = self.manifest["files"].get(rel)
+            if recorded is not None and file_sha256(path) != recorded:
+                said = f"changed since the build (its sha256 is not the one {MANIFEST} records)"
+            else:
+                said = f"cannot be read ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+            raise BuildFolderError(f"{self.path}: {rel}: {said}") from exc
+
     def columns(self, config: str) -> list[str]:
         files = self.files(config)
-        return pq.read_schema(files[0]).names if files else []
+        if not files:
+            return []
+        with self.reading(files[0]):
+            return pq.read_schema(files[0]).names
 
     def read(
         self, config: str, columns: Sequence[str] | None = None, split: bool = False
@@ -262,7 +283,8 @@ class BuildFolder:
                 return pl.read_parquet(files, columns=list(columns) if columns else None)
         frames = []
         for path in files:
-            frame = pl.read_parquet(path, columns=list(columns) if columns else None)
+            with self.reading(path):
+                frame = pl.read_parquet(path, columns=list(columns) if columns else None)
             if split:
                 frame = frame.with_columns(pl.lit(path.name.split("-", 1)[0]).alias("split"))
             frames.append(frame)
@@ -275,7 +297,9 @@ class BuildFolder:
         files = self.files(config, "train") or self.files(config)
         rows: list[dict[str, Any]] = []
         for path in files:
-            table = pq.ParquetFile(path).read_row_group(0) if len(rows) < n else None
-            if table is not None:
-                rows += table.slice(0, n - len(rows)).to_pylist()
+            if len(rows) >= n:
+                break
+            with self.reading(path):
+                table = pq.ParquetFile(path).read_row_group(0)
+            rows += table.slice(0, n - len(rows)).to_pylist()
         return rows

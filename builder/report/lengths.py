@@ -151,7 +151,8 @@ def measure(
 def batches(build: BuildFolder, config: str, columns: Sequence[str]) -> Iterable[pl.DataFrame]:
     """``config``'s ``columns``, ``BATCH_ROWS`` rows at a time, file by file."""
     for path in build.files(config):
-        yield from _file_batches(path, columns)
+        with build.reading(path):
+            yield from _file_batches(path, columns)
 
 
 def _file_batches(path: Path, columns: Sequence[str]) -> Iterable[pl.DataFrame]:
@@ -277,9 +278,9 @@ def _config_chars(
         if known is not None:
             values = _counts(known)
         else:
-            values = np.concatenate(
-                [_counts([]), *(row_chars(name, f) for f in _file_batches(path, columns))]
-            )
+            with build.reading(path):
+                counts = [row_chars(name, f) for f in _file_batches(path, columns)]
+            values = np.concatenate([_counts([]), *counts])
         if memo is not None and key is not None:
             memo.put(key, values)
         parts.append(values)

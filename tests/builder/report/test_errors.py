@@ -3,6 +3,7 @@ the installed ``episodes report`` command, never a traceback."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -70,6 +71,23 @@ def missing_image(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
     return [str(folder)], "images/funnel.png, listed in manifest.json, is missing"
 
 
+def cut_short_parquet(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
+    folder = _copy(build, tmp)
+    first = sorted((folder / "sft").glob("*.parquet"))[0]
+    first.write_bytes(first.read_bytes()[:100])
+    return [str(folder)], f"sft/{first.name}: changed since the build (its sha256 is not"
+
+
+def unreadable_as_recorded(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
+    """A file the manifest records as it is, but that is no Parquet (a builder's bug)."""
+    folder = _copy(build, tmp)
+    first = sorted((folder / "sft").glob("*.parquet"))[0]
+    first.write_bytes(b"not parquet")
+    digest = hashlib.sha256(b"not parquet").hexdigest()
+    _edit_manifest(folder, lambda m: m["files"].update({f"sft/{first.name}": digest}))
+    return [str(folder)], f"sft/{first.name}: cannot be read ("
+
+
 def stale_rejects(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
     folder = _copy(build, tmp)
     rejects = tmp / "rejects.jsonl"
@@ -96,6 +114,8 @@ CASES = [
     older_builder,
     missing_parquet,
     missing_image,
+    cut_short_parquet,
+    unreadable_as_recorded,
     stale_rejects,
     missing_rejects,
     out_inside,
