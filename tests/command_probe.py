@@ -38,6 +38,21 @@ def run_python(code: str, *args: str, env: Mapping[str, str] | None = None) -> t
     return done.stdout, json.loads(done.stdout.splitlines()[-1])
 
 
+def run_alone(code: str, *args: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """``code`` run with ``args`` in an environment of its own (the checkout on the path, and
+    ``env``; none of this process's variables, which a command run in-process may have
+    set): the words it printed. Its stderr must be empty."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **(env or {})},
+        check=False,
+    )
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    return done.stdout.split()
+
+
 def last_json(code: str, *args: str, env: Mapping[str, str] | None = None) -> Any:
     return run_python(code, *args, env=env)[1]
 

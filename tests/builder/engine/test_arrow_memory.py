@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.command_probe import run_alone
 
 # Runs a command, then imports pyarrow (as a build's later stages do) and asks a worker of
 # the ingest's pool which allocator its Arrow uses.
@@ -31,16 +30,8 @@ print(pa.default_memory_pool().backend_name, worker)
 
 
 def _run(tmp_path: Path, **env: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "schema.json")],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **env},
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""  # no warning of an allocator Arrow lacks
-    return result.stdout.split()
+    # stderr empty: no warning of an allocator Arrow lacks
+    return run_alone(SCRIPT, str(tmp_path / "schema.json"), env=env)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="set on Linux only")

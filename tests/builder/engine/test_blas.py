@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.command_probe import run_alone
 
 # Runs a command, then imports numpy (as a build's later stages do) and counts the threads.
 SCRIPT = """
@@ -21,15 +19,7 @@ print(os.environ.get("OPENBLAS_NUM_THREADS"), len(os.listdir("/proc/self/task"))
 
 
 def _run(tmp_path: Path, **env: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "schema.json")],
-        capture_output=True,
-        text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **env},
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.split()
+    return run_alone(SCRIPT, str(tmp_path / "schema.json"), env=env)
 
 
 def test_numpy_starts_no_blas_threads_in_the_command(tmp_path: Path) -> None:
