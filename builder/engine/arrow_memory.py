@@ -10,18 +10,28 @@ is 1.1 % of the samples and the kernel time ≈ 2.1 s, with a lower peak (docs/p
 Arrow picks its allocator once, from ``ARROW_DEFAULT_MEMORY_POOL``, when pyarrow is first
 imported, so this is set before that, and the processes the command starts (its ingest
 workers) inherit it. ``episodes`` sets it; a library caller of ``build`` does not, and a
-value the user set is kept. Only on Linux: the Linux wheels carry jemalloc, and Arrow warns
-on stderr about a backend it was built without.
+value the user set is kept. Only where pyarrow is a Linux wheel (its ``libarrow`` inside the
+package), which carries jemalloc: an Arrow built without it warns on stderr of the setting.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
+from pathlib import Path
 
 POOL_VARIABLE = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 def jemalloc_for_arrow() -> None:
-    if sys.platform.startswith("linux"):
+    if sys.platform.startswith("linux") and _arrow_of_a_wheel():
         os.environ.setdefault(POOL_VARIABLE, "jemalloc")
+
+
+def _arrow_of_a_wheel() -> bool:
+    """Whether pyarrow's C++ library is the one its Linux wheel bundles (found, not
+    imported: importing pyarrow would fix its allocator)."""
+    spec = importlib.util.find_spec("pyarrow")
+    folders = spec.submodule_search_locations if spec is not None else None
+    return any(any(Path(f).glob("libarrow.so.*")) for f in folders or ())
