@@ -83,10 +83,16 @@ def write_sessions(folder: Path, url: str) -> tuple[int, int]:
 
 
 def _write_file(out: Path, folder: Path) -> int:
-    """Written beside ``out`` and renamed over it: a failed export leaves no half file."""
+    """Written beside ``out`` and renamed over it: a failed export leaves no half file (a
+    device or a pipe is written into as it is: ``builder.fs.named_file``)."""
     from builder.errors import UsageError
+    from builder.fs.named_file import replaced, streamed
     from builder.restore.episodes import episode_lines, write_lines
 
+    if streamed(out):
+        with out.open("w", encoding="utf-8") as f:
+            return write_lines(episode_lines(folder), f)
+    out = replaced(out)
     part = out.with_name(out.name + ".part")
     try:
         with part.open("w", encoding="utf-8") as f:

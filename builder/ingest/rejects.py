@@ -20,6 +20,7 @@ import orjson
 
 from builder.fs.durable import sync_folder
 from builder.fs.leftovers import dead_partials
+from builder.fs.named_file import replaced, streamed
 from builder.validate.reject import Reject
 from schemas.stages import Rejected
 
@@ -41,7 +42,10 @@ class RejectsWriter:
         self._captured: list[tuple[str, bytes]] | None = None
         self._made: list[Path] = []  # folders made for the file, innermost first
         self._digest = hashlib.sha256()  # of every byte written: the manifest records it
-        if path is not None:
+        if path is not None and streamed(path):  # /dev/null, a pipe: written as it comes
+            self._handle = open(path, "wb")  # noqa: SIM115 - closed in close()
+        elif path is not None:
+            path = replaced(path)  # a link's file, the link kept
             # per process: two builds that share a rejects file never write one partial file
             self._tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
             folder = self._tmp.parent.absolute()
@@ -103,6 +107,9 @@ class RejectsWriter:
     def close(self, keep: bool = True, to: Path | None = None) -> None:
         """Move the file into place (at ``to``, a path in the same folder, when given), or
         (``keep=False``) remove it and the folders made for it."""
+        if self._handle is not None and self._tmp is None:  # a device or a pipe
+            self._handle.close()
+            self._handle = None
         if self._handle is None or self._tmp is None or self.path is None:
             return
         if keep:  # on disk before it is moved into place (``builder.fs.durable``)
@@ -111,7 +118,7 @@ class RejectsWriter:
         self._handle.close()
         self._handle = None
         if keep:
-            target = to or self.path
+            target = replaced(to or self.path)
             self._tmp.replace(target)
             sync_folder(target.parent)
             return

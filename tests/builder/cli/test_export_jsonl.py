@@ -99,3 +99,23 @@ def test_a_build_whose_files_changed_after_it_is_refused_in_one_line(
     }[damage]
     assert said in err[0]
     assert not list(tmp_path.glob("e.jsonl*"))
+
+
+def test_out_into_a_pipe_is_written_through_and_left_a_pipe(
+    sample_build: BuildReport, tmp_path: Path
+) -> None:
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "episodes.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert main(["export-jsonl", str(sample_build.out), "--out", str(fifo)]) == 0
+    reader.join(30)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # not replaced by a regular file
+    lines = got[0].decode().splitlines()
+    assert lines and all(json.loads(line)["episode_id"] for line in lines)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.fifo"]
