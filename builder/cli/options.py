@@ -22,6 +22,7 @@ from builder.config import (
     parse_precision,
 )
 from builder.errors import require
+from builder.fs.named_file import replaced
 from builder.fs.releases import HUB_RELEASE
 from builder.fs.uris import is_uri
 
@@ -115,6 +116,7 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if config.engine == "ray":  # checked before any work starts
         require("ray", "engine = 'ray'", "ray")
         check_ray_address(config.ray_address)
+    config = replace(config, out=replaced(config.out))  # as the build takes it (a link's folder)
     check_output(config)
     if config.split_previous or config.decontamination_evals:  # imports the derive stage
         from builder.derive.splits.plan import check_held_out_inputs

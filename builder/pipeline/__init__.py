@@ -23,6 +23,7 @@ from builder.derive.splits.plan import HeldOutPlan, held_out_problems, plan_held
 from builder.errors import DataRefused, EnvironmentProblem
 from builder.export.segment import SegmentOutput, export_sessions
 from builder.fs import storage
+from builder.fs.named_file import replaced
 from builder.fs.output import output_lock, swap
 from builder.ingest.files import ingest_files
 from builder.ingest.rejects import RejectsWriter
@@ -100,6 +101,9 @@ def check_reject_ratio(
 
 
 def build(config: BuildConfig, progress: bool = False) -> BuildReport:
+    # A link to the output folder (onto a larger disk, say) stays a link: the folder it
+    # names is the one the build replaces, locks and works beside.
+    config = replace(config, out=replaced(config.out))
     with output_lock(config.out):
         report = _build(config, progress)
         if config.upload_to:

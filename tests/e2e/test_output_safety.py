@@ -197,3 +197,23 @@ def test_a_first_build_refused_keeps_its_rejects_in_the_rejects_file(tmp_path: P
         build(BuildConfig(episodes=(str(BAD),), out=tmp_path / "ds", rejects=rejects))
     assert rejects.read_text() and not (tmp_path / "ds").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rejects.jsonl"]
+
+
+def test_a_link_to_the_output_folder_stays_a_link_to_the_build(tmp_path: Path) -> None:
+    """An output folder linked onto another disk: the build goes where the link points, the
+    link is kept, and nothing is written beside it, at the first build and the next."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "here").mkdir()
+    link = tmp_path / "here" / "ds"
+    link.symlink_to(tmp_path / "elsewhere" / "ds", target_is_directory=True)
+    for _ in range(2):
+        done = episodes("build", "--episodes", str(SAMPLE), "--out", str(link), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert link.is_symlink()
+        assert (tmp_path / "elsewhere" / "ds" / "manifest.json").is_file()
+        assert sorted(p.name for p in (tmp_path / "here").iterdir()) == ["ds"]
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["ds"]
+    built = BuildConfig(episodes=(str(SAMPLE),), out=link, rejects=tmp_path / "r.jsonl")
+    build(built)  # a library caller's build goes through the link the same way
+    assert link.is_symlink()
+    assert sorted(p.name for p in (tmp_path / "here").iterdir()) == ["ds"]
