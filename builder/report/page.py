@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from builder.fs.named_file import replaced
 from builder.report import funnel, lengths, sections, stats, style
 from builder.report.errors import OutputInBuildError, ReportOutputError
 from builder.report.folder import BuildFolder
@@ -98,6 +99,7 @@ def write_report(
         raise OutputInBuildError(f"--out {target} is inside the build folder {folder}")
     _ = build.rejects  # fails early, before any chart, on a missing or stale rejects file
     text = html_page(build, options or Options())
+    target = replaced(target)  # a link to the page stays a link (``builder.fs.named_file``)
     temporary = target.with_name(f".{target.name}.partial")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -51,6 +51,17 @@ def test_default_output_is_beside_the_build_folder(sample_build: BuildReport) ->
     assert default_output(sample_build.out) == sample_build.out.parent / "dataset-report.html"
 
 
+def test_a_link_to_the_page_stays_a_link(sample_build: BuildReport, tmp_path: Path) -> None:
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "report.html").write_text("last week's")
+    link = tmp_path / "report.html"
+    link.symlink_to(tmp_path / "site" / "report.html")
+    written = write_report(sample_build.out, link)
+    assert link.is_symlink() and written.path == tmp_path / "site" / "report.html"
+    assert "last week's" not in link.read_text()
+    assert sorted(p.name for p in (tmp_path / "site").iterdir()) == ["report.html"]
+
+
 def test_two_reports_of_one_build_are_identical(
     sample_build: BuildReport, sample_report: Path, tmp_path: Path
 ) -> None:
