@@ -116,7 +116,8 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if config.engine == "ray":  # checked before any work starts
         require("ray", "engine = 'ray'", "ray")
         check_ray_address(config.ray_address)
-    config = replace(config, out=replaced(config.out))  # as the build takes it (a link's folder)
+    # as the build takes them (``builder.pipeline.build``): what a link names
+    config = replace(config, out=replaced(config.out), rejects=replaced(config.rejects))
     check_output(config)
     if config.split_previous or config.decontamination_evals:  # imports the derive stage
         from builder.derive.splits.plan import check_held_out_inputs

@@ -101,9 +101,9 @@ def check_reject_ratio(
 
 
 def build(config: BuildConfig, progress: bool = False) -> BuildReport:
-    # A link to the output folder (onto a larger disk, say) stays a link: the folder it
-    # names is the one the build replaces, locks and works beside.
-    config = replace(config, out=replaced(config.out))
+    # A link to the output folder (onto a larger disk, say) or to the rejects file stays a
+    # link: what it names is what the build replaces, locks and works beside.
+    config = replace(config, out=replaced(config.out), rejects=replaced(config.rejects))
     with output_lock(config.out):
         report = _build(config, progress)
         if config.upload_to:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from builder.fs.named_file import replaced, streamed
@@ -72,3 +73,29 @@ def test_rejects_through_a_link_replace_the_file_it_names(tmp_path: Path) -> Non
     writer.close()
     assert link.is_symlink()
     assert b'"invalid_json"' in (tmp_path / "kept" / "rejects.jsonl").read_bytes()
+
+
+def test_a_refused_build_keeps_its_rejects_beside_the_file_a_link_names(tmp_path: Path) -> None:
+    """The rejects file linked onto another folder: the rejects of a build the data refuses
+    go beside the linked file (and the refusal says where), never across the link."""
+    import pytest
+
+    from builder.config import BuildConfig
+    from builder.pipeline import BuildFailed, build
+
+    data = Path(__file__).resolve().parents[3] / "data"
+    (tmp_path / "kept").mkdir()
+    link = tmp_path / "rejects.jsonl"
+    link.symlink_to(tmp_path / "kept" / "rejects.jsonl")
+    good = BuildConfig(episodes=(str(data / "episodes" / "episodes.jsonl"),), out=tmp_path / "ds")
+    build(replace(good, rejects=link))  # a build in place: a refused one keeps it whole
+    bad = replace(good, episodes=(str(data / "bad" / "bad_lines.jsonl"),), rejects=link)
+    with pytest.raises(BuildFailed) as refused:
+        build(bad)
+    kept = tmp_path / "kept" / "rejects.refused.jsonl"
+    assert str(kept) in str(refused.value)
+    assert link.is_symlink() and kept.read_text().count("\n") > 0
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == [
+        "rejects.jsonl",
+        "rejects.refused.jsonl",
+    ]
