@@ -378,8 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # BaseException): say so, in one line; a full disk no command said more of excepted
         if debug:
             traceback.print_exc()
-        said = faults.disk_full_line(args.command, exc) or faults.path_problem_line(
-            args.command, exc
+        said = (
+            faults.disk_full_line(args.command, exc)
+            or faults.disk_failed_line(args.command, exc)
+            or faults.path_problem_line(args.command, exc)
         )
         if said:
             print(said, file=sys.stderr)

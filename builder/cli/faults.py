@@ -87,6 +87,16 @@ def path_problem_line(command: str, exc: BaseException) -> str:
     return f"episodes {command}: cannot use {exc.filename}: {exc.strerror} — {hint}"
 
 
+def disk_failed_line(command: str, exc: BaseException) -> str:
+    """The one line for a write or a flush the disk failed (EIO: a failing disk, a network
+    file system gone away; empty for any other error)."""
+    if not isinstance(exc, OSError) or exc.errno != errno.EIO:
+        return ""
+    where = f" {exc.filename}" if exc.filename else ""
+    hint = "check the disk (the system log says more), then run it again"
+    return f"episodes {command}: the disk failed to write{where}: {exc.strerror} — {hint}"
+
+
 def disk_full_line(command: str, exc: BaseException) -> str:
     """The one line for a full disk no command said more of (empty for any other error)."""
     if not space.is_disk_full(exc):

@@ -22,6 +22,9 @@ def sync_file(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
+    except OSError as exc:  # a failing disk (EIO) or a full one: said of the file
+        exc.filename = exc.filename or str(path)
+        raise
     finally:
         os.close(fd)
 

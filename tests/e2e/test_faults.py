@@ -631,3 +631,31 @@ def test_a_work_folder_removed_under_the_build_is_one_line(
     assert f"its work folder {tmp_path / '.ds.work'} was removed while it ran" in line
     assert snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == beside  # nothing left beside it
+
+
+def test_a_disk_that_fails_the_flush_is_one_line_and_the_build_in_place_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import errno
+    import os
+
+    from builder.cli.episodes import main
+
+    source = tmp_path / "episodes.jsonl"
+    write_jsonl(source, generate_episodes(60, 6))
+    out = tmp_path / "ds"
+    args = ["build", "--episodes", str(source), "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    before, beside = snapshot(out), sorted(p.name for p in tmp_path.iterdir())
+
+    def failing(fd: int) -> None:  # what a dying disk answers
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fsync", failing)
+    capsys.readouterr()
+    assert main(args) == UNAVAILABLE
+    line = one_line(capsys.readouterr().err)
+    assert "the disk failed to write" in line and "Input/output error" in line
+    assert str(tmp_path / ".ds.work" / "dataset") in line  # the file it failed on
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == beside
