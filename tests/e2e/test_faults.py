@@ -606,10 +606,12 @@ def test_a_server_that_dies(
         assert snapshot(scene.out) != before
 
 
-def test_a_work_folder_removed_under_the_build_is_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    import builder.pipeline as pipeline
+def _in_process_fault(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], inject: Callable[[], None]
+) -> str:
+    """A build in this process, then ``inject`` (a fault, by monkeypatching) and the same
+    build again: it must exit 5 with one line (returned), leave the first build byte for
+    byte and nothing beside it."""
     from builder.cli.episodes import main
 
     source = tmp_path / "episodes.jsonl"
@@ -618,19 +620,30 @@ def test_a_work_folder_removed_under_the_build_is_one_line(
     args = ["build", "--episodes", str(source), "--out", str(out), "--no-progress"]
     assert main(args) == 0
     before, beside = snapshot(out), sorted(p.name for p in tmp_path.iterdir())
+    inject()
+    capsys.readouterr()
+    assert main(args) == UNAVAILABLE
+    line = one_line(capsys.readouterr().err)
+    assert snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == beside  # nothing left beside it
+    return line
+
+
+def test_a_work_folder_removed_under_the_build_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import builder.pipeline as pipeline
+
     plan = pipeline.plan_splits
 
     def removed_first(work: Path, *rest: object) -> object:
         shutil.rmtree(work)  # as another process would, with the build half done
         return plan(work, *rest)
 
-    monkeypatch.setattr(pipeline, "plan_splits", removed_first)
-    capsys.readouterr()
-    assert main(args) == UNAVAILABLE
-    line = one_line(capsys.readouterr().err)
+    line = _in_process_fault(
+        tmp_path, capsys, lambda: monkeypatch.setattr(pipeline, "plan_splits", removed_first)
+    )
     assert f"its work folder {tmp_path / '.ds.work'} was removed while it ran" in line
-    assert snapshot(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == beside  # nothing left beside it
 
 
 def test_a_disk_that_fails_the_flush_is_one_line_and_the_build_in_place_stays(
@@ -639,23 +652,9 @@ def test_a_disk_that_fails_the_flush_is_one_line_and_the_build_in_place_stays(
     import errno
     import os
 
-    from builder.cli.episodes import main
-
-    source = tmp_path / "episodes.jsonl"
-    write_jsonl(source, generate_episodes(60, 6))
-    out = tmp_path / "ds"
-    args = ["build", "--episodes", str(source), "--out", str(out), "--no-progress"]
-    assert main(args) == 0
-    before, beside = snapshot(out), sorted(p.name for p in tmp_path.iterdir())
-
     def failing(fd: int) -> None:  # what a dying disk answers
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(os, "fsync", failing)
-    capsys.readouterr()
-    assert main(args) == UNAVAILABLE
-    line = one_line(capsys.readouterr().err)
+    line = _in_process_fault(tmp_path, capsys, lambda: monkeypatch.setattr(os, "fsync", failing))
     assert "the disk failed to write" in line and "Input/output error" in line
     assert str(tmp_path / ".ds.work" / "dataset") in line  # the file it failed on
-    assert snapshot(out) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == beside
