@@ -262,6 +262,10 @@ SIZE_CATEGORIES = tuple(
 )
 
 
+# What the card's metadata must name: empty, the Hub reads no license and no title
+_CARD_NAMED = ("pretty_name", "license")
+
+
 def _card(path: Path, table: dict[str, Any]) -> CardConfig:
     known = {f.name for f in fields(CardConfig)}
     unknown = set(table) - known
@@ -274,9 +278,14 @@ def _card(path: Path, table: dict[str, Any]) -> CardConfig:
         if isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{path}: [card] {key} must be a list of strings")
+            if not all(v.strip() for v in value):  # the Hub's metadata has no empty tag
+                raise ConfigError(f"{path}: [card] {key} must not hold an empty string")
             value = tuple(value)
         elif not isinstance(value, str):
             raise ConfigError(f"{path}: [card] {key} must be a string")
+        elif key in _CARD_NAMED and not value.strip():
+            leave = f"leave it out for {default!r}"
+            raise ConfigError(f"{path}: [card] {key} must not be empty ({leave})")
         elif key == "size_category" and value and value not in SIZE_CATEGORIES:
             known = ", ".join(SIZE_CATEGORIES)
             raise ConfigError(f"{path}: [card] size_category must be one of {known}, not {value!r}")

@@ -94,8 +94,10 @@ def rejects_note(folder: Path, manifest: Mapping[str, Any]) -> str | None:
 
 def load_manifest(folder: Path) -> Manifest:
     """``folder``'s manifest, checked for the keys a report needs."""
-    if not folder.is_dir():
+    if not folder.exists():
         raise BuildFolderError(f"{folder}: no such build folder")
+    if not folder.is_dir():
+        raise BuildFolderError(f"{folder}: not a folder, so no build folder")
     path = folder / MANIFEST
     if not path.is_file():
         raise BuildFolderError(f"{folder}: no {MANIFEST} (not a build folder, or unfinished)")

@@ -103,6 +103,8 @@ def load_tokenizer(path: Path) -> Callable[[list[str]], list[int]]:
     file = path / "tokenizer.json" if path.is_dir() else path
     if not path.exists():
         raise TokenizerError(f"--tokenizer {path}: no such file or folder")
+    if not (path.is_file() or path.is_dir()):  # a device, a pipe
+        raise TokenizerError(f"--tokenizer {path}: neither a tokenizer.json nor a folder")
     if path.is_file() and file.suffix != ".json":
         raise TokenizerError(f"--tokenizer {path}: a file, but not a tokenizer.json")
     if file.is_file() and file.suffix == ".json":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -177,6 +178,20 @@ def test_integer_where_a_float_is_expected_is_fine(tmp_path: Path) -> None:
 def test_wrong_types_in_card_are_errors(tmp_path: Path, text: str) -> None:
     # A string where a list belongs would otherwise become a tuple of characters downstream.
     with pytest.raises(ConfigError):
+        load_config(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[card]\nlicense = ""\n', "license must not be empty (leave it out for 'other')"),
+        ('[card]\npretty_name = "  "\n', "pretty_name must not be empty"),
+        ('[card]\ntags = ["code", ""]\n', "tags must not hold an empty string"),
+    ],
+)
+def test_empty_card_metadata_is_refused(tmp_path: Path, text: str, said: str) -> None:
+    """The Hub reads an empty license or title as none at all."""
+    with pytest.raises(ConfigError, match=re.escape(said)):
         load_config(write(tmp_path, text))
 
 

@@ -35,6 +35,11 @@ def no_folder(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
     return [str(tmp / "nowhere")], "no such build folder"
 
 
+def not_a_folder(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
+    (tmp / "dataset.txt").write_text("a file")
+    return [str(tmp / "dataset.txt")], "not a folder, so no build folder"
+
+
 def no_manifest(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
     folder = _copy(build, tmp)
     (folder / "manifest.json").unlink()
@@ -109,6 +114,7 @@ def out_inside(build: BuildReport, tmp: Path) -> tuple[list[str], str]:
 
 CASES = [
     no_folder,
+    not_a_folder,
     no_manifest,
     broken_manifest,
     older_builder,

@@ -3,6 +3,7 @@ share over context limits."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -94,6 +95,10 @@ def test_a_missing_tokenizer_is_a_user_error(tmp_path: Path) -> None:
     other.write_text("{}\n")
     with pytest.raises(TokenizerError, match=r"rows.jsonl: a file, but not a tokenizer.json"):
         lengths.load_tokenizer(other)
+    pipe = tmp_path / "pipe"  # neither a file nor a folder: no transformers to suggest
+    os.mkfifo(pipe)
+    with pytest.raises(TokenizerError, match=r"pipe: neither a tokenizer.json nor a folder"):
+        lengths.load_tokenizer(pipe)
 
 
 def test_the_report_counts_tokens_with_a_tokenizer(
