@@ -1,5 +1,3 @@
-import sys
+from builder.cli.episodes import run
 
-from builder.cli.episodes import main
-
-sys.exit(main())
+run()

@@ -1,0 +1,52 @@
+"""How the ``episodes`` command ends: without taking the interpreter apart.
+
+Once a build has returned, Python's own shutdown frees every module's objects one by one
+(Polars, Arrow, ``datasets``, ``huggingface_hub``: over 800 modules) and collects garbage a
+last time: 0.13–0.15 s after a 5,000-episode build, which the user waits for while the
+operating system would free the whole process at once. So the command does the part of the
+shutdown that matters, in the interpreter's order (threads still working are joined, then
+the exit handlers run: Ray's shutdown, temporary folders' finalizers), flushes what it
+printed, and ends the process. ``main``, which tests and library callers run in their own
+interpreter, returns as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+from typing import NoReturn
+
+from builder.errors import UNAVAILABLE
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with exit status ``code`` once its threads, exit handlers and output
+    are done."""
+    current = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not current and not thread.daemon:
+            thread.join()
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is None:  # an interpreter without it: its own shutdown, as ever
+        sys.exit(code)
+    run_exit_handlers()
+    code = _flushed(code)
+    os._exit(code)
+
+
+def _flushed(code: int) -> int:
+    """``code``, once stdout and stderr are flushed: a closed pipe (``episodes … | head``) is
+    the reader's choice; any other failure to write the output is said."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    except (OSError, ValueError) as exc:  # a full disk under a redirect; a closed stream
+        print(f"episodes: its output could not be written: {exc}", file=sys.stderr)
+        code = code or UNAVAILABLE
+    with contextlib.suppress(OSError, ValueError):  # nowhere left to say anything
+        sys.stderr.flush()
+    return code
