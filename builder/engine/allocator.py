@@ -7,7 +7,7 @@ block is free at its top: the next block is then faulted in page by page again. 
 episodes of the bench profile that was ≈ 650,000 page faults and ≈ 2.4 s of kernel time in
 a 10.5 s build. With blocks under 32 MiB taken from the heap and up to 128 MiB of free heap
 kept, half the faults and ≈ 0.5 s of kernel time go, for ≈ 25 MiB more at the peak
-(docs/performance.md).
+(docs/performance-log.md).
 
 A process-wide setting: ``episodes build`` and its ingest workers make it; a library caller
 of ``build`` does not. Settings the user gave glibc (``GLIBC_TUNABLES``) are left as they are.

@@ -5,7 +5,7 @@ pages and their zstd output, a scratch file's batches). mimalloc hands freed spa
 the system and maps fresh ones, which Linux backs with 2 MiB pages it zeroes first: at 5,000
 episodes of the bench profile, zeroing pages was 6.5 % of a build's CPU samples, and the
 build's kernel time 2.7–3.1 s. With jemalloc, which keeps freed memory for reuse, the zeroing
-is 1.1 % of the samples and the kernel time ≈ 2.1 s, with a lower peak (docs/performance.md).
+is 1.1 % of the samples and the kernel time ≈ 2.1 s, with a lower peak (docs/performance-log.md).
 
 Arrow picks its allocator once, from ``ARROW_DEFAULT_MEMORY_POOL``, when pyarrow is first
 imported, so this is set before that, and the processes the command starts (its ingest

@@ -37,7 +37,7 @@ from schemas.tables import TABLES, empty_table
 # the bench profile (≈ 50 KB staged each), buckets of 250 episodes spent ≈ 1.3 CPU-s (7 %)
 # more than buckets of 24 MiB (≈ 450 of them), and 32 MiB ≈ 0.6 CPU-s less than 24 MiB for
 # ≈ 110 MiB more at the peak (48 MiB: 0.7 CPU-s less, 230 MiB more); see
-# docs/performance.md.
+# docs/performance-log.md.
 BUCKET_BYTES = 32 << 20  # staged rows (uncompressed, as Parquet's metadata counts them)
 EPISODES_PER_BUCKET = 2_000  # small episodes: rows, not bytes, make a derive's work
 PARTITION_BATCH_ROWS = 10_000
