@@ -25,11 +25,11 @@ from builder.fs.output import build_manifest, recover_interrupted_swap, refused_
 from builder.ingest.rejects import RejectsWriter
 from builder.report import card_images as card_images_module
 
-# What the card's YAML needs at the end of a build: ``huggingface_hub``'s card data. (Its
-# features are written without ``datasets``, ``export.features``, which is imported only for
-# a type outside the project's schemas.) With a card memo, only if the schemas changed
-# (``export.card.card_yaml``): not warmed.
-CARD_IMPORTS = ("huggingface_hub",)
+# What the card's YAML needs at the end of a build: PyYAML. (Its features are written without
+# ``datasets``, ``export.features``, which is imported only for a type outside the project's
+# schemas.) With a card memo, only if the schemas changed (``export.card.card_yaml``): not
+# warmed.
+CARD_IMPORTS = ("yaml",)
 
 
 def card_images() -> CardImages:
