@@ -27,6 +27,8 @@ Layout of ``{cache_dir}/segments``::
     <key>/first_seen.arrow   episode ids it added (path, line), for the duplicate check
     <key>/questions.arrow    question ids it added, with their ground truth hash
     <key>/rejects.jsonl      its rejects, as the rejects file holds them
+    <key>/flushed            made once a build's flush of these files returned: they
+                             are on disk, and a rebuild linking them need not flush them
     .tmp-<pid>-<name>/       an entry being written
 
 A stored file is trusted by its size and mtime (``cache_verify``: by its sha256 too); the
@@ -37,6 +39,7 @@ read-only).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -52,9 +55,11 @@ from builder.cache.ingest_delta import IngestDelta
 from builder.cache.ipc import read_ipc, write_ipc
 from builder.cache.keys import SEGMENT_FORMAT
 from builder.export.segment import SegmentOutput
+from builder.fs.durable import sync_file
 from builder.normalize.rows import to_table
 
 READ_ONLY = 0o444
+FLUSHED = "flushed"
 _FIRST_SEEN = pa.schema([("episode_id", pa.string()), ("path", pa.string()), ("line", pa.int64())])
 _QUESTIONS = pa.schema([("question_id", pa.string()), ("ground_truth_hash", pa.string())])
 
@@ -86,31 +91,43 @@ class StoredSegment:
             rejects=[(orjson.loads(line)["kind"], line) for line in lines],
         )
 
-    def link_into(self, dataset: Path) -> None:
-        """Hard link (else copy) the segment's files into ``dataset``. They were made
-        read-only when stored (``_link``), so a rebuild linking thousands of them makes one
-        directory per config and one link per file, nothing more."""
+    @property
+    def flushed(self) -> bool:
+        """Its files are on disk: a build flushed them (``SegmentCache.mark_flushed``)."""
+        return (self.directory / FLUSHED).exists()
+
+    def link_into(self, dataset: Path) -> list[Path]:
+        """Hard link (else copy) the segment's files into ``dataset``; the paths linked, not
+        copied. They were made read-only when stored (``_link``), so a rebuild linking
+        thousands of them makes one directory per config and one link per file, nothing
+        more."""
         files = self.meta["output"]["files"]
         for folder in {str(dataset / relative).rpartition("/")[0] for relative in files}:
             os.makedirs(folder, exist_ok=True)
         data = self.directory / "data"
+        linked = []
         for relative in files:
             try:
                 os.link(data / relative, dataset / relative)
+                linked.append(dataset / relative)
             except OSError:
                 _link(data / relative, dataset / relative)
+        return linked
 
 
-def _link(source: Path, target: Path) -> None:
-    """Hard link, else copy. Stored files are made read-only first: a dataset file is the
-    same file as its cache entry's, and no step of the project writes a file in place."""
+def _link(source: Path, target: Path) -> bool:
+    """Hard link, else copy; whether it linked. Stored files are made read-only first: a
+    dataset file is the same file as its cache entry's, and no step of the project writes a
+    file in place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     source.chmod(READ_ONLY)
     try:
         os.link(source, target)
+        return True
     except OSError:
         shutil.copyfile(source, target)
         target.chmod(READ_ONLY)
+        return False
 
 
 def _stat(path: Path) -> list[int]:
@@ -131,6 +148,7 @@ class SegmentCache:
         self.used: set[str] = set()
         self.reused: dict[str, StoredSegment] = {}  # segment name -> stored, this build
         self.pending: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> key, counts
+        self.on_disk: set[Path] = set()  # dataset files linked from flushed segments
 
     def lookup(self, key: str) -> StoredSegment | None:
         """The complete, intact stored segment of ``key``, or None (a damaged one is
@@ -187,7 +205,9 @@ class SegmentCache:
         tmp = self.directory / f".tmp-{os.getpid()}-{output.name}"
         try:
             for relative in output.files:
-                _link(dataset / relative, tmp / "data" / relative)
+                if not _link(dataset / relative, tmp / "data" / relative):
+                    # a copy is not the file the build's flush reaches (``mark_flushed``)
+                    sync_file(tmp / "data" / relative)
             stats = {str(p.relative_to(tmp)): _stat(p) for p in tmp.rglob("*") if p.is_file()}
             meta = {
                 "format": SEGMENT_FORMAT,
@@ -204,6 +224,21 @@ class SegmentCache:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         self.used.add(key)
+
+    def link(self, stored: StoredSegment, dataset: Path) -> None:
+        """``stored``'s files linked into ``dataset``; those on disk already are kept in
+        ``on_disk``, for the build's flush to pass over."""
+        linked = stored.link_into(dataset)
+        if stored.flushed:
+            self.on_disk.update(linked)
+
+    def mark_flushed(self) -> None:
+        """After the build's flush returned: every segment it used or stored is on disk.
+        (One stored by a build that failed before its flush is not marked: its files are
+        flushed by the next build that links them.)"""
+        for key in self.used:
+            with contextlib.suppress(OSError):  # gone, or read-only: flushed again next time
+                (self.directory / key / FLUSHED).touch()
 
     def finish(self) -> None:
         """After a successful build: keep only the segments it used or stored (temporary

@@ -46,15 +46,16 @@ def sync_folder(path: Path) -> None:
         os.close(fd)
 
 
-def sync_tree(root: Path) -> None:
-    """Flush every file under ``root``, then every folder, deepest first (links are not
-    followed: what they point to is not this build's)."""
+def sync_tree(root: Path, on_disk: frozenset[Path] = frozenset()) -> None:
+    """Flush every file under ``root`` but those ``on_disk`` already (hard links to files a
+    build flushed before, ``builder.cache.segments``), then every folder, deepest first
+    (links are not followed: what they point to is not this build's)."""
     folders = []
     for top, dirs, files in os.walk(root):
         folders.append(Path(top))
         for name in files:
             path = Path(top, name)
-            if not path.is_symlink():
+            if path not in on_disk and not path.is_symlink():
                 sync_file(path)
         dirs[:] = [d for d in dirs if not Path(top, d).is_symlink()]
     for folder in reversed(folders):

@@ -102,13 +102,14 @@ def exchange(a: Path, b: Path) -> bool:
         return False
 
 
-def swap(staged: Path, out: Path) -> None:
+def swap(staged: Path, out: Path, on_disk: frozenset[Path] = frozenset()) -> None:
     """Put ``staged`` at ``out``. Readers see the old folder or the new one, never neither:
     an atomic exchange where the OS has one; elsewhere two renames, and a build killed
     between them is repaired by ``recover_interrupted_swap`` at the next start. The staged
-    build is on disk before it is swapped in (``builder.fs.durable``), and so is the swap."""
+    build is on disk before it is swapped in (``builder.fs.durable``; ``on_disk``: its files
+    known to be there already), and so is the swap."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    sync_tree(staged)
+    sync_tree(staged, on_disk)
     old = out.parent / f".{out.name}.old"
     shutil.rmtree(old, ignore_errors=True)
     if out.exists() and exchange(staged, out):

@@ -176,7 +176,7 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
             run.staged, outputs, config, results, plan, run.card_memo, images
         )
         served = run.finish_cache()
-        swap(run.staged, config.out)
+        swap(run.staged, config.out, run.on_disk)
         run.finished()
     seconds = time.perf_counter() - started
     return BuildReport(manifest, seconds, config.out, served, cache_busy=run.cache_busy)

@@ -159,5 +159,13 @@ class BuildRun:
             "files normalized": self.cache.misses,
         }
 
+    @property
+    def on_disk(self) -> frozenset[Path]:
+        """The staged files linked from cached segments a build has flushed already."""
+        return frozenset(self.cache.segments.on_disk) if self.cache is not None else frozenset()
+
     def finished(self) -> None:
+        """Swapped in: its files are on disk, and so are the cached segments it used."""
         self.done = True
+        if self.cache is not None:
+            self.cache.segments.mark_flushed()

@@ -63,7 +63,7 @@ def export_segments(
         for name in segment_names(config):
             stored = reused.get(name)
             if stored is not None:
-                stored.link_into(staged)
+                cache.segments.link(stored, staged)
                 index.add_published(staged, name, stored.output.files)
                 outputs.append(stored.output)
                 known = tuple(stored.output.secret_values)
