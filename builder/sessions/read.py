@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from builder.engine.memory import available_bytes
 from builder.fs import network
 from builder.sessions.columns import (
     INVALID_PREFIX,
@@ -170,15 +171,47 @@ def unread_columns(conn: Any, db: DatabaseURL, table: str) -> tuple[list[str], l
     return [c for c in types if key(c) not in declared], absent
 
 
+class TooLargeToHold(DatabaseError):
+    """A sessions table larger than the memory the build may give it (or one that never
+    ends: a view over an endless series)."""
+
+    hint = "read the sessions on a machine with more free memory, or check the table's view"
+
+
+# The share of the machine's free memory the two tables may take as read: their validation
+# and replay hold them whole, with frames of their own beside them.
+HELD_SHARE = 1 / 3
+
+
+def holding_limit() -> int | None:
+    """Bytes the sessions tables may hold as read, together; None: no bound known."""
+    free = available_bytes()
+    return int(free * HELD_SHARE) if free is not None else None
+
+
 def _collect(
     conn: Any,
     db: DatabaseURL,
     table: str,
     batch_rows: int,
     arrived: Callable[[], None] = lambda: None,
+    limit: int | None = None,
 ) -> pa.Table:
+    """``table`` read whole; refused once its batches hold more than ``limit`` bytes."""
+    batches: list[pa.RecordBatch] = []
+    held = 0
     try:
-        batches = list(iter_batches(conn, db.dialect, table, batch_rows, arrived))
+        for batch in iter_batches(conn, db.dialect, table, batch_rows, arrived):
+            held += batch.nbytes
+            if limit is not None and held > limit:
+                rows = sum(b.num_rows for b in batches) + batch.num_rows
+                raise TooLargeToHold(  # named by its database below (``about``)
+                    f"table {table} holds more than {rows:,} rows "
+                    f"({held / 2**30:.1f} GiB read), more than the build may hold in memory "
+                    f"(a third of this machine's free memory, which its validation needs "
+                    f"whole): is it a view whose rows never end?"
+                )
+            batches.append(batch)
     except DatabaseError as exc:
         raise exc.about(db.redacted) from exc
     except Exception as exc:  # driver errors (ADBC, Arrow) name neither database nor table
@@ -321,11 +354,13 @@ def _watched(db: DatabaseURL, batch_rows: int) -> SessionsSource:
 def _read_source(
     db: DatabaseURL, batch_rows: int, arrived: Callable[[], None] = lambda: None
 ) -> SessionsSource:
+    limit = holding_limit()
     with connect(db) as conn:
         arrived()  # connected: the clock runs from here
         one_snapshot(conn, db)
-        sessions = _collect(conn, db, "sessions", batch_rows, arrived)
-        actions = _collect(conn, db, "actions", batch_rows, arrived)
+        sessions = _collect(conn, db, "sessions", batch_rows, arrived, limit)
+        left = None if limit is None else max(0, limit - sessions.nbytes)
+        actions = _collect(conn, db, "actions", batch_rows, arrived, left)
         found = {t: unread_columns(conn, db, t) for t in ("sessions", "actions")}
     unread = {t: names for t, (names, _) in found.items()}
     absent = {t: names for t, (_, names) in found.items()}
