@@ -40,7 +40,9 @@ def test_a_view_that_never_ends_is_refused(
     assert refused.value.hint
 
 
-def test_tables_within_the_limit_are_read(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tables_within_the_limit_are_read(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend.create()
     backend.insert("sessions", [(1, "Find the mean", "", "", True)])
     monkeypatch.setattr(read, "available_bytes", lambda: 12 * 2**20)
