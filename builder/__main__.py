@@ -1,3 +1,3 @@
-from builder.cli.episodes import run
+from builder.cli.leave import run
 
 run()

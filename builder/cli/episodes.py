@@ -18,7 +18,6 @@ from typing import Any, NoReturn
 
 from builder import errors as exit_codes
 from builder.cli import faults
-from builder.cli.leave import leave
 from builder.cli.options import _add_check_options, _with_check_options, load_build_config
 from builder.cli.preflight import (
     FolderProblem,
@@ -345,12 +344,6 @@ class Terminated(BaseException):
 
 def _terminate(signum: int, frame: object) -> None:
     raise Terminated
-
-
-def run() -> NoReturn:
-    """The ``episodes`` console script: ``main``, then out without the interpreter's
-    teardown (``builder.cli.leave``)."""
-    leave(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

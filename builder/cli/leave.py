@@ -22,6 +22,13 @@ from typing import NoReturn
 from builder.errors import UNAVAILABLE
 
 
+def run() -> NoReturn:
+    """The ``episodes`` console script (and ``python -m builder``): ``main``, then out."""
+    from builder.cli.episodes import main
+
+    leave(main())
+
+
 def leave(code: int) -> NoReturn:
     """End the process with exit status ``code`` once its threads, exit handlers and output
     are done."""
