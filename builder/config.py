@@ -264,6 +264,9 @@ SIZE_CATEGORIES = tuple(
 
 # What the card's metadata must name: empty, the Hub reads no license and no title
 _CARD_NAMED = ("pretty_name", "license")
+# The card's YAML metadata: one line of printable text each (a line break or a control
+# character in a title or a tag is a slip, and YAML reads some of them back as other text)
+_CARD_ONE_LINE = ("pretty_name", "license", "language", "tags", "task_categories")
 
 
 def _card(path: Path, table: dict[str, Any]) -> CardConfig:
@@ -281,11 +284,15 @@ def _card(path: Path, table: dict[str, Any]) -> CardConfig:
             if not all(v.strip() for v in value):  # the Hub's metadata has no empty tag
                 raise ConfigError(f"{path}: [card] {key} must not hold an empty string")
             value = tuple(value)
+            if key in _CARD_ONE_LINE and not all(v.isprintable() for v in value):
+                raise ConfigError(f"{path}: [card] {key} must hold one line of printable text each")
         elif not isinstance(value, str):
             raise ConfigError(f"{path}: [card] {key} must be a string")
         elif key in _CARD_NAMED and not value.strip():
             leave = f"leave it out for {default!r}"
             raise ConfigError(f"{path}: [card] {key} must not be empty ({leave})")
+        elif key in _CARD_ONE_LINE and not value.isprintable():
+            raise ConfigError(f"{path}: [card] {key} must be one line of printable text")
         elif key == "size_category" and value and value not in SIZE_CATEGORIES:
             known = ", ".join(SIZE_CATEGORIES)
             raise ConfigError(f"{path}: [card] size_category must be one of {known}, not {value!r}")

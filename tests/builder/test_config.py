@@ -195,6 +195,24 @@ def test_empty_card_metadata_is_refused(tmp_path: Path, text: str, said: str) ->
         load_config(write(tmp_path, text))
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('[card]\npretty_name = "Agent\\ntraces"\n', "pretty_name must be one line of printable"),
+        ('[card]\nlicense = "mit\\u0085"\n', "license must be one line of printable text"),
+        ('[card]\ntags = ["code", "a\\tb"]\n', "tags must hold one line of printable text each"),
+    ],
+)
+def test_card_metadata_with_line_breaks_or_control_characters_is_refused(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    """The card's YAML metadata is one line of text each: YAML reads some breaks back as
+    other text (U+0085 as a space)."""
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        load_config(write(tmp_path, text))
+    assert load_config(write(tmp_path, '[card]\npretty_name = "Été — traces 🤖"\n')).card
+
+
 def test_unreadable_config_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config"):
         load_config(write(tmp_path, "[inputs\nepisodes = "))
