@@ -31,14 +31,15 @@ def run() -> NoReturn:
 
 def leave(code: int) -> NoReturn:
     """End the process with exit status ``code`` once its threads, exit handlers and output
-    are done."""
-    current = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not current and not thread.daemon:
-            thread.join()
+    are done: the interpreter's own first two steps of its shutdown, then no more."""
+    # ``threading._shutdown`` wakes idle pool workers (``concurrent.futures`` registers that
+    # with it: a pool never shut down would otherwise be waited on for ever) and joins every
+    # thread that is not a daemon; ``atexit._run_exitfuncs`` runs the exit handlers.
+    join_threads = getattr(threading, "_shutdown", None)
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_handlers is None:  # an interpreter without it: its own shutdown, as ever
+    if join_threads is None or run_exit_handlers is None:  # another interpreter: its own way
         sys.exit(code)
+    join_threads()
     run_exit_handlers()
     code = _flushed(code)
     os._exit(code)

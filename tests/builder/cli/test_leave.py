@@ -18,11 +18,15 @@ from builder.cli import leave
 
 ROOT = Path(__file__).resolve().parents[3]
 
-# A thread still writing, an exit handler, a large buffered output and an object the
-# teardown would finalize; then ``leave`` with the code given.
+# A thread still writing, a thread pool never shut down, an exit handler, a large buffered
+# output and an object the teardown would finalize; then ``leave`` with the code given.
 PROGRAM = """
 import atexit, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
 from builder.cli.leave import leave
+
+pool = ThreadPoolExecutor(2)
+pool.submit(time.sleep, 0).result()  # its workers wait for more: woken, not waited on
 
 class Finalized:
     def __del__(self):
@@ -42,6 +46,7 @@ def _run(code: int) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
         check=False,
     )
 
