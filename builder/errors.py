@@ -16,6 +16,7 @@ LOCKED = 4  # another build holds the output folder's lock
 UNAVAILABLE = 5  # the Hub or object store could not be reached, or a publish or upload was
 # interrupted: rerun it
 INTERRUPTED = 130  # Ctrl-C (SIGINT)
+READER_GONE = 141  # the output's reader closed it (``episodes … | head``), as for SIGPIPE
 TERMINATED = 143  # SIGTERM
 INTERNAL = 70  # a bug in the builder (EX_SOFTWARE): rerun with --debug and report it
 

@@ -376,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     except BaseException as exc:  # a bug, not the user's doing (a library's Rust panic is a
         # BaseException): say so, in one line; a full disk no command said more of excepted
+        if isinstance(exc, BrokenPipeError) and faults.reader_gone():  # `episodes … | head`
+            return exit_codes.READER_GONE
         if debug:
             traceback.print_exc()
         said = (

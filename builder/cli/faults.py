@@ -1,10 +1,11 @@
 """Faults from outside the build, said in one line: a full disk, the leftovers of a build
-killed outright, and ``episodes doctor``."""
+killed outright, and ``episodes doctor``; and one said by nothing: the output's reader gone."""
 
 from __future__ import annotations
 
 import argparse
 import errno
+import select
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -129,3 +130,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     else:
         print(f"nothing left behind beside {out}")
     return 0
+
+
+def reader_gone() -> bool:
+    """Whether stdout is a pipe its reader has closed (``episodes … | head``): the end the
+    command writes to then reports an error condition."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no poll here; no file behind stdout
+        return False

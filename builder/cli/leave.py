@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from builder.errors import UNAVAILABLE
+from builder.errors import READER_GONE, UNAVAILABLE
 
 
 def run() -> NoReturn:
@@ -46,12 +46,13 @@ def leave(code: int) -> NoReturn:
 
 
 def _flushed(code: int) -> int:
-    """``code``, once stdout and stderr are flushed: a closed pipe (``episodes … | head``) is
-    the reader's choice; any other failure to write the output is said."""
+    """``code``, once stdout and stderr are flushed: output cut short by its reader
+    (``episodes … | head``) ends the command as a pipe's writer ends (``READER_GONE``, said
+    by nothing: the reader chose it); any other failure to write the output is said."""
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        pass
+        code = code or READER_GONE
     except (OSError, ValueError) as exc:  # a full disk under a redirect; a closed stream
         print(f"episodes: its output could not be written: {exc}", file=sys.stderr)
         code = code or UNAVAILABLE

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from builder import errors
-from builder.cli import leave
+from builder.cli import faults, leave
 
 ROOT = Path(__file__).resolve().parents[3]
+SAMPLE = ROOT / "data" / "episodes" / "episodes.jsonl"
 
 # A thread still writing, a thread pool never shut down, an exit handler, a large buffered
 # output and an object the teardown would finalize; then ``leave`` with the code given.
@@ -72,14 +73,63 @@ class _Stdout(io.StringIO):
         raise self.error
 
 
-def test_a_reader_that_closed_the_pipe_changes_nothing(
+def test_a_reader_that_closed_the_pipe_ends_it_as_a_pipes_writer(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # ``episodes … | head`` after head has gone
     monkeypatch.setattr(sys, "stdout", _Stdout(BrokenPipeError(errno.EPIPE, "Broken pipe")))
-    assert leave._flushed(0) == 0
+    assert leave._flushed(0) == errors.READER_GONE
     assert leave._flushed(errors.REFUSED) == errors.REFUSED
     assert capsys.readouterr().err == ""
+
+
+class _Fd:
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+
+def test_a_pipe_whose_reader_left_is_told_from_one_still_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    read, write = os.pipe()
+    try:
+        monkeypatch.setattr(sys, "stdout", _Fd(write))
+        assert not faults.reader_gone()
+        os.close(read)
+        assert faults.reader_gone()
+    finally:
+        os.close(write)
+    with open(tmp_path / "out.txt", "w") as file:
+        monkeypatch.setattr(sys, "stdout", file)
+        assert not faults.reader_gone()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # no file behind it
+    assert not faults.reader_gone()
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""], ids=["unbuffered", "buffered"])
+def test_the_command_into_a_pipe_nobody_reads_ends_quietly(unbuffered: str) -> None:
+    """The reader left before the command wrote: ``validate`` stops at its first line, with
+    the code a pipe's writer gets and no word of an internal error."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "builder", "validate", str(SAMPLE)],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": unbuffered},
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == errors.READER_GONE
+    assert done.stderr == ""
 
 
 def test_output_that_cannot_be_written_is_said_and_fails_the_command(
