@@ -18,7 +18,7 @@ from typing import IO, TextIO
 
 import orjson
 
-from builder.fs.durable import sync_folder
+from builder.fs.durable import sync_file, sync_folder
 from builder.fs.leftovers import dead_partials
 from builder.fs.named_file import replaced, streamed
 from builder.validate.reject import Reject
@@ -112,12 +112,10 @@ class RejectsWriter:
             self._handle = None
         if self._handle is None or self._tmp is None or self.path is None:
             return
-        if keep:  # on disk before it is moved into place (``builder.fs.durable``)
-            self._handle.flush()
-            os.fsync(self._handle.fileno())
         self._handle.close()
         self._handle = None
         if keep:
+            sync_file(self._tmp)  # on disk before it is moved into place; a failure names it
             target = replaced(to or self.path)
             self._tmp.replace(target)
             sync_folder(target.parent)
