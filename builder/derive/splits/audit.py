@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from builder.derive.splits.assign import Assignment, SplitPolicy
-from builder.derive.splits.similarity_join import similar_pairs
+from builder.derive.splits.similarity_join import nearest
 from schemas.vocabulary import HELD_OUT
 
 LEVELS = (0.5, 0.7, 0.9)
@@ -43,7 +43,7 @@ def _nearest(assignment: Assignment, sides: pl.DataFrame) -> pl.DataFrame:
     where one reaches ``REPORT_FLOOR``."""
     train = sides.filter(pl.col("split") == "train").get_column("row").unique()
     held = sides.filter(pl.col("split").is_in(HELD_OUT)).get_column("row").unique()
-    found = similar_pairs(assignment.grams, REPORT_FLOOR, held, train)
+    found = nearest(assignment.grams, REPORT_FLOOR, held, train)
     # a text both held out and trained on (an earlier build's leak, kept where it was)
     same = held.to_frame("a").join(train.to_frame("b"), left_on="a", right_on="b")
     same = same.select("a", b="a", similarity=pl.lit(1.0))
@@ -66,9 +66,9 @@ def audit(
     if excluded is None:
         excluded = pl.Series("question_id", [], dtype=pl.String)
     sides = _sides(assignment, questions, excluded)
-    nearest = _nearest(assignment, sides)
+    closest = _nearest(assignment, sides)
     held = sides.filter(pl.col("split").is_in(HELD_OUT)).join(
-        nearest.rename({"a": "row", "b": "train_row"}), on="row", how="left"
+        closest.rename({"a": "row", "b": "train_row"}), on="row", how="left"
     )
     train = sides.filter(pl.col("split") == "train")
     similarity = held.get_column("similarity").fill_null(0.0)

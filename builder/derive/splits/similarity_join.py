@@ -5,18 +5,23 @@ Candidates come from prefix filtering (Chaudhuri et al. 2006; Bayardo et al. 200
 every text's n-grams from the rarest to the most common; two sets with Jaccard ≥ t must
 share one of the first ``|x| - ceil(t·|x|) + 1`` n-grams of each, and their sizes may differ
 by a factor of at most ``t``. Rare n-grams are short posting lists, so the candidates are few
-next to all pairs; each is then measured exactly (a set intersection of hashed n-grams, in
-Polars). Nothing here is estimated: the guarantee holds for every input, not with a
-probability, which MinHash LSH cannot give (``benchmarks/bench_near_duplicates.py``
-compares the two).
+next to all pairs. The positional filter (``_matches``) then drops those whose shared
+n-grams cannot reach the threshold from where they sit, and the rest is measured exactly (a
+set intersection of hashed n-grams, in Polars). Nothing here is estimated: the guarantee
+holds for every input, not with a probability, which MinHash LSH cannot give (the two are
+compared in ``docs/performance.md``, Choosing the near-duplicate finder).
 
-``components`` needs only the connected groups, not every pair: it measures candidates in
-rounds, strongest first (most shared prefix n-grams), and drops before each round the
-candidates whose two texts are already joined, so a dense cluster costs about one
-measurement per member.
+``components`` needs only the connected groups, not every pair: it makes the candidates a
+block of rows at a time, measures them in rounds, strongest first (most shared prefix
+n-grams), and drops before each round the candidates whose two texts are already joined, so
+a dense cluster costs about one measurement per member and memory follows the block, not the
+square of the largest cluster (``docs/performance.md``, Held-out integrity).
 """
 
 from __future__ import annotations
+
+import itertools
+from typing import TypeVar
 
 import polars as pl
 
@@ -24,7 +29,13 @@ from builder.derive.splits.shingles import ngram_frame
 
 NGRAM = 3
 ROUND = 2_000_000  # candidates measured per round of ``components``
+BLOCK_PAIRS = 4_000_000  # prefix matches joined at once (``components``, ``nearest``)
+NEAREST_FIRST = 8  # candidates of a row measured before the rest (``nearest``)
+# A threshold times a size can land just past the integer it stands for (0.55 × 20 is
+# 11.000000000000002); the filters allow this much so that no pair at the threshold is lost.
+EPSILON = 1e-9
 PAIRS = {"a": pl.UInt32, "b": pl.UInt32, "similarity": pl.Float64}
+Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 
 def hashed_ngrams(texts: pl.Series, n: int = NGRAM) -> pl.DataFrame:
@@ -39,15 +50,71 @@ def hashed_ngrams(texts: pl.Series, n: int = NGRAM) -> pl.DataFrame:
 
 
 def _prefixes(grams: pl.DataFrame, threshold: float) -> pl.DataFrame:
+    """``row``, ``h``, ``size``, ``rank``: each text's prefix n-grams and their place in its
+    n-grams ordered from the rarest."""
     sizes = grams.group_by("row").len("size")
     frequency = grams.group_by("h").len("df")
+    kept = pl.col("size") - (pl.col("size") * threshold - EPSILON).ceil() + 1
     return (
         grams.join(frequency, on="h")
         .join(sizes, on="row")
         .sort("row", "df", "h")
         .with_columns(rank=pl.int_range(pl.len()).over("row"))
-        .filter(pl.col("rank") < pl.col("size") - (pl.col("size") * threshold).ceil() + 1)
-        .select("row", "h", "size")
+        .filter(pl.col("rank") < kept)
+        .select("row", "h", pl.col("size").cast(pl.Int64), "rank")
+    )
+
+
+def _matches(
+    left: pl.LazyFrame,
+    right: pl.LazyFrame,
+    threshold: float,
+    pair: pl.Expr,
+    label: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """``a`` (a ``left`` row), ``b`` (a ``right`` row), ``shared`` (prefix n-grams in
+    common), their sizes and ``reach`` (the most n-grams they can share), strongest first:
+    every pair that ``pair`` admits and that may reach ``threshold``; with ``label``, only
+    pairs whose rows it labels apart.
+
+    Besides the sizes (Jaccard ≥ t needs each size within a factor t of the other), the
+    positional filter (Xiao et al. 2008): the n-grams two texts share up to their last
+    shared prefix n-gram are exactly their shared prefix n-grams (any common n-gram before it
+    lies in both prefixes), so the overlap is at most ``shared`` plus the fewer n-grams
+    either text has after it, and Jaccard ≥ t needs an overlap of t / (1 + t) of the two
+    sizes."""
+    needed = threshold / (1 + threshold) * (pl.col("size") + pl.col("size_b")) - EPSILON
+    # A pair's first shared prefix n-gram must pass the bound alone, and a later one's is
+    # lower still: the n-grams that pass are the first of the pair's shared ones, and the
+    # bound over them holds as it does over all.
+    alone = 1 + pl.min_horizontal(
+        pl.col("size") - 1 - pl.col("rank"), pl.col("size_b") - 1 - pl.col("rank_b")
+    )
+    joined = left.join(right, on="h", suffix="_b").filter(
+        pair
+        & (pl.col("size_b") >= threshold * pl.col("size") - EPSILON)
+        & (pl.col("size") >= threshold * pl.col("size_b") - EPSILON)
+        & (alone >= needed)
+    )
+    joined = joined.rename({"row": "a", "row_b": "b"})
+    if label is not None:
+        joined = _unjoined(joined, label.lazy())
+    counted = joined.group_by("a", "b").agg(
+        shared=pl.len(),
+        size=pl.col("size").first(),
+        size_b=pl.col("size_b").first(),
+        last=pl.col("rank").max(),
+        last_b=pl.col("rank_b").max(),
+    )
+    after = pl.min_horizontal(
+        pl.col("size") - 1 - pl.col("last"), pl.col("size_b") - 1 - pl.col("last_b")
+    )
+    return (
+        counted.with_columns(reach=pl.col("shared") + after)
+        .filter(pl.col("reach") >= needed)
+        .select("a", "b", "shared", "size", "size_b", "reach")
+        .collect(engine="streaming")
+        .sort("shared", "a", "b", descending=[True, False, False])
     )
 
 
@@ -61,21 +128,16 @@ def candidates(
     may reach ``threshold``; ``a < b``, or with ``left`` and ``right`` (rows), ``a`` from
     ``left`` and ``b`` from ``right``."""
     prefix = _prefixes(grams, threshold).lazy()
-    other = prefix
-    if left is not None and right is not None:
-        prefix = prefix.filter(pl.col("row").is_in(left.implode()))
-        other = other.filter(pl.col("row").is_in(right.implode()))
-    joined = prefix.join(other, on="h", suffix="_b").filter(
-        (pl.col("size_b") >= threshold * pl.col("size"))
-        & (pl.col("size") >= threshold * pl.col("size_b"))
-        & (pl.col("row") < pl.col("row_b") if left is None else pl.col("row") != pl.col("row_b"))
-    )
-    return (
-        joined.group_by(a="row", b="row_b")
-        .agg(shared=pl.len())
-        .collect(engine="streaming")
-        .sort("shared", "a", "b", descending=[True, False, False])
-    )
+    if left is None or right is None:
+        found = _matches(prefix, prefix, threshold, pl.col("row") < pl.col("row_b"))
+    else:
+        found = _matches(
+            prefix.filter(pl.col("row").is_in(left.implode())),
+            prefix.filter(pl.col("row").is_in(right.implode())),
+            threshold,
+            pl.col("row") != pl.col("row_b"),
+        )
+    return found.select("a", "b", "shared")
 
 
 def measure(pairs: pl.DataFrame, sets: pl.DataFrame) -> pl.DataFrame:
@@ -110,6 +172,48 @@ def similar_pairs(
     return found.filter(pl.col("similarity") >= threshold).sort("a", "b")
 
 
+def nearest(grams: pl.DataFrame, floor: float, left: pl.Series, right: pl.Series) -> pl.DataFrame:
+    """Each ``left`` row's most similar other ``right`` row (``a``, ``b``, ``similarity``;
+    of equals, the smallest ``b``), where one reaches ``floor``, in ``a`` order.
+
+    The candidates are made a block of ``left`` rows at a time, so memory follows the block.
+    Each row's ``NEAREST_FIRST`` strongest candidates are measured first, and the best of
+    them bounds the rest: the size and positional filters drop every candidate that cannot
+    reach it, so a row with a near-copy costs a few measurements, not one per candidate."""
+    sets = set_lists(grams)
+    prefix = _prefixes(grams, floor)
+    ours = prefix.filter(pl.col("row").is_in(left.implode()))
+    theirs = prefix.filter(pl.col("row").is_in(right.implode()))
+    if not ours.height or not theirs.height:
+        return pl.DataFrame(schema=PAIRS)
+    fan = ours.join(theirs.group_by("h").len("matches"), on="h").select("row", "matches")
+    found = []
+    for first, last in _cut(fan, int(ours.get_column("row").max()) + 1):
+        block = ours.lazy().filter(pl.col("row").is_between(first, last, closed="left"))
+        pairs = _matches(block, theirs.lazy(), floor, pl.col("row") != pl.col("row_b"))
+        strongest = pairs.group_by("a", maintain_order=True).head(NEAREST_FIRST)
+        measured = measure(strongest, sets)
+        best = measured.group_by("a").agg(at_least=pl.col("similarity").max())
+        bar = pl.max_horizontal(pl.col("at_least").fill_null(floor), pl.lit(floor)) - EPSILON
+        rest = (
+            pairs.join(strongest.select("a", "b"), on=["a", "b"], how="anti")
+            .join(best, on="a", how="left")
+            .filter(
+                (pl.col("size_b") >= bar * pl.col("size"))
+                & (pl.col("size") >= bar * pl.col("size_b"))
+                & (pl.col("reach") >= bar / (1 + bar) * (pl.col("size") + pl.col("size_b")))
+            )
+        )
+        found += [measured, measure(rest, sets)]
+    return (
+        pl.concat(found)
+        .filter(pl.col("similarity") >= floor)
+        .sort("a", "similarity", "b", descending=[False, True, False])
+        .group_by("a", maintain_order=True)
+        .first()
+    )
+
+
 def labels(rows: int) -> pl.DataFrame:
     """Every row its own group."""
     return pl.DataFrame(
@@ -119,22 +223,83 @@ def labels(rows: int) -> pl.DataFrame:
 
 def components(grams: pl.DataFrame, rows: int, threshold: float) -> pl.DataFrame:
     """``row``, ``label``: the group of each of ``rows`` texts (the smallest row joined to it,
-    transitively, through pairs at or above ``threshold``)."""
-    edges: list[pl.DataFrame] = []
+    transitively, through pairs at or above ``threshold``).
+
+    The candidates are made a block of rows at a time (``a`` in the block, ``b`` after it),
+    each block about ``BLOCK_PAIRS`` prefix matches, so memory follows the block, not the
+    square of a cluster's size. A block's pairs whose two texts earlier blocks already
+    joined are dropped before they are counted, and the rest are measured in rounds as
+    above; every pair that may reach ``threshold`` is still measured unless its texts are
+    joined, so the groups are exactly those of measuring every candidate."""
     label = labels(rows)
-    pending = candidates(grams, threshold)
+    prefix = _prefixes(grams, threshold)
     sets = set_lists(grams)
-    while pending.height:
-        labelled = (
-            pending.join(label.rename({"row": "a", "label": "la"}), on="a")
-            .join(label.rename({"row": "b", "label": "lb"}), on="b")
-            .filter(pl.col("la") != pl.col("lb"))
-        )
-        batch, pending = labelled.head(ROUND), labelled.slice(ROUND).select("a", "b", "shared")
-        strong = measure(batch, sets).filter(pl.col("similarity") >= threshold)
-        edges.append(strong.select("a", "b"))
-        label = _propagate(label, pl.concat(edges))
+    for first, last in _blocks(prefix, rows):
+        pending = _block_candidates(prefix, first, last, threshold, label)
+        while pending.height:
+            labelled = _unjoined(pending, label)
+            batch, pending = labelled.head(ROUND), labelled.slice(ROUND).select(pending.columns)
+            strong = measure(batch, sets).filter(pl.col("similarity") >= threshold)
+            label = _merge(label, strong)
     return label
+
+
+def _blocks(prefix: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges ``[first, last)`` covering ``rows``, each of about
+    ``BLOCK_PAIRS`` prefix matches with a later row (a row's matches stay in one block)."""
+    later = pl.len().over("h") - pl.col("row").rank("ordinal").over("h")
+    return _cut(prefix.select("row", matches=later), rows)
+
+
+def _cut(matches: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges ``[first, last)`` covering ``rows``, each holding about
+    ``BLOCK_PAIRS`` of ``matches`` (``row``, ``matches``: one row's, or part of them)."""
+    starts = (
+        matches.group_by("row")
+        .agg(pl.col("matches").cast(pl.Int64).sum())
+        .sort("row")
+        .with_columns(block=(pl.col("matches").cum_sum() - pl.col("matches")) // BLOCK_PAIRS)
+        .group_by("block")
+        .agg(pl.col("row").min())
+        .get_column("row")
+        .sort()
+        .to_list()
+    )
+    bounds = [0, *starts[1:], rows]
+    return list(itertools.pairwise(bounds))
+
+
+def _block_candidates(
+    prefix: pl.DataFrame, first: int, last: int, threshold: float, label: pl.DataFrame
+) -> pl.DataFrame:
+    """``candidates`` with ``a`` in ``[first, last)`` whose texts are not joined yet."""
+    block = prefix.lazy().filter(pl.col("row").is_between(first, last, closed="left"))
+    after = prefix.lazy().filter(pl.col("row") > first)
+    pairs = _matches(block, after, threshold, pl.col("row") < pl.col("row_b"), label)
+    return pairs.select("a", "b", "shared")
+
+
+def _unjoined(pairs: Frame, label: Frame) -> Frame:
+    """``pairs`` (``a``, ``b``) whose two rows carry different labels."""
+    return (
+        pairs.join(label.rename({"row": "a", "label": "la"}), on="a", maintain_order="left")
+        .join(label.rename({"row": "b", "label": "lb"}), on="b", maintain_order="left")
+        .filter(pl.col("la") != pl.col("lb"))
+    )
+
+
+def _merge(label: pl.DataFrame, edges: pl.DataFrame) -> pl.DataFrame:
+    """``label`` with the groups that ``edges`` (``a``, ``b``) join made one, each labelled
+    with its smallest row (the smallest of the labels it joins). Only the labels the edges
+    touch are propagated, not every edge found so far."""
+    touched = _unjoined(edges.select("a", "b"), label).select(a="la", b="lb").unique()
+    if not touched.height:
+        return label
+    ends = pl.concat([touched.get_column("a"), touched.get_column("b")]).unique().sort()
+    merged = _propagate(pl.DataFrame({"row": ends, "label": ends}), touched)
+    renamed = merged.rename({"row": "label", "label": "new"})
+    joined = label.join(renamed, on="label", how="left", maintain_order="left")
+    return joined.select("row", label=pl.coalesce("new", "label"))
 
 
 def connect(rows: int, edges: pl.DataFrame) -> pl.DataFrame:
