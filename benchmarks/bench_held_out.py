@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -28,6 +29,8 @@ from builder.derive.splits.assign import PINNED_COLUMNS, QUESTION_COLUMNS, Split
 from builder.derive.splits.audit import audit
 from samples.files import write_jsonl
 from samples.paraphrases import paraphrase, questions
+
+CHECKOUT = Path(__file__).resolve().parents[1]
 
 
 def corpus(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
@@ -106,6 +109,9 @@ def whole_build(n: int, evals: int) -> None:
             "split by question (no groups)": ["--split-by", "question"],
             "near-duplicate groups + decontamination": ["--decontaminate", str(eval_file)],
         }
+        # the builder of this checkout, not whichever one the environment installed: a
+        # checkout of another version (``git worktree``) then measures that version
+        env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
         seconds = {}
         for label, extra in runs.items():
             out = root / label.split()[0]
@@ -115,6 +121,7 @@ def whole_build(n: int, evals: int) -> None:
                 check=True,
                 capture_output=True,
                 cwd=root,
+                env=env,
             )
             seconds[label] = time.perf_counter() - started
             print(f"  build, {label:<40} {seconds[label]:8.2f} s")
