@@ -46,6 +46,24 @@ def no_pins() -> pl.DataFrame:
     return pl.DataFrame(schema=PINNED_COLUMNS)
 
 
+def brute_force_groups(texts: list[str], threshold: float) -> list[int]:
+    """Each text's group as its smallest index, joined through every pair at ``threshold``,
+    by comparing all pairs."""
+    parent = list(range(len(texts)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(len(texts)):
+        for j in range(i + 1, len(texts)):
+            if similarity(texts[i], texts[j]) >= threshold:
+                a, b = root(i), root(j)
+                parent[max(a, b)] = min(a, b)
+    return [root(i) for i in range(len(texts))]
+
+
 def leaks(assigned: pl.DataFrame, threshold: float) -> list[tuple[str, str, float]]:
     """Every (held-out, train) pair at or above ``threshold``, by comparing all pairs."""
     trains = assigned.filter(pl.col("split") == "train").get_column("text").to_list()
@@ -90,20 +108,9 @@ def test_a_group_joins_only_pairs_at_or_above_the_threshold(templated: pl.DataFr
     sample = templated.head(400)
     result = assign(sample, no_pins(), POLICY)
     texts = sample.get_column("text").to_list()
-    parent = list(range(len(texts)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for i in range(len(texts)):
-        for j in range(i + 1, len(texts)):
-            if similarity(texts[i], texts[j]) >= 0.5:
-                parent[find(j)] = find(i)
-    expected = {}
-    for i in range(len(texts)):
-        expected.setdefault(find(i), set()).add(texts[i])
+    expected: dict[int, set[str]] = {}
+    for text, group in zip(texts, brute_force_groups(texts, 0.5), strict=True):
+        expected.setdefault(group, set()).add(text)
     got = (
         result.frame.join(sample, on="question_id")
         .group_by("group")

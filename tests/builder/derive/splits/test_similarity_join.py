@@ -18,7 +18,7 @@ from builder.derive.splits.similarity_join import (
     similar_pairs,
 )
 from samples.paraphrases import paraphrase, questions
-from tests.builder.derive.splits.test_assign import similarity
+from tests.builder.derive.splits.test_assign import brute_force_groups, similarity
 
 
 @pytest.fixture(scope="module")
@@ -72,23 +72,6 @@ def test_components_join_through_chains() -> None:
     assert label.get_column("label").to_list() == [0, 0, 0, 3]
 
 
-def _brute_force_groups(texts: list[str], threshold: float) -> list[int]:
-    """Each text's group as its smallest row, joined through every pair at ``threshold``."""
-    parent = list(range(len(texts)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
-
-    for i in range(len(texts)):
-        for j in range(i + 1, len(texts)):
-            if similarity(texts[i], texts[j]) >= threshold:
-                a, b = root(i), root(j)
-                parent[max(a, b)] = min(a, b)
-    return [root(i) for i in range(len(texts))]
-
-
 @pytest.mark.parametrize("threshold", [0.3, 0.5, 0.56, 0.7])
 def test_components_are_the_brute_force_groups_in_many_blocks_and_rounds(
     texts: list[str], threshold: float, monkeypatch: pytest.MonkeyPatch
@@ -104,7 +87,7 @@ def test_components_are_the_brute_force_groups_in_many_blocks_and_rounds(
     assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
     label = components(grams, len(texts), threshold)
     assert label.get_column("row").to_list() == list(range(len(texts)))
-    expected = _brute_force_groups(texts, threshold)
+    expected = brute_force_groups(texts, threshold)
     assert len(set(expected)) < len(texts) * 0.9  # groups of more than one text exist
     assert label.get_column("label").to_list() == expected
 
