@@ -31,8 +31,8 @@ NGRAM = 3
 ROUND = 2_000_000  # candidates measured per round of ``components``
 BLOCK_PAIRS = 4_000_000  # prefix matches joined at once (``components``, ``nearest``)
 NEAREST_FIRST = 8  # candidates of a row measured before the rest (``nearest``)
-# A threshold times a size can land just past the integer it stands for (0.55 × 20 is
-# 11.000000000000002); the filters allow this much so that no pair at the threshold is lost.
+# A threshold times a size can land just past the integer it stands for (0.56 × 25 is
+# 14.000000000000002); the filters allow this much so that no pair at the threshold is lost.
 EPSILON = 1e-9
 PAIRS = {"a": pl.UInt32, "b": pl.UInt32, "similarity": pl.Float64}
 Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
