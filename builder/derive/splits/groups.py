@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from builder.derive.splits.similarity_join import components, connect, similar_pairs
+from builder.derive.splits.similarity_join import components, connect
 from schemas.vocabulary import GROUP_BY_NEAR_DUPLICATE, GROUP_BY_QUESTION
 
 
@@ -37,6 +37,6 @@ def group_texts(
         .with_columns(first=pl.col("row").min().over("labels"))
         .select(a="first", b="row")
     )
-    near = similar_pairs(grams, threshold, unknown, rows.get_column("row")).select("a", "b")
-    edges = pl.concat([same_label.cast(pl.UInt32), near.cast(pl.UInt32)])
-    return connect(size, edges).get_column("label").alias("group"), unknown.len()
+    by_label = connect(size, same_label.cast(pl.UInt32))
+    joined = components(grams, size, threshold, by_label, unknown)
+    return joined.get_column("label").alias("group"), unknown.len()

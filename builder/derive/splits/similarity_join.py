@@ -21,6 +21,7 @@ square of the largest cluster (``docs/performance.md``, Held-out integrity).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from typing import TypeVar
 
 import polars as pl
@@ -118,28 +119,6 @@ def _matches(
     )
 
 
-def candidates(
-    grams: pl.DataFrame,
-    threshold: float,
-    left: pl.Series | None = None,
-    right: pl.Series | None = None,
-) -> pl.DataFrame:
-    """``a``, ``b``, ``shared`` (prefix n-grams in common), strongest first: every pair that
-    may reach ``threshold``; ``a < b``, or with ``left`` and ``right`` (rows), ``a`` from
-    ``left`` and ``b`` from ``right``."""
-    prefix = _prefixes(grams, threshold).lazy()
-    if left is None or right is None:
-        found = _matches(prefix, prefix, threshold, pl.col("row") < pl.col("row_b"))
-    else:
-        found = _matches(
-            prefix.filter(pl.col("row").is_in(left.implode())),
-            prefix.filter(pl.col("row").is_in(right.implode())),
-            threshold,
-            pl.col("row") != pl.col("row_b"),
-        )
-    return found.select("a", "b", "shared")
-
-
 def measure(pairs: pl.DataFrame, sets: pl.DataFrame) -> pl.DataFrame:
     """``pairs`` (``a``, ``b``) with their exact ``similarity``; ``sets``: ``row``, ``h`` (a
     list per row)."""
@@ -158,18 +137,6 @@ def measure(pairs: pl.DataFrame, sets: pl.DataFrame) -> pl.DataFrame:
 
 def set_lists(grams: pl.DataFrame) -> pl.DataFrame:
     return grams.group_by("row").agg(pl.col("h"))
-
-
-def similar_pairs(
-    grams: pl.DataFrame,
-    threshold: float,
-    left: pl.Series | None = None,
-    right: pl.Series | None = None,
-) -> pl.DataFrame:
-    """Every pair at or above ``threshold`` (of ``left`` × ``right`` when given), measured
-    (``PAIRS``)."""
-    found = measure(candidates(grams, threshold, left, right), set_lists(grams))
-    return found.filter(pl.col("similarity") >= threshold).sort("a", "b")
 
 
 def nearest(grams: pl.DataFrame, floor: float, left: pl.Series, right: pl.Series) -> pl.DataFrame:
@@ -221,21 +188,30 @@ def labels(rows: int) -> pl.DataFrame:
     )
 
 
-def components(grams: pl.DataFrame, rows: int, threshold: float) -> pl.DataFrame:
+def components(
+    grams: pl.DataFrame,
+    rows: int,
+    threshold: float,
+    start: pl.DataFrame | None = None,
+    among: pl.Series | None = None,
+) -> pl.DataFrame:
     """``row``, ``label``: the group of each of ``rows`` texts (the smallest row joined to it,
-    transitively, through pairs at or above ``threshold``).
+    transitively, through pairs at or above ``threshold``). ``start``: groups already made
+    (``row``, ``label``, as ``connect`` makes them), which the pairs join further; ``among``:
+    only the pairs with a row of it join.
 
-    The candidates are made a block of rows at a time (``a`` in the block, ``b`` after it),
-    each block about ``BLOCK_PAIRS`` prefix matches, so memory follows the block, not the
-    square of a cluster's size. A block's pairs whose two texts earlier blocks already
-    joined are dropped before they are counted, and the rest are measured in rounds as
-    above; every pair that may reach ``threshold`` is still measured unless its texts are
-    joined, so the groups are exactly those of measuring every candidate."""
-    label = labels(rows)
+    The candidates are made a block of rows at a time, each block about ``BLOCK_PAIRS``
+    prefix matches, so memory follows the block, not the square of a cluster's size. A
+    block's pairs whose two texts are already joined are dropped before they are counted,
+    and the rest are measured in rounds, strongest first (most shared prefix n-grams), the
+    pairs joined by an earlier round dropped again; every pair that may reach ``threshold``
+    is measured unless its texts are joined, so the groups are exactly those of measuring
+    every candidate."""
+    label = labels(rows) if start is None else start
     prefix = _prefixes(grams, threshold)
     sets = set_lists(grams)
-    for first, last in _blocks(prefix, rows):
-        pending = _block_candidates(prefix, first, last, threshold, label)
+    for left, right, pair in _component_blocks(prefix, rows, among):
+        pending = _matches(left, right, threshold, pair, label).select("a", "b", "shared")
         while pending.height:
             labelled = _unjoined(pending, label)
             batch, pending = labelled.head(ROUND), labelled.slice(ROUND).select(pending.columns)
@@ -244,11 +220,25 @@ def components(grams: pl.DataFrame, rows: int, threshold: float) -> pl.DataFrame
     return label
 
 
-def _blocks(prefix: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
-    """Consecutive row ranges ``[first, last)`` covering ``rows``, each of about
-    ``BLOCK_PAIRS`` prefix matches with a later row (a row's matches stay in one block)."""
-    later = pl.len().over("h") - pl.col("row").rank("ordinal").over("h")
-    return _cut(prefix.select("row", matches=later), rows)
+def _component_blocks(
+    prefix: pl.DataFrame, rows: int, among: pl.Series | None
+) -> Iterator[tuple[pl.LazyFrame, pl.LazyFrame, pl.Expr]]:
+    """The candidate joins of ``components``: ``(left, right, pair)``, a block of ``left``
+    rows each. Every pair once: ``a < b``, or with ``among``, ``a`` of it and ``b`` any other
+    row (a ``b`` of it too only after ``a``)."""
+    row, other = pl.col("row"), pl.col("row_b")
+    if among is None:
+        later = pl.len().over("h") - row.rank("ordinal").over("h")
+        for first, last in _cut(prefix.select("row", matches=later), rows):
+            block = prefix.lazy().filter(row.is_between(first, last, closed="left"))
+            yield block, prefix.lazy().filter(row > first), row < other
+        return
+    ids = among.implode()
+    ours = prefix.filter(row.is_in(ids))
+    fan = ours.join(prefix.group_by("h").len("matches"), on="h").select("row", "matches")
+    pair = (row != other) & ~(other.is_in(ids) & (other < row))
+    for first, last in _cut(fan, rows):
+        yield ours.lazy().filter(row.is_between(first, last, closed="left")), prefix.lazy(), pair
 
 
 def _cut(matches: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
@@ -267,16 +257,6 @@ def _cut(matches: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
     )
     bounds = [0, *starts[1:], rows]
     return list(itertools.pairwise(bounds))
-
-
-def _block_candidates(
-    prefix: pl.DataFrame, first: int, last: int, threshold: float, label: pl.DataFrame
-) -> pl.DataFrame:
-    """``candidates`` with ``a`` in ``[first, last)`` whose texts are not joined yet."""
-    block = prefix.lazy().filter(pl.col("row").is_between(first, last, closed="left"))
-    after = prefix.lazy().filter(pl.col("row") > first)
-    pairs = _matches(block, after, threshold, pl.col("row") < pl.col("row_b"), label)
-    return pairs.select("a", "b", "shared")
 
 
 def _unjoined(pairs: Frame, label: Frame) -> Frame:

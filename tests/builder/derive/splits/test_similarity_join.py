@@ -4,7 +4,6 @@ those of every such pair, however many blocks and rounds they are found in."""
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import polars as pl
@@ -13,9 +12,11 @@ import pytest
 from builder.derive.splits import similarity_join
 from builder.derive.splits.similarity_join import (
     components,
+    connect,
     hashed_ngrams,
+    measure,
     nearest,
-    similar_pairs,
+    set_lists,
 )
 from samples.paraphrases import paraphrase, questions
 from tests.builder.derive.splits.test_assign import brute_force_groups, similarity
@@ -30,11 +31,21 @@ def texts() -> list[str]:
     return sorted(set(items))
 
 
+def similar_pairs(
+    texts: list[str], threshold: float, pair: pl.Expr, left: pl.Series | None = None
+) -> pl.DataFrame:
+    """Every candidate pair the join makes (of ``left`` rows with any, when given),
+    measured, at or above ``threshold``."""
+    grams = hashed_ngrams(pl.Series(texts))
+    prefix = similarity_join._prefixes(grams, threshold).lazy()
+    ours = prefix if left is None else prefix.filter(pl.col("row").is_in(left.implode()))
+    found = similarity_join._matches(ours, prefix, threshold, pair)
+    return measure(found, set_lists(grams)).filter(pl.col("similarity") >= threshold)
+
+
 @pytest.mark.parametrize("threshold", [0.3, 0.5, 0.56, 0.7, 0.9])
-def test_every_pair_at_the_threshold_is_found_and_none_below(
-    texts: list[str], threshold: float
-) -> None:
-    found = similar_pairs(hashed_ngrams(pl.Series(texts)), threshold)
+def test_every_pair_at_the_threshold_is_a_candidate(texts: list[str], threshold: float) -> None:
+    found = similar_pairs(texts, threshold, pl.col("row") < pl.col("row_b"))
     got = {(a, b) for a, b in found.select("a", "b").iter_rows()}
     expected = {
         (i, j)
@@ -47,16 +58,14 @@ def test_every_pair_at_the_threshold_is_found_and_none_below(
         assert value == pytest.approx(similarity(texts[a], texts[b]))
 
 
-def test_pairs_across_two_sides_only(texts: list[str]) -> None:
-    grams = hashed_ngrams(pl.Series(texts))
+def test_pairs_of_one_side_with_any_other_row(texts: list[str]) -> None:
     left = pl.Series(range(0, len(texts), 2), dtype=pl.UInt32)
-    right = pl.Series(range(1, len(texts), 2), dtype=pl.UInt32)
-    found = similar_pairs(grams, 0.5, left, right)
+    found = similar_pairs(texts, 0.5, pl.col("row") != pl.col("row_b"), left)
     expected = {
         (i, j)
         for i in left.to_list()
-        for j in right.to_list()
-        if similarity(texts[i], texts[j]) >= 0.5
+        for j in range(len(texts))
+        if i != j and similarity(texts[i], texts[j]) >= 0.5
     }
     assert {(a, b) for a, b, _ in found.iter_rows()} == expected
 
@@ -81,10 +90,8 @@ def test_components_are_the_brute_force_groups_in_many_blocks_and_rounds(
     monkeypatch.setattr(similarity_join, "ROUND", 40)
     grams = hashed_ngrams(pl.Series(texts))
     prefix = similarity_join._prefixes(grams, threshold)
-    blocks = similarity_join._blocks(prefix, len(texts))
+    blocks = list(similarity_join._component_blocks(prefix, len(texts), None))
     assert len(blocks) > 10
-    assert blocks[0][0] == 0 and blocks[-1][1] == len(texts)
-    assert all(a[1] == b[0] for a, b in itertools.pairwise(blocks))
     label = components(grams, len(texts), threshold)
     assert label.get_column("row").to_list() == list(range(len(texts)))
     expected = brute_force_groups(texts, threshold)
@@ -99,8 +106,9 @@ def test_a_pair_exactly_at_the_threshold_is_joined() -> None:
     short = " ".join(f"w{i}" for i in range(16))
     assert similarity(long, short) == 0.56
     grams = hashed_ngrams(pl.Series([long, short]))
-    assert similar_pairs(grams, 0.56).select("a", "b").rows() == [(0, 1)]
     assert components(grams, 2, 0.56).get_column("label").to_list() == [0, 0]
+    one = pl.Series([0], dtype=pl.UInt32)
+    assert nearest(grams, 0.56, one, pl.Series([1], dtype=pl.UInt32)).rows() == [(0, 1, 0.56)]
 
 
 @pytest.mark.parametrize("floor", [0.3, 0.5])
@@ -125,3 +133,29 @@ def test_nearest_is_the_brute_force_nearest(
     assert found.select("a", "b").rows() == expected
     for a, b, value in found.iter_rows():
         assert value == pytest.approx(similarity(texts[a], texts[b]))
+
+
+def test_components_join_given_groups_through_the_pairs_of_some_rows(
+    texts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # groups made by a label (every tenth text with the next), then joined further only
+    # through pairs ≥ 0.5 with a row of ``among``: as connecting all those edges at once
+    monkeypatch.setattr(similarity_join, "BLOCK_PAIRS", 100)
+    size = len(texts)
+    given = pl.DataFrame(
+        {"a": range(0, size - 1, 10), "b": range(1, size, 10)},
+        schema={"a": pl.UInt32, "b": pl.UInt32},
+    )
+    among = pl.Series([i for i in range(size) if i % 3 == 0], dtype=pl.UInt32)
+    near = [
+        (i, j)
+        for i in range(size)
+        for j in range(i + 1, size)
+        if (i % 3 == 0 or j % 3 == 0) and similarity(texts[i], texts[j]) >= 0.5
+    ]
+    edges = pl.concat([given, pl.DataFrame(near, schema=given.schema, orient="row")])
+    expected = connect(size, edges).get_column("label").to_list()
+    grams = hashed_ngrams(pl.Series(texts))
+    got = components(grams, size, 0.5, connect(size, given), among)
+    assert got.get_column("label").to_list() == expected
+    assert got.get_column("label").n_unique() < size - len(given) - 20  # pairs joined groups
