@@ -153,10 +153,8 @@ def nearest(grams: pl.DataFrame, floor: float, left: pl.Series, right: pl.Series
     theirs = prefix.filter(pl.col("row").is_in(right.implode()))
     if not ours.height or not theirs.height:
         return pl.DataFrame(schema=PAIRS)
-    fan = ours.join(theirs.group_by("h").len("matches"), on="h").select("row", "matches")
     found = []
-    for first, last in _cut(fan, int(ours.get_column("row").max()) + 1):
-        block = ours.lazy().filter(pl.col("row").is_between(first, last, closed="left"))
+    for block in _blocks_of(ours, theirs, int(ours.get_column("row").max()) + 1):
         pairs = _matches(block, theirs.lazy(), floor, pl.col("row") != pl.col("row_b"))
         strongest = pairs.group_by("a", maintain_order=True).head(NEAREST_FIRST)
         measured = measure(strongest, sets)
@@ -234,11 +232,17 @@ def _component_blocks(
             yield block, prefix.lazy().filter(row > first), row < other
         return
     ids = among.implode()
-    ours = prefix.filter(row.is_in(ids))
-    fan = ours.join(prefix.group_by("h").len("matches"), on="h").select("row", "matches")
     pair = (row != other) & ~(other.is_in(ids) & (other < row))
+    for block in _blocks_of(prefix.filter(row.is_in(ids)), prefix, rows):
+        yield block, prefix.lazy(), pair
+
+
+def _blocks_of(ours: pl.DataFrame, theirs: pl.DataFrame, rows: int) -> Iterator[pl.LazyFrame]:
+    """``ours`` (prefix n-grams of some rows) a block of rows at a time, each with about
+    ``BLOCK_PAIRS`` matches in ``theirs``."""
+    fan = ours.join(theirs.group_by("h").len("matches"), on="h").select("row", "matches")
     for first, last in _cut(fan, rows):
-        yield ours.lazy().filter(row.is_between(first, last, closed="left")), prefix.lazy(), pair
+        yield ours.lazy().filter(pl.col("row").is_between(first, last, closed="left"))
 
 
 def _cut(matches: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
