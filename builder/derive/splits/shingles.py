@@ -2,8 +2,11 @@
 decontamination compare.
 
 A text's words are its runs of letters, digits and underscores (so ``values?`` and ``values``
-are one word); its n-grams are the runs of ``n`` consecutive words. A text of fewer than ``n``
-words has one n-gram, all its words: two short texts are then alike only when equal.
+are one word), except in the scripts written without spaces between words (Chinese,
+Japanese kana, Thai, Lao, Khmer, Myanmar), where each character is one: such a question is
+otherwise one long word, and two that differ in one character share nothing. Its n-grams
+are the runs of ``n`` consecutive words. A text of fewer than ``n`` words has one n-gram, all
+its words: two short texts are then alike only when equal.
 Computed as Polars expressions over the whole column, never a Python loop over rows.
 """
 
@@ -11,7 +14,14 @@ from __future__ import annotations
 
 import polars as pl
 
-WORD = r"\w+"
+# Scripts written without spaces: each of their word characters is a word (character
+# n-grams, as is usual for deduplicating such text). By script extension, so that marks
+# shared by kana (the prolonged sound mark) count too; Korean is written with spaces.
+SCRIPTS = "".join(
+    rf"\p{{scx={name}}}"
+    for name in ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar")
+)
+WORD = rf"[\w&&[{SCRIPTS}]]|[\w--[{SCRIPTS}]]+"
 
 
 def words_of(texts: pl.Series) -> pl.Series:

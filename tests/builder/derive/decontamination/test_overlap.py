@@ -167,3 +167,16 @@ def test_prompts_matched_a_slice_at_a_time_match_as_all_at_once(
     # the 13 8-grams of the one item near it (word 19 changed there): not over half
     assert whole.questions.height == 11
     assert "k8" not in whole.questions.get_column("question_id").to_list()
+
+
+def test_an_item_in_chinese_is_matched_inside_a_longer_prompt() -> None:
+    """Chinese is written without spaces, so its words are its characters: an item copied
+    into a prompt, with its last character changed and text around it, is matched; the
+    same characters in reverse order are not."""
+    from builder.derive.decontamination.evals import EvalSet
+
+    item = "请计算销售报表中每个地区的平均价格并找出最高的地区"  # 25 characters: 18 8-grams
+    changed = item[:-1] + "省"  # 17 of 18 shared
+    texts = [f"背景：你是一名数据分析师。{changed}，然后画图。", item[::-1]]
+    found = decontaminate(prompts(texts), [EvalSet("zh", "zh", "q", (item,))], 8, 0.5)
+    assert found.questions.to_dicts() == [{"question_id": "k0", "reason": "eval:zh"}]

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builder.derive.splits.shingles import ngram_frame, words_of
+from tests.builder.derive.splits.test_assign import words
 
 WORDS = ["a", "b", "c", "dd", "e_1", "ÿ", "42"]
 texts = st.lists(
@@ -42,3 +43,28 @@ def test_a_vocabulary_keeps_exactly_the_n_grams_of_its_words(
 def test_words_of_lists_each_word_once() -> None:
     found = words_of(pl.Series(["the cat, the hat", None, "hat?"]))
     assert sorted(found.to_list()) == ["cat", "hat", "the"]
+
+
+# Letters of each kind of script: spaced (Latin, Hangul) and written without spaces (Han,
+# kana, Thai), with digits, underscores, spaces and punctuation between them.
+MIXED = "ab_7 ,?。、한국计算平均值のデータภาษา"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=MIXED, max_size=30), max_size=12), st.integers(1, 4))
+def test_n_grams_follow_the_word_definition_in_every_script(rows: list[str], n: int) -> None:
+    """Against the definition written again from Unicode names (``test_assign.words``):
+    a character each in the scripts written without spaces, runs of ``\\w`` elsewhere."""
+    found = ngram_frame(pl.Series(rows, dtype=pl.String), n)
+    expected = set()
+    for row, text in enumerate(rows):
+        tokens = words(text)
+        if 0 < len(tokens) < n:
+            expected.add((row, " ".join(tokens)))
+        expected |= {(row, " ".join(tokens[i : i + n])) for i in range(len(tokens) - n + 1)}
+    assert set(found.select("row", "gram").iter_rows()) == expected
+
+
+def test_a_chinese_question_is_compared_a_character_at_a_time() -> None:
+    grams = ngram_frame(pl.Series(["计算df的平均值"]), 3).get_column("gram").to_list()
+    assert grams == ["计 算 df", "算 df 的", "df 的 平", "的 平 均", "平 均 值"]
