@@ -1,8 +1,8 @@
 """The leakage audit: how close each held-out question comes to the training questions.
 
 For every validation and test question that trains (not excluded), its nearest training
-question by word 3-gram Jaccard (among the LSH candidates, measured exactly: a pair at or
-above the grouping threshold is never missed, one below ``REPORT_FLOOR`` is not reported),
+question by word 3-gram Jaccard (by the exact similarity join, ``nearest``: no training
+question at or above ``REPORT_FLOOR`` is missed, and none below it is reported),
 and whether it shares its CSV dataset or its template with a training question. The counts
 go into the manifest, the card and the report; ``--strict`` refuses a build with any
 held-out question at or above the threshold.
