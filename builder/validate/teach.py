@@ -60,6 +60,8 @@ def expected_value(
 def teach(line: Any, path: str, message: str, precision: int | None = None) -> str:
     """``message``, or for a malformed id or hash what the value should be (under the hash
     scheme ``precision``)."""
+    if path.endswith(".question_text") and isinstance(_at(line, path), str):
+        return "empty or only spaces: a question needs its text (the prompt it trains on)"
     found = expected_value(line, path, precision)
     if found is None:
         if _underivable_id(line, path):

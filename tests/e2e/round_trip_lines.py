@@ -169,7 +169,9 @@ def messages(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def episode_lines(draw: Any, number: int) -> dict[str, Any]:
-    text, hint = draw(st.text(CHARS, min_size=1, max_size=20)), draw(st.none() | TEXT)
+    # a question's text holds something besides spaces (blank text is a reject)
+    text = draw(st.text(CHARS, min_size=1, max_size=20).filter(lambda t: not t.isspace()))
+    hint = draw(st.none() | TEXT)
     question: dict[str, Any] = {
         "id": draw(st.sampled_from([question_id(text, hint), None])),
         "question_text": text,

@@ -138,6 +138,8 @@ REPLACEMENTS: list[Any] = [
     "2025-01-01T24:00:00",
     "naïve ☃ \U0001f600",
     "tab\t",
+    " \u3000",
+    "\x1c",
 ]
 RAW_VALUES = [
     b"1" + b"0" * 400,

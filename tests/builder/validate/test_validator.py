@@ -14,6 +14,7 @@ import pytest
 
 from builder.contract.hashing import question_id, value_hash
 from builder.sources.inputs import SourceLine
+from builder.validate import fastpath
 from builder.validate.json_lines import duplicate_keys, has_long_digit_run, is_blank, parse_line
 from builder.validate.reject import Reject
 from builder.validate.validator import Valid, Validator, json_path
@@ -315,6 +316,30 @@ def test_question_validator_keys_on_id(make: SimpleNamespace) -> None:
     assert isinstance(validator.validate(SourceLine("q.jsonl", 1, raw)), Valid)
     again = validator.validate(SourceLine("q.jsonl", 2, raw))
     assert isinstance(again, Reject) and again.kind == "duplicate_id"
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n", "\u3000\u00a0", "\x1c\x1f"])
+def test_a_blank_question_text_is_a_reject_that_says_so(make: SimpleNamespace, blank: str) -> None:
+    """Empty or only spaces (Python's, which count \\x1c-\\x1f too), in an episode and in a
+    bank: the same reject from the fast path and from pydantic, naming the field."""
+    said = "empty or only spaces: a question needs its text"
+    record = make.episode()
+    hint = record["question"]["hint"]
+    record["question"] = {**record["question"], "question_text": blank}
+    record["question"]["id"] = question_id(blank, hint)
+    outcome = reject_of(record)
+    assert (outcome.kind, outcome.path) == (SCHEMA, "$.question.question_text")
+    assert said in outcome.message
+    assert fastpath.decode(Episode, json.dumps(record).encode()) is None  # left to pydantic
+    question = {**make.question(), "question_text": blank, "id": None}
+    banked = Validator(Question, "id").validate(SourceLine("q.jsonl", 4, make.line(question)))
+    assert isinstance(banked, Reject) and banked.path == "$.question_text"
+    assert said in banked.message
+    # a word among the spaces is a question
+    record["question"]["question_text"] = blank + "why?"
+    record["question"]["id"] = question_id(blank + "why?", hint)
+    assert isinstance(validate(json.dumps(record).encode()), Valid)
+    assert fastpath.decode(Episode, json.dumps(record).encode()) is not None
 
 
 def test_a_bank_question_without_an_id_gets_the_content_address(make: SimpleNamespace) -> None:
