@@ -222,14 +222,20 @@ def _component_blocks(
     prefix: pl.DataFrame, rows: int, among: pl.Series | None
 ) -> Iterator[tuple[pl.LazyFrame, pl.LazyFrame, pl.Expr]]:
     """The candidate joins of ``components``: ``(left, right, pair)``, a block of ``left``
-    rows each. Every pair once: ``a < b``, or with ``among``, ``a`` of it and ``b`` any other
-    row (a ``b`` of it too only after ``a``)."""
+    rows each. Every pair once: ``a`` before ``b`` in the blocks' scrambled order, or with
+    ``among``, ``a`` of it and ``b`` any other row (a ``b`` of it too only after ``a``)."""
     row, other = pl.col("row"), pl.col("row_b")
     if among is None:
-        later = pl.len().over("h") - row.rank("ordinal").over("h")
-        for first, last in _cut(prefix.select("row", matches=later), rows):
-            block = prefix.lazy().filter(row.is_between(first, last, closed="left"))
-            yield block, prefix.lazy().filter(row > first), row < other
+        # Blocks follow a scrambled order of the rows, not the rows': texts arrive sorted, so
+        # a block of consecutive rows would hold one template's paraphrases, and every pair
+        # among them would be measured before any could be dropped as joined. A block of
+        # scattered rows joins each of its groups to the rest of the bank first.
+        ordered = _scrambled(prefix)
+        order, later_order = pl.col("order"), pl.col("order_b")
+        later = pl.len().over("h") - order.rank("ordinal").over("h")
+        for first, last in _cut(ordered.select(row="order", matches=later), rows):
+            block = ordered.lazy().filter(order.is_between(first, last, closed="left"))
+            yield block, ordered.lazy().filter(order > first), order < later_order
         return
     ids = among.implode()
     pair = (row != other) & ~(other.is_in(ids) & (other < row))
@@ -237,12 +243,23 @@ def _component_blocks(
         yield block, prefix.lazy(), pair
 
 
+def _scrambled(prefix: pl.DataFrame) -> pl.DataFrame:
+    """``prefix`` with ``order``: each row's place (0, 1, …) in a fixed pseudo-random order
+    of its rows (by a hash, ties by row: the groups found never depend on it)."""
+    rows = prefix.select("row").unique()
+    shuffled = rows.sort(pl.col("row").hash(seed=0x5C4A), "row")
+    return prefix.join(shuffled.with_row_index("order"), on="row")
+
+
 def _blocks_of(ours: pl.DataFrame, theirs: pl.DataFrame, rows: int) -> Iterator[pl.LazyFrame]:
     """``ours`` (prefix n-grams of some rows) a block of rows at a time, each with about
-    ``BLOCK_PAIRS`` matches in ``theirs``."""
-    fan = ours.join(theirs.group_by("h").len("matches"), on="h").select("row", "matches")
-    for first, last in _cut(fan, rows):
-        yield ours.lazy().filter(pl.col("row").is_between(first, last, closed="left"))
+    ``BLOCK_PAIRS`` matches in ``theirs``; the rows of a block scattered (``_scrambled``)."""
+    ordered = _scrambled(ours)
+    fan = ordered.join(theirs.group_by("h").len("matches"), on="h")
+    order = pl.col("order")
+    for first, last in _cut(fan.select(row="order", matches="matches"), rows):
+        block = ordered.lazy().filter(order.is_between(first, last, closed="left"))
+        yield block.select(ours.columns)
 
 
 def _cut(matches: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
