@@ -3,19 +3,22 @@ a threshold is found, none is missed, and none below it is reported.
 
 Candidates come from prefix filtering (Chaudhuri et al. 2006; Bayardo et al. 2007): order
 every text's n-grams from the rarest to the most common; two sets with Jaccard ≥ t must
-share one of the first ``|x| - ceil(t·|x|) + 1`` n-grams of each, and their sizes may differ
-by a factor of at most ``t``. Rare n-grams are short posting lists, so the candidates are few
-next to all pairs. The positional filter (``_matches``) then drops those whose shared
-n-grams cannot reach the threshold from where they sit, and the rest is measured exactly (a
-set intersection of hashed n-grams, in Polars). Nothing here is estimated: the guarantee
-holds for every input, not with a probability, which MinHash LSH cannot give (the two are
-compared in ``docs/performance.md``, Choosing the near-duplicate finder).
+share one of the first ``|x| - ceil(t·|x|) + 1`` n-grams of each, and their sizes may
+differ by a factor of at most ``t``. Rare n-grams are short posting lists, so the
+candidates are few next to all pairs. The positional filter (``_matches``) then drops those
+whose shared n-grams cannot reach the threshold from where they sit, a bound from the
+texts' 256-bit signatures (``_bounded``) those that lack too many of each other's n-grams,
+and the rest is measured exactly (a set intersection of hashed n-grams, in Polars). Nothing
+here is estimated: the guarantee holds for every input, not with a probability, which
+MinHash LSH cannot give (the two are compared in ``docs/performance.md``, Choosing the
+near-duplicate finder).
 
 ``components`` needs only the connected groups, not every pair: it makes the candidates a
-block of rows at a time, measures them in rounds, strongest first (most shared prefix
-n-grams), and drops before each round the candidates whose two texts are already joined, so
-a dense cluster costs about one measurement per member and memory follows the block, not the
-square of the largest cluster (``docs/performance.md``, Held-out integrity).
+block of rows at a time (rows scattered, not consecutive), measures them in rounds,
+strongest first (most shared prefix n-grams), and drops before each round the candidates
+whose two texts are already joined, so a dense cluster costs about one measurement per
+member and memory follows the block, not the square of the largest cluster
+(``docs/performance.md``, Held-out integrity).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ NGRAM = 3
 ROUND = 2_000_000  # candidates measured per round of ``components``
 BLOCK_PAIRS = 4_000_000  # prefix matches joined at once (``components``, ``nearest``)
 NEAREST_FIRST = 8  # candidates of a row measured before the rest (``nearest``)
+SIGNATURE_WORDS = 4  # a text's signature: 256 bits, one set per n-gram (``signatures``)
 # A threshold times a size can land just past the integer it stands for (0.56 × 25 is
 # 14.000000000000002); the filters allow this much so that no pair at the threshold is lost.
 EPSILON = 1e-9
@@ -71,12 +75,14 @@ def _matches(
     right: pl.LazyFrame,
     threshold: float,
     pair: pl.Expr,
+    bits: pl.DataFrame,
     label: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """``a`` (a ``left`` row), ``b`` (a ``right`` row), ``shared`` (prefix n-grams in
     common), their sizes and ``reach`` (the most n-grams they can share), strongest first:
-    every pair that ``pair`` admits and that may reach ``threshold``; with ``label``, only
-    pairs whose rows it labels apart.
+    every pair that ``pair`` admits and that may reach ``threshold`` by the positional filter
+    and by the texts' ``bits`` (``signatures``: ``_bounded``); with ``label``, only pairs
+    whose rows it labels apart.
 
     Besides the sizes (Jaccard ≥ t needs each size within a factor t of the other), the
     positional filter (Xiao et al. 2008): the n-grams two texts share up to their last
@@ -110,12 +116,50 @@ def _matches(
     after = pl.min_horizontal(
         pl.col("size") - 1 - pl.col("last"), pl.col("size_b") - 1 - pl.col("last_b")
     )
+    reachable = counted.with_columns(reach=pl.col("shared") + after).filter(
+        pl.col("reach") >= needed
+    )
     return (
-        counted.with_columns(reach=pl.col("shared") + after)
+        _bounded(reachable, bits)
         .filter(pl.col("reach") >= needed)
         .select("a", "b", "shared", "size", "size_b", "reach")
         .collect(engine="streaming")
         .sort("shared", "a", "b", descending=[True, False, False])
+    )
+
+
+def signatures(grams: pl.DataFrame) -> pl.DataFrame:
+    """``row``, ``s0`` … : each text's signature of ``64 · SIGNATURE_WORDS`` bits, one set
+    for each of its n-grams (the bit its hash names)."""
+    bit = (pl.col("h") % (64 * SIGNATURE_WORDS)).cast(pl.UInt32)
+    powers = pl.lit(pl.Series([1 << k for k in range(64)], dtype=pl.UInt64))
+    words = [
+        powers.gather((bit % 64).filter(bit // 64 == w)).bitwise_or().fill_null(0).alias(f"s{w}")
+        for w in range(SIGNATURE_WORDS)
+    ]
+    return grams.group_by("row").agg(words)
+
+
+def _bounded(pairs: pl.LazyFrame, bits: pl.DataFrame) -> pl.LazyFrame:
+    """``pairs`` (``a``, ``b``, ``size``, ``size_b``, ``reach``) with ``reach`` lowered to
+    what their signatures allow. A bit set in a's signature and not in b's was set by an
+    n-gram of a that b lacks, and two such bits by two such n-grams, so a lacks at least as
+    many of b's n-grams as it has such bits: they share at most ``size`` less those (and
+    ``size_b`` less b's). A cheap bound, exact like the others: most candidates that share
+    a prefix n-gram but stay below the threshold fail it, and are never measured."""
+    words = [f"s{w}" for w in range(SIGNATURE_WORDS)]
+    ours = bits.lazy().rename({"row": "a"})
+    theirs = bits.lazy().rename({"row": "b", **{w: f"{w}_b" for w in words}})
+    only_a = pl.sum_horizontal((pl.col(w) & ~pl.col(f"{w}_b")).bitwise_count_ones() for w in words)
+    only_b = pl.sum_horizontal((pl.col(f"{w}_b") & ~pl.col(w)).bitwise_count_ones() for w in words)
+    at_most = pl.min_horizontal(
+        "reach", pl.col("size") - only_a.cast(pl.Int64), pl.col("size_b") - only_b.cast(pl.Int64)
+    )
+    return (
+        pairs.join(ours, on="a", maintain_order="left")
+        .join(theirs, on="b", maintain_order="left")
+        .with_columns(reach=at_most)
+        .drop(words + [f"{w}_b" for w in words])
     )
 
 
@@ -147,7 +191,7 @@ def nearest(grams: pl.DataFrame, floor: float, left: pl.Series, right: pl.Series
     Each row's ``NEAREST_FIRST`` strongest candidates are measured first, and the best of
     them bounds the rest: the size and positional filters drop every candidate that cannot
     reach it, so a row with a near-copy costs a few measurements, not one per candidate."""
-    sets = set_lists(grams)
+    sets, bits = set_lists(grams), signatures(grams)
     prefix = _prefixes(grams, floor)
     ours = prefix.filter(pl.col("row").is_in(left.implode()))
     theirs = prefix.filter(pl.col("row").is_in(right.implode()))
@@ -155,7 +199,7 @@ def nearest(grams: pl.DataFrame, floor: float, left: pl.Series, right: pl.Series
         return pl.DataFrame(schema=PAIRS)
     found = []
     for block in _blocks_of(ours, theirs, int(ours.get_column("row").max()) + 1):
-        pairs = _matches(block, theirs.lazy(), floor, pl.col("row") != pl.col("row_b"))
+        pairs = _matches(block, theirs.lazy(), floor, pl.col("row") != pl.col("row_b"), bits)
         strongest = pairs.group_by("a", maintain_order=True).head(NEAREST_FIRST)
         measured = measure(strongest, sets)
         best = measured.group_by("a").agg(at_least=pl.col("similarity").max())
@@ -207,9 +251,9 @@ def components(
     every candidate."""
     label = labels(rows) if start is None else start
     prefix = _prefixes(grams, threshold)
-    sets = set_lists(grams)
+    sets, bits = set_lists(grams), signatures(grams)
     for left, right, pair in _component_blocks(prefix, rows, among):
-        pending = _matches(left, right, threshold, pair, label).select("a", "b", "shared")
+        pending = _matches(left, right, threshold, pair, bits, label).select("a", "b", "shared")
         while pending.height:
             labelled = _unjoined(pending, label)
             batch, pending = labelled.head(ROUND), labelled.slice(ROUND).select(pending.columns)

@@ -39,7 +39,8 @@ def similar_pairs(
     grams = hashed_ngrams(pl.Series(texts))
     prefix = similarity_join._prefixes(grams, threshold).lazy()
     ours = prefix if left is None else prefix.filter(pl.col("row").is_in(left.implode()))
-    found = similarity_join._matches(ours, prefix, threshold, pair)
+    bits = similarity_join.signatures(grams)
+    found = similarity_join._matches(ours, prefix, threshold, pair, bits)
     return measure(found, set_lists(grams)).filter(pl.col("similarity") >= threshold)
 
 
@@ -159,3 +160,61 @@ def test_components_join_given_groups_through_the_pairs_of_some_rows(
     got = components(grams, size, 0.5, connect(size, given), among)
     assert got.get_column("label").to_list() == expected
     assert got.get_column("label").n_unique() < size - len(given) - 20  # pairs joined groups
+
+
+def _overlaps(texts: list[str]) -> pl.DataFrame:
+    """Every pair of ``texts`` with its true overlap of hashed n-grams and its sizes, by
+    comparing all pairs; ``reach`` left at the larger size, where ``_bounded`` starts."""
+    grams = hashed_ngrams(pl.Series(texts))
+    sets = {row: set(h) for row, h in set_lists(grams).iter_rows()}
+    pairs = [
+        (a, b, len(sets[a] & sets[b]), len(sets[a]), len(sets[b]))
+        for a in sets
+        for b in sets
+        if a < b
+    ]
+    columns = {"a": pl.UInt32, "b": pl.UInt32, "overlap": pl.Int64, "size": pl.Int64}
+    frame = pl.DataFrame(pairs, schema={**columns, "size_b": pl.Int64}, orient="row")
+    return frame.with_columns(reach=pl.max_horizontal("size", "size_b"))
+
+
+@pytest.mark.parametrize("words", [12, 400])
+def test_the_signature_bound_never_falls_below_the_true_overlap(words: int) -> None:
+    """Short texts (a few bits each) and long ones (400 n-grams in 256 bits, most bits
+    set): a bound below a pair's overlap would lose a pair at the threshold."""
+    rng = random.Random(words)
+    vocabulary = [f"w{i}" for i in range(60)]
+    base = [rng.choice(vocabulary) for _ in range(words)]
+    texts = [" ".join(base)]
+    for _ in range(40):  # near and far copies: a few words to most of them changed
+        changed = list(base)
+        for at in rng.sample(range(words), rng.randint(1, words)):
+            changed[at] = rng.choice(vocabulary)
+        texts.append(" ".join(changed))
+    pairs = _overlaps(texts)
+    grams = hashed_ngrams(pl.Series(texts))
+    bounded = similarity_join._bounded(pairs.lazy(), similarity_join.signatures(grams)).collect()
+    assert bounded.height == pairs.height
+    assert (bounded.get_column("reach") >= bounded.get_column("overlap")).all()
+    if words == 12:  # short texts' bound is tight enough to drop most unlike pairs
+        loose = bounded.filter(pl.col("reach") > pl.col("overlap") + 2)
+        assert loose.height < bounded.height / 4
+
+
+def test_the_signature_bound_drops_most_candidates_below_the_threshold(texts: list[str]) -> None:
+    """On templated questions: most candidates the positional filter leaves are below the
+    threshold; the signatures leave few of them, and every pair at the threshold."""
+    grams = hashed_ngrams(pl.Series(texts))
+    prefix = similarity_join._prefixes(grams, 0.5).lazy()
+    pair = pl.col("row") < pl.col("row_b")
+    bits = similarity_join.signatures(grams)
+    with_bits = similarity_join._matches(prefix, prefix, 0.5, pair, bits)
+    lax = bits.with_columns(pl.exclude("row").clip(0, 0))  # no bit set: no bound
+    without = similarity_join._matches(prefix, prefix, 0.5, pair, lax)
+    sets = set_lists(grams)
+    at_threshold = measure(without, sets).filter(pl.col("similarity") >= 0.5)
+    below = without.height - at_threshold.height
+    assert below > 300  # the bound has work to do
+    assert with_bits.height - at_threshold.height < below / 4
+    kept = measure(with_bits, sets).filter(pl.col("similarity") >= 0.5)
+    assert kept.sort("a", "b").equals(at_threshold.sort("a", "b"))
