@@ -143,10 +143,11 @@ def signatures(grams: pl.DataFrame) -> pl.DataFrame:
 def _bounded(pairs: pl.LazyFrame, bits: pl.DataFrame) -> pl.LazyFrame:
     """``pairs`` (``a``, ``b``, ``size``, ``size_b``, ``reach``) with ``reach`` lowered to
     what their signatures allow. A bit set in a's signature and not in b's was set by an
-    n-gram of a that b lacks, and two such bits by two such n-grams, so a lacks at least as
-    many of b's n-grams as it has such bits: they share at most ``size`` less those (and
-    ``size_b`` less b's). A cheap bound, exact like the others: most candidates that share
-    a prefix n-gram but stay below the threshold fail it, and are never measured."""
+    n-gram of a that b lacks, and two such bits by two such n-grams, so a has at least as
+    many n-grams that b lacks as it has such bits: they share at most ``size`` less those
+    (and at most ``size_b`` less b's own). A cheap bound, exact like the others: most
+    candidates that share a prefix n-gram but stay below the threshold fail it, and are
+    never measured."""
     words = [f"s{w}" for w in range(SIGNATURE_WORDS)]
     ours = bits.lazy().rename({"row": "a"})
     theirs = bits.lazy().rename({"row": "b", **{w: f"{w}_b" for w in words}})
@@ -270,10 +271,10 @@ def _component_blocks(
     ``among``, ``a`` of it and ``b`` any other row (a ``b`` of it too only after ``a``)."""
     row, other = pl.col("row"), pl.col("row_b")
     if among is None:
-        # Blocks follow a scrambled order of the rows, not the rows': texts arrive sorted, so
-        # a block of consecutive rows would hold one template's paraphrases, and every pair
-        # among them would be measured before any could be dropped as joined. A block of
-        # scattered rows joins each of its groups to the rest of the bank first.
+        # Blocks follow a scrambled order of the rows: texts arrive sorted, so a block of
+        # consecutive rows would hold one template's paraphrases, and every pair among them
+        # would be measured before any could be dropped as joined. A block of scattered rows
+        # joins each of its groups to the rest of the bank first.
         ordered = _scrambled(prefix)
         order, later_order = pl.col("order"), pl.col("order_b")
         later = pl.len().over("h") - order.rank("ordinal").over("h")
