@@ -137,7 +137,10 @@ def signatures(grams: pl.DataFrame) -> pl.DataFrame:
         powers.gather((bit % 64).filter(bit // 64 == w)).bitwise_or().fill_null(0).alias(f"s{w}")
         for w in range(SIGNATURE_WORDS)
     ]
-    return grams.group_by("row").agg(words)
+    # cast: of no n-grams at all, the words' type would be unknown
+    return (
+        grams.group_by("row").agg(words).cast({f"s{w}": pl.UInt64 for w in range(SIGNATURE_WORDS)})
+    )
 
 
 def _bounded(pairs: pl.LazyFrame, bits: pl.DataFrame) -> pl.LazyFrame:

@@ -218,3 +218,13 @@ def test_the_signature_bound_drops_most_candidates_below_the_threshold(texts: li
     assert with_bits.height - at_threshold.height < below / 4
     kept = measure(with_bits, sets).filter(pl.col("similarity") >= 0.5)
     assert kept.sort("a", "b").equals(at_threshold.sort("a", "b"))
+
+
+@pytest.mark.parametrize("texts", [[], ["", "?"]])
+def test_texts_without_n_grams_are_groups_of_their_own(texts: list[str]) -> None:
+    grams = hashed_ngrams(pl.Series(texts, dtype=pl.String))
+    assert grams.height == 0
+    label = components(grams, len(texts), 0.5)
+    assert label.get_column("label").to_list() == list(range(len(texts)))
+    rows = pl.Series(range(len(texts)), dtype=pl.UInt32)
+    assert nearest(grams, 0.3, rows, rows).height == 0
