@@ -97,6 +97,11 @@ def _matches(
     alone = 1 + pl.min_horizontal(
         pl.col("size") - 1 - pl.col("rank"), pl.col("size_b") - 1 - pl.col("rank_b")
     )
+    if label is not None:
+        # each side labelled before the join (a join of prefix rows, not of matches), so
+        # the matches of texts already joined are dropped by the join's own filter
+        left, right = (side.join(label.lazy(), on="row") for side in (left, right))
+        pair = pair & (pl.col("label") != pl.col("label_b"))
     joined = left.join(right, on="h", suffix="_b").filter(
         pair
         & (pl.col("size_b") >= threshold * pl.col("size") - EPSILON)
@@ -104,8 +109,6 @@ def _matches(
         & (alone >= needed)
     )
     joined = joined.rename({"row": "a", "row_b": "b"})
-    if label is not None:
-        joined = _unjoined(joined, label.lazy())
     counted = joined.group_by("a", "b").agg(
         shared=pl.len(),
         size=pl.col("size").first(),
