@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from typing import TypeVar
 
 import polars as pl
 
@@ -40,7 +39,6 @@ SIGNATURE_WORDS = 4  # a text's signature: 256 bits, one set per n-gram (``signa
 # 14.000000000000002); the filters allow this much so that no pair at the threshold is lost.
 EPSILON = 1e-9
 PAIRS = {"a": pl.UInt32, "b": pl.UInt32, "similarity": pl.Float64}
-Frame = TypeVar("Frame", pl.DataFrame, pl.LazyFrame)
 
 
 def hashed_ngrams(texts: pl.Series, n: int = NGRAM) -> pl.DataFrame:
@@ -196,8 +194,9 @@ def nearest(grams: pl.DataFrame, floor: float, left: pl.Series, right: pl.Series
 
     The candidates are made a block of ``left`` rows at a time, so memory follows the block.
     Each row's ``NEAREST_FIRST`` strongest candidates are measured first, and the best of
-    them bounds the rest: the size and positional filters drop every candidate that cannot
-    reach it, so a row with a near-copy costs a few measurements, not one per candidate."""
+    them bounds the rest: the size filter and the candidates' ``reach`` (positional and
+    signature bounds) drop every candidate that cannot reach it, so a row with a near-copy
+    costs a few measurements, not one per candidate."""
     sets, bits = set_lists(grams), signatures(grams)
     prefix = _prefixes(grams, floor)
     ours = prefix.filter(pl.col("row").is_in(left.implode()))
@@ -331,7 +330,7 @@ def _cut(matches: pl.DataFrame, rows: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def _unjoined(pairs: Frame, label: Frame) -> Frame:
+def _unjoined(pairs: pl.DataFrame, label: pl.DataFrame) -> pl.DataFrame:
     """``pairs`` (``a``, ``b``) whose two rows carry different labels."""
     return (
         pairs.join(label.rename({"row": "a", "label": "la"}), on="a", maintain_order="left")
