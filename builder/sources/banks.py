@@ -10,12 +10,16 @@ read whole whatever its size.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from builder.sources.documents import records
 from builder.sources.inputs import SourceLine
+from schemas.episode import QUESTION_TEXT_PATTERN
 from schemas.layouts import BANK_LIST_KEY, BANK_RENAMES, BANK_TEXT_FALLBACK
+
+_TEXT = re.compile(QUESTION_TEXT_PATTERN)  # blank means what the schema refuses
 
 
 def bank_lines(lines: Iterable[SourceLine]) -> list[SourceLine]:
@@ -46,7 +50,7 @@ def with_model_keys(question: Any) -> Any:
 
 
 def _blank(text: Any) -> bool:
-    return text is None or (isinstance(text, str) and not text.strip())
+    return text is None or (isinstance(text, str) and _TEXT.search(text) is None)
 
 
 def bank_path(question: Any, path: str) -> str:

@@ -61,7 +61,10 @@ def teach(line: Any, path: str, message: str, precision: int | None = None) -> s
     """``message``, or for a malformed id or hash what the value should be (under the hash
     scheme ``precision``)."""
     if path.endswith(".question_text") and isinstance(_at(line, path), str):
-        return "empty or only spaces: a question needs its text (the prompt it trains on)"
+        return (
+            "empty or only spaces or invisible characters: a question needs its text (the "
+            "prompt it trains on)"
+        )
     found = expected_value(line, path, precision)
     if found is None:
         if _underivable_id(line, path):

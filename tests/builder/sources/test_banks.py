@@ -133,11 +133,15 @@ def test_a_question_asked_only_mechanically_takes_that_text(tmp_path: Path) -> N
         "hint": None,
     }
     bank = tmp_path / "questions.json"
-    bank.write_text(json.dumps([record, {**record, "question_text": "Which region pays most?"}]))
+    worded_one = {**record, "question_text": "Which region pays most?"}
+    invisible = {**record, "question_text": " \u200b"}  # blank as the schema means it
+    bank.write_text(json.dumps([record, worded_one, invisible]))
     validator = Validator(Question, "id")
-    mechanical, worded = (validator.validate(line) for line in lines_of(bank))
+    mechanical, worded, unseen = (validator.validate(line) for line in lines_of(bank))
     assert not isinstance(mechanical, Reject) and not isinstance(worded, Reject)
+    assert not isinstance(unseen, Reject)
     assert mechanical.record.question_text == record["question_mechanical"]
+    assert unseen.record.question_text == record["question_mechanical"]
     assert mechanical.record.id == question_id(record["question_mechanical"], None)
     assert mechanical.record.capture_id == "prog_insurance_0003"
     assert worded.record.question_text == "Which region pays most?"

@@ -140,6 +140,7 @@ REPLACEMENTS: list[Any] = [
     "tab\t",
     " \u3000",
     "\x1c",
+    "\u200b\ufeff",
 ]
 RAW_VALUES = [
     b"1" + b"0" * 400,

@@ -318,11 +318,15 @@ def test_question_validator_keys_on_id(make: SimpleNamespace) -> None:
     assert isinstance(again, Reject) and again.kind == "duplicate_id"
 
 
-@pytest.mark.parametrize("blank", ["", " ", "\t\n", "\u3000\u00a0", "\x1c\x1f"])
+@pytest.mark.parametrize(
+    "blank",
+    ["", " ", "\t\n", "\u3000\u00a0", "\x1c\x1f", "\u200b", " \ufeff\u200d\u2060", "\u00ad\u202e"],
+)
 def test_a_blank_question_text_is_a_reject_that_says_so(make: SimpleNamespace, blank: str) -> None:
-    """Empty or only spaces (Python's, which count \\x1c-\\x1f too), in an episode and in a
-    bank: the same reject from the fast path and from pydantic, naming the field."""
-    said = "empty or only spaces: a question needs its text"
+    """Empty or only spaces (Python's, which count \\x1c-\\x1f too) or invisible characters,
+    in an episode and in a bank: the same reject from the fast path and from pydantic, naming
+    the field."""
+    said = "empty or only spaces or invisible characters: a question needs its text"
     record = make.episode()
     hint = record["question"]["hint"]
     record["question"] = {**record["question"], "question_text": blank}
