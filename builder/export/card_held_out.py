@@ -16,13 +16,21 @@ from schemas.vocabulary import (
 
 _GROUPS = {
     GROUP_BY_NEAR_DUPLICATE: "questions whose word 3-gram Jaccard similarity reaches {t:g} "
-    "share a group, transitively (MinHash LSH candidates, each pair measured exactly)",
+    "share a group, transitively (an exact similarity join: no pair above the threshold is "
+    "missed)",
     GROUP_BY_DATASET: "the questions about one CSV dataset share a group; a question whose "
     "dataset is unknown joins its near-duplicates (word 3-gram Jaccard ≥ {t:g})",
     GROUP_BY_TEMPLATE: "the questions made from one template share a group; a question whose "
     "template is unknown joins its near-duplicates (word 3-gram Jaccard ≥ {t:g})",
     GROUP_BY_QUESTION: "only questions with the same normalized text share a group",
 }
+
+
+# one definition of a word serves grouping, the audit and decontamination (splits/shingles.py)
+_WORDS = (
+    "A word is a run of letters, digits and underscores; in scripts written without spaces "
+    "(Chinese, Japanese, Thai, Lao, Khmer, Burmese) each character is a word."
+)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -51,7 +59,7 @@ def assignment_section(split: Mapping[str, Any]) -> list[str]:
         "The text compared is the normalized question text (NFKC, casefolded, whitespace "
         "collapsed, the secrets it shows replaced), not the id, which includes the hint: the "
         "same question asked with different hints lands in one split, in every config; "
-        f"sessions by their initial instruction, the same way. Then {how}. Ratios: train "
+        f"sessions by their initial instruction, the same way. {_WORDS} Then {how}. Ratios: train "
         f"{ratios['train']}, validation {ratios['validation']}, test {ratios['test']}; salt "
         f"`{split['salt']}`.",
         "",

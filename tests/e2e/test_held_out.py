@@ -55,6 +55,8 @@ def test_the_sample_holds_out_no_near_copy(sample_build: BuildReport) -> None:
 def test_the_card_and_the_report_show_the_audit(sample_build: BuildReport, tmp_path: Path) -> None:
     card = (sample_build.out / "README.md").read_text()
     assert "## Held-out integrity" in card and "## How splits were assigned" in card
+    # the reader learns what a word is where n-grams are counted (characters in Chinese...)
+    assert "each character is a word" in card and "MinHash" not in card
     page = tmp_path / "report.html"
     done = subprocess.run(
         [
