@@ -29,16 +29,15 @@ from pydantic import (
     StringConstraints,
 )
 
+from schemas.vocabulary import INVISIBLE_CHARACTERS
+
 SCHEMA_VERSION = "1.0.0"
 
 Hex16 = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{16}$")]
 # A question's text is the prompt a trainer is given: empty, blank or invisible, there is no
 # question. Python's ``\s`` counts \x1c-\x1f as spaces and pydantic's engine does not: naming
-# them keeps the two validators agreeing (``builder.validate.fastpath``). The invisible ones are
-# the format characters a copy-paste leaves (soft hyphen, zero-width spaces and joiners,
-# direction marks, word joiner, byte-order mark); neither engine counts them as spaces.
-_NOT_TEXT = r"\s\x1c-\x1f\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-QUESTION_TEXT_PATTERN = rf"[^{_NOT_TEXT}]"  # one character that is text
+# them keeps the two validators agreeing (``builder.validate.fastpath``).
+QUESTION_TEXT_PATTERN = rf"[^\s\x1c-\x1f{INVISIBLE_CHARACTERS}]"  # one character that is text
 QuestionText = Annotated[str, StringConstraints(strict=True, pattern=QUESTION_TEXT_PATTERN)]
 INT32_MAX = 2**31 - 1  # counts and indexes are int32 columns in the tables
 

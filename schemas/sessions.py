@@ -119,7 +119,7 @@ SESSIONS = table_schema(
     column(
         "normalized_instruction",
         pa.string(),
-        "NFKC, casefolded, whitespace-collapsed",
+        "invisible characters dropped, NFKC, casefolded, whitespace-collapsed",
         role=DERIVED,
     ),
     column("initial_code", pa.string(), _doc(Session, "initial_code"), role=TEXT),

@@ -98,7 +98,10 @@ QUESTIONS = table_schema(
     column("question_id", pa.string(), "sha256(question_text|hint)[:16]", nullable=False, role=KEY),
     column("question_text", pa.string(), "The question as asked", role=TEXT),
     column(
-        "normalized_text", pa.string(), "NFKC, casefolded, whitespace-collapsed text", role=DERIVED
+        "normalized_text",
+        pa.string(),
+        "invisible characters dropped, NFKC, casefolded, whitespace-collapsed text",
+        role=DERIVED,
     ),
     column("hint", pa.string(), "Hint given to the gold teacher run, if any", role=TEXT),
     column(

@@ -5,6 +5,12 @@ reasons an episode is held out of the training configs."""
 from __future__ import annotations
 
 SPLITS = ("train", "validation", "test")
+
+# Characters that show nothing: soft hyphen, Mongolian vowel separator, zero-width spaces and
+# joiners, direction marks and embeddings, word joiner and invisible operators, isolates,
+# byte-order mark. A regex class body (Python's ``re`` and the Rust engines of pydantic and
+# Polars read it alike); text made only of them is blank, and comparisons drop them.
+INVISIBLE_CHARACTERS = r"\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 HELD_OUT = SPLITS[1:]
 
 # How questions are grouped so that a group never spans two splits ([splits] group_by).

@@ -63,8 +63,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from schemas.vocabulary import INVISIBLE_CHARACTERS
+
 HASH_LENGTH = 16
 _WHITESPACE = re.compile(r"\s+")
+_INVISIBLE = re.compile(f"[{INVISIBLE_CHARACTERS}]+")
 
 
 def sha256_16(text: str) -> str:
@@ -222,8 +225,11 @@ def pickle_hash(value: Any) -> str | None:
 
 
 def normalize_question_text(text: str) -> str:
-    """NFKC, casefolded, whitespace collapsed: the key that decides a question's split."""
-    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """Invisible characters dropped, NFKC, casefolded, whitespace collapsed: the key that
+    decides a question's split (a soft hyphen or zero-width space a copy kept or lost must not
+    make it another question)."""
+    visible = _INVISIBLE.sub("", text)
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", visible).casefold()).strip()
 
 
 def round_floats(value: Any, precision: int) -> Any:

@@ -56,7 +56,8 @@ def assignment_section(split: Mapping[str, Any]) -> list[str]:
         "## How splits were assigned",
         "",
         f"Splits are assigned to groups of questions, never to rows: {grouped}. "
-        "The text compared is the normalized question text (NFKC, casefolded, whitespace "
+        "The text compared is the normalized question text (invisible characters dropped, "
+        "NFKC, casefolded, whitespace "
         "collapsed, the secrets it shows replaced), not the id, which includes the hint: the "
         "same question asked with different hints lands in one split, in every config; "
         f"sessions by their initial instruction, the same way. {_WORDS} Then {how}. Ratios: train "

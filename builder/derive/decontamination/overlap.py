@@ -12,12 +12,13 @@ import polars as pl
 
 from builder.derive.decontamination.evals import EvalSet
 from builder.derive.splits.shingles import WORD, ngram_frame, words_of
-from schemas.vocabulary import EVAL_PREFIX
+from schemas.vocabulary import EVAL_PREFIX, INVISIBLE_CHARACTERS
 
 MOST_MATCHED = 10
 CHUNK_BYTES = 1 << 20  # prompt text matched at once (``_chunks``)
 PROMPTS = {"kind": pl.String, "key": pl.String, "text": pl.String}
 QUESTION, EPISODE = "question", "episode"
+_INVISIBLE = f"[{INVISIBLE_CHARACTERS}]+"
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,9 @@ class Contamination:
 
 
 def _lower(texts: pl.Series) -> pl.Series:
-    return texts.str.to_lowercase()
+    """Lowercased, invisible characters dropped: a soft hyphen or zero-width space inside a
+    word of a copied item must not hide the copy (questions are compared the same way)."""
+    return texts.str.replace_all(_INVISIBLE, "").str.to_lowercase()
 
 
 def _chunks(texts: pl.Series) -> Iterator[tuple[int, pl.Series]]:
@@ -53,16 +56,18 @@ def _matches(prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: flo
         size=pl.min_horizontal(_lower(pl.col("text")).str.count_matches(WORD), pl.lit(n))
     )
     items = items.filter(pl.col("size") > 0)
-    found = []
+    sizes = []  # per item size: its items, their n-grams, n-gram counts and words
     for size in items.get_column("size").unique().sort().to_list():
         of_size = items.filter(pl.col("size") == size).with_row_index("e")
         lowered = _lower(of_size.get_column("text"))
         grams = ngram_frame(lowered, size).rename({"row": "e"})
-        totals = grams.group_by("e").len("total")
-        vocabulary = words_of(lowered)
-        for start, chunk in _chunks(prompts.get_column("text")):
+        sizes.append((size, of_size, grams, grams.group_by("e").len("total"), words_of(lowered)))
+    found = []
+    for start, chunk in _chunks(prompts.get_column("text")):
+        lowered_chunk = _lower(chunk.fill_null(""))  # once per slice, for every size
+        for size, of_size, grams, totals, vocabulary in sizes:
             # only a prompt's n-grams made of the items' words can be shared with one of theirs
-            prompt_grams = ngram_frame(_lower(chunk.fill_null("")), size, vocabulary)
+            prompt_grams = ngram_frame(lowered_chunk, size, vocabulary)
             shared = (
                 grams.join(prompt_grams.rename({"row": "prompt"}), on="gram")
                 .group_by("e", "prompt")

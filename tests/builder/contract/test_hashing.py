@@ -298,6 +298,9 @@ def test_hashing_imports_neither_numpy_nor_pandas() -> None:
         ("\uff21\uff22\uff23", "abc"),  # NFKC: full-width letters
         ("a\u00a0b\u2003c", "a b c"),  # NFKC turns no-break and em spaces into spaces
         ("Cafe\u0301", "caf\u00e9"),  # NFKC composes
+        ("Cafe\u200b\u0301", "caf\u00e9"),  # invisible characters dropped before NFKC
+        ("me\u00adan\u2060 of\u200b \u200dprice\ufeff", "mean of price"),
+        ("\u202ebackwards\u202c \u2066x\u2069", "backwards x"),
         ("", ""),
     ],
 )

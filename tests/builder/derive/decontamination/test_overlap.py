@@ -180,3 +180,17 @@ def test_an_item_in_chinese_is_matched_inside_a_longer_prompt() -> None:
     texts = [f"背景：你是一名数据分析师。{changed}，然后画图。", item[::-1]]
     found = decontaminate(prompts(texts), [EvalSet("zh", "zh", "q", (item,))], 8, 0.5)
     assert found.questions.to_dicts() == [{"question_id": "k0", "reason": "eval:zh"}]
+
+
+def test_invisible_characters_do_not_hide_a_copy() -> None:
+    """Soft hyphens and zero-width spaces inside the words of an item (as pages copied from the
+    web carry them) are dropped before words are cut: the clean prompt matches the item, and
+    a prompt carrying them matches the clean item."""
+    from builder.derive.decontamination.evals import EvalSet
+
+    words = [f"word{i}" for i in range(12)]
+    clean = " ".join(words)
+    marked = " ".join(w[:2] + "\u00ad" + w[2:] + "\u200b" for w in words)
+    for prompt, item in ((clean, marked), (marked, clean)):
+        found = decontaminate(prompts([prompt]), [EvalSet("web", "web", "q", (item,))], 8, 0.5)
+        assert found.questions.to_dicts() == [{"question_id": "k0", "reason": "eval:web"}]
