@@ -11,7 +11,9 @@ Two kinds of key:
 * a **segment key** (``chain``): ``sha256(key(k - 1), segment k's name, its input)``, chained
   from ``base_key``, which covers the whole project's source, the library versions (polars
   too: it derives every config) and every option that changes a segment's files, but not the
-  list of episode files, so appending one leaves the keys before it as they were.
+  list of episode files, so appending one leaves the keys before it as they were. It covers
+  the eval sets by content (``eval_material``): an eval item added to the same file removes
+  rows from segments built before it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.config import RUN_OPTIONS
+from builder.derive.decontamination.evals import eval_files, parse_eval_spec
 from builder.fs import storage
 from builder.ingest.files import BATCH_BYTES
 from builder.ingest.staging import bank_paths
@@ -163,8 +166,19 @@ def base_key(config: Any, versions: dict[str, str]) -> str:
         "code": project_digest(),
         "versions": libraries,
         "options": options,
+        "evals": eval_material(getattr(config, "decontamination_evals", ())),
     }
     return _sha256(material)
+
+
+def eval_material(specs: tuple[str, ...]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Each eval set as given and the sha256 of every file read for it (a dataset folder's
+    files): the items decide which rows leave the training configs, the path alone does not."""
+    material = []
+    for spec in specs:
+        file, _ = parse_eval_spec(spec)
+        material.append((spec, [(str(p), file_sha256(str(p))) for p in eval_files(Path(file))]))
+    return material
 
 
 def chain(previous: str, name: str, material: Any) -> str:

@@ -567,6 +567,31 @@ def test_segment_keys_follow_the_options_that_change_the_output(tmp_path: Path, 
     assert salted == outputs(config_for(tmp_path, files, "clean", split_salt="other"))
 
 
+def test_an_eval_set_edited_in_place_rebuilds_every_segment(tmp_path: Path, spy: Spy) -> None:
+    """The eval file keeps its path but gains an item that copies a training question: no
+    stored segment may be reused (its rows would still train), and the rebuild equals a
+    clean build against the edited file."""
+    files = write_inputs(tmp_path)
+    evals, cache = tmp_path / "evals.jsonl", tmp_path / "cache"
+    evals.write_text(json.dumps({"question": "an unrelated item about the weather"}) + "\n")
+    outputs(
+        config_for(tmp_path, files, "one", cache_dir=cache, decontamination_evals=(str(evals),))
+    )
+    copied = json.loads(Path(files[0]).read_text().splitlines()[0])["question"]["question_text"]
+    with evals.open("a") as more:
+        more.write(json.dumps({"question": copied}) + "\n")
+    spy.reset()
+    again = outputs(
+        config_for(tmp_path, files, "two", cache_dir=cache, decontamination_evals=(str(evals),))
+    )
+    assert (spy.reused, len(spy.built)) == ([], 4)
+    clean = outputs(config_for(tmp_path, files, "clean", decontamination_evals=(str(evals),)))
+    assert again == clean
+    manifest = json.loads(again["manifest"])
+    assert manifest["decontamination"]["evals"][0]["matched_questions"] >= 1
+    assert manifest["decontamination"]["removed_rows"]  # the copy's rows left training
+
+
 def test_the_summary_says_what_the_cache_served(
     tmp_path: Path, spy: Spy, capsys: pytest.CaptureFixture[str]
 ) -> None:
