@@ -11,14 +11,13 @@ import numpy as np
 import polars as pl
 
 from builder.derive.decontamination.evals import EvalSet
-from builder.derive.splits.shingles import WORD, ngram_frame, words_of
-from schemas.vocabulary import EVAL_PREFIX, INVISIBLE_CHARACTERS
+from builder.derive.splits.shingles import WORD, comparable, ngram_frame, words_of
+from schemas.vocabulary import EVAL_PREFIX
 
 MOST_MATCHED = 10
 CHUNK_BYTES = 1 << 20  # prompt text matched at once (``_chunks``)
 PROMPTS = {"kind": pl.String, "key": pl.String, "text": pl.String}
 QUESTION, EPISODE = "question", "episode"
-_INVISIBLE = f"[{INVISIBLE_CHARACTERS}]+"
 
 
 @dataclass(frozen=True)
@@ -26,12 +25,6 @@ class Contamination:
     questions: pl.DataFrame  # question_id, reason (``eval:<name>``)
     episodes: pl.DataFrame  # episode_id, reason
     summary: dict[str, Any]  # the manifest's ``decontamination`` section, rows aside
-
-
-def _lower(texts: pl.Series) -> pl.Series:
-    """Lowercased, invisible characters dropped: a soft hyphen or zero-width space inside a
-    word of a copied item must not hide the copy (questions are compared the same way)."""
-    return texts.str.replace_all(_INVISIBLE, "").str.to_lowercase()
 
 
 def _chunks(texts: pl.Series) -> Iterator[tuple[int, pl.Series]]:
@@ -52,22 +45,23 @@ def _matches(prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: flo
         [(e.name, i, text) for e in evals for i, text in enumerate(e.items)],
         schema={"eval": pl.String, "item": pl.Int64, "text": pl.String},
         orient="row",
-    ).with_columns(
-        size=pl.min_horizontal(_lower(pl.col("text")).str.count_matches(WORD), pl.lit(n))
     )
+    items = items.with_columns(
+        text=comparable(items.get_column("text")),
+    ).with_columns(size=pl.min_horizontal(pl.col("text").str.count_matches(WORD), pl.lit(n)))
     items = items.filter(pl.col("size") > 0)
     sizes = []  # per item size: its items, their n-grams, n-gram counts and words
     for size in items.get_column("size").unique().sort().to_list():
         of_size = items.filter(pl.col("size") == size).with_row_index("e")
-        lowered = _lower(of_size.get_column("text"))
-        grams = ngram_frame(lowered, size).rename({"row": "e"})
-        sizes.append((size, of_size, grams, grams.group_by("e").len("total"), words_of(lowered)))
+        texts = of_size.get_column("text")
+        grams = ngram_frame(texts, size).rename({"row": "e"})
+        sizes.append((size, of_size, grams, grams.group_by("e").len("total"), words_of(texts)))
     found = []
     for start, chunk in _chunks(prompts.get_column("text")):
-        lowered_chunk = _lower(chunk.fill_null(""))  # once per slice, for every size
+        compared = comparable(chunk.fill_null(""))  # once per slice, for every size
         for size, of_size, grams, totals, vocabulary in sizes:
             # only a prompt's n-grams made of the items' words can be shared with one of theirs
-            prompt_grams = ngram_frame(lowered_chunk, size, vocabulary)
+            prompt_grams = ngram_frame(compared, size, vocabulary)
             shared = (
                 grams.join(prompt_grams.rename({"row": "prompt"}), on="gram")
                 .group_by("e", "prompt")

@@ -8,11 +8,20 @@ otherwise one long word, and two that differ in one character share nothing. Its
 are the runs of ``n`` consecutive words. A text of fewer than ``n`` words has one n-gram, all
 its words: two short texts are then alike only when equal.
 Computed as Polars expressions over the whole column, never a Python loop over rows.
+
+Grouping compares questions' normalized texts (``normalize_question_text``); decontamination
+compares prompts and eval items that are not normalized, so it first makes them
+``comparable``: the same characters that normalization gives.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
+
 import polars as pl
+
+from schemas.vocabulary import INVISIBLE_CHARACTERS
 
 # Scripts written without spaces: each of their word characters is a word (character
 # n-grams, as is usual for deduplicating such text). By script extension, so that marks
@@ -22,6 +31,40 @@ SCRIPTS = "".join(
     for name in ("Han", "Hiragana", "Katakana", "Thai", "Lao", "Khmer", "Myanmar")
 )
 WORD = rf"[\w&&[{SCRIPTS}]]|[\w--[{SCRIPTS}]]+"
+
+
+_INVISIBLE = f"[{INVISIBLE_CHARACTERS}]+"
+
+
+@functools.cache
+def _case_folds() -> tuple[list[str], list[str]]:
+    """Lowercase characters that case folding maps further (ß → ss, ς → σ, ſ → s, ...), and
+    what it maps them to (Python's ``str.casefold``, as ``normalize_question_text`` folds)."""
+    found = [
+        (c, folded)
+        for c in map(chr, range(sys.maxunicode + 1))
+        if not 0xD800 <= ord(c) <= 0xDFFF and (folded := c.casefold()) != c and c.lower() == c
+    ]
+    return [c for c, _ in found], [f for _, f in found]
+
+
+def comparable(texts: pl.Series) -> pl.Series:
+    """``texts`` with the characters ``normalize_question_text`` gives (invisible characters
+    dropped, NFKC, casefolded; spacing aside, which words do not see): a copy compares alike
+    whichever side was normalized. ASCII text only needs lowercasing."""
+    lowered = texts.str.to_lowercase()
+    wide = (texts.str.len_bytes() != texts.str.len_chars()).arg_true()
+    if wide.len() == 0:
+        return lowered
+    keys, folds = _case_folds()
+    folded = (
+        texts.gather(wide)
+        .str.replace_all(_INVISIBLE, "")
+        .str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_many(keys, folds)
+    )
+    return lowered.scatter(wide, folded)
 
 
 def words_of(texts: pl.Series) -> pl.Series:

@@ -194,3 +194,21 @@ def test_invisible_characters_do_not_hide_a_copy() -> None:
     for prompt, item in ((clean, marked), (marked, clean)):
         found = decontaminate(prompts([prompt]), [EvalSet("web", "web", "q", (item,))], 8, 0.5)
         assert found.questions.to_dicts() == [{"question_id": "k0", "reason": "eval:web"}]
+
+
+def test_a_normalized_question_matches_its_item_in_any_script() -> None:
+    """Question prompts are normalized texts (casefolded: a Greek final sigma becomes σ, ß
+    becomes ss, ﬁ is f and i) while eval items and user messages are as written: the copy is
+    matched either way."""
+    from builder.contract.hashing import normalize_question_text
+    from builder.derive.decontamination.evals import EvalSet
+
+    greek = (
+        "Ποιος είναι ο μέσος όρος της στήλης τιμής για τους πελάτες της πόλης Αθήνας στον "
+        "πίνακα πωλήσεων;"
+    )
+    german = "Wie groß ist die durchschnittliche Straßenlänge pro Stadt in der Tabelle ﬁnal?"
+    for item in (greek, german):
+        for prompt in (normalize_question_text(item), item.upper()):
+            found = decontaminate(prompts([prompt]), [EvalSet("e", "e", "q", (item,))], 8, 0.5)
+            assert found.questions.to_dicts() == [{"question_id": "k0", "reason": "eval:e"}]
