@@ -346,4 +346,18 @@ SPLIT_ASSIGNMENT = table_schema(
         "The normalized text the split was derived from (as published: redacted)",
     ),
     column("split", pa.string(), "train, validation or test"),
+    column(
+        "reason",
+        pa.string(),
+        "Why the question's rows are out of every training config (null: they are not): "
+        "bridges_splits (it near-copies questions in two splits; kept out in later builds "
+        "too) or eval:<name> (its prompt overlaps that eval set in this build)",
+    ),
+    column(
+        "in_build",
+        pa.bool_(),
+        "False for a question an earlier build assigned that this build does not hold: it "
+        "is listed so that it keeps its split if it comes back",
+        nullable=False,
+    ),
 )

@@ -49,9 +49,6 @@ LOOKUP_COLUMNS = ("question_id", "question_text", "normalized_text", "difficulty
 LOOKUP_SCHEMA = pa.schema(
     [*(TABLES["questions"].field(name) for name in LOOKUP_COLUMNS), pa.field("split", pa.string())]
 )
-# A bucket's questions as captured, before redaction: their split's key is made from them
-# (``builder.redact.split_key``), not from the published, redacted text.
-SPLIT_TEXTS = "split_texts"
 PREFIX_RANGE = 16**4  # buckets are ranges of the ids' first four hex digits
 SCRATCH_FILE_BYTES = 128 << 20  # rows gathered (in memory) before a scratch file is written
 
@@ -298,8 +295,7 @@ def load(bucket: Bucket, redact: Redact | None = None) -> dict[str, pl.LazyFrame
     order within a question; child rows follow their episode's question). The buckets'
     rows, one after the other, are then the whole tables in that order, whatever the bucket
     count. ``LOOKUP`` holds the earlier segments' questions the bucket's episodes refer to
-    (published rows, with their split; redacted again with what is known now);
-    ``SPLIT_TEXTS`` the bucket's own questions' normalized text before redaction."""
+    (published rows, with their split; redacted again with what is known now)."""
 
     def read(name: str) -> pl.DataFrame:
         frame = bucket.read(name)
@@ -310,7 +306,6 @@ def load(bucket: Bucket, redact: Redact | None = None) -> dict[str, pl.LazyFrame
     questions = captured if redact is None else redact("questions", captured)
     keys = episodes.select("episode_id", "question_id")
     loaded = {"questions": questions.lazy(), "episodes": episodes.lazy()}
-    loaded[SPLIT_TEXTS] = captured.select("question_id", "normalized_text").lazy()
     # Published by an earlier segment, redacted with what was known then: a secret value
     # assigned since is redacted in this segment's rows that show these texts as well.
     looked_up = bucket.read(LOOKUP).sort("question_id", maintain_order=True)

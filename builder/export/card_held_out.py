@@ -64,9 +64,11 @@ def assignment_section(split: Mapping[str, Any]) -> list[str]:
         f"{ratios['train']}, validation {ratios['validation']}, test {ratios['test']}; salt "
         f"`{split['salt']}`.",
         "",
-        "A question assigned by an earlier build keeps its split; a new one joins its group's. "
-        "A new question that near-copies questions already in two different splits is kept "
-        f"out of every training config (`{BRIDGES_SPLITS}`), rather than leak either way.",
+        "A question assigned by an earlier build keeps its split, also after versions without "
+        "it (the `splits` config lists such questions with `in_build` false); a new one joins "
+        "its group's. A new question that near-copies questions already in two different "
+        f"splits is kept out of every training config (`{BRIDGES_SPLITS}`), rather than leak "
+        "either way, in this version and every later one.",
     ]
     if groups:
         lines += [
@@ -75,8 +77,8 @@ def assignment_section(split: Mapping[str, Any]) -> list[str]:
             f"questions; {groups.get('too_large_groups', 0)} groups "
             f"({groups.get('too_large_questions', 0)} questions) too large to hold out "
             "without unbalancing a held-out split went to train; "
-            f"{groups.get('bridges_splits', 0)} new questions bridged two splits and were held "
-            "out of training.",
+            f"{groups.get('bridges_splits', 0)} questions bridge two splits and are held out "
+            "of training.",
         ]
     return [*lines, ""]
 

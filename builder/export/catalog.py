@@ -27,7 +27,12 @@ TABLE_DOCS: dict[str, ConfigDoc] = {
     "messages": ConfigDoc("The captured `conversation_for_sft` messages, one row each.", "table"),
     "sessions": ConfigDoc("Interactive sessions: initial state and verified flag.", "table"),
     "actions": ConfigDoc("Every action of every session, in order.", "table"),
-    "splits": ConfigDoc("The split of every question id (and its normalized text).", "table"),
+    "splits": ConfigDoc(
+        "The split of every question id (and its normalized text), why a question is out of "
+        "training if it is, and the earlier versions' questions this one lacks (`in_build` "
+        "false), kept so that they return to their split.",
+        "table",
+    ),
 }
 
 OBJECTIVE_DOCS: dict[str, ConfigDoc] = {

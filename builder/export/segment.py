@@ -29,7 +29,7 @@ from builder.derive.options import PLAN_ENGINE
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.plan import HeldOutPlan
 from builder.engine import ThreadEngine, default_workers
-from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, SPLIT_TEXTS, Bucket, Redact, load
+from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, Redact, load
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.fs.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
@@ -76,7 +76,7 @@ class SegmentOutput:
         return cls(**data)
 
 
-class _Writers:
+class SegmentWriters:
     """The segment's ``ConfigWriter`` of every config, created as configs get rows."""
 
     def __init__(self, out: Path, segment: str, config: BuildConfig) -> None:
@@ -181,7 +181,7 @@ class SegmentExporter:
     ) -> Future[SegmentOutput]:
         """Segment ``segment``, cut into ``parts``, each redacted as it is read (``redact``);
         its output once its files are written."""
-        writers = _Writers(self.out, segment, self.config)
+        writers = SegmentWriters(self.out, segment, self.config)
         tally, excluded = SplitTally(), Counter({reason: 0 for reason in (*REASONS, *HOOK_ONLY)})
         held_out: dict[str, Counter[str]] = {}
         for published, exclusions, removed, pieces in self._derive.map(
@@ -208,14 +208,12 @@ class SegmentExporter:
         splits, its training exclusions, the rows held out of each config by reason and
         every config's piece, by config."""
         loaded = load(part, redact)
-        captured = loaded[SPLIT_TEXTS].collect()
-        assigned = self.plan.split_of(captured.select("question_id"))
         own = loaded["questions"].select("question_id", "normalized_text").collect()
-        published = own.join(
-            assigned.select("question_id", "split"), on="question_id", how="left"
-        ).sort("question_id")
+        published = self.plan.listed(own)
         looked_up = loaded[LOOKUP].select("question_id", "normalized_text", "split").collect()
-        splits = pl.concat([published, looked_up]).unique("question_id", maintain_order=True)
+        splits = pl.concat([published.select(looked_up.columns), looked_up]).unique(
+            "question_id", maintain_order=True
+        )
         keys = SplitKeys.of(splits, loaded["episodes"])
         every_question = pl.concat(
             [loaded["questions"].select(LOOKUP_COLUMNS), loaded[LOOKUP].select(LOOKUP_COLUMNS)]
@@ -245,7 +243,7 @@ class SegmentExporter:
         pieces = {name: pieces[name] for name in self.layouts}
         return published, exclusion_counts(loaded), counts, pieces
 
-    def _write_all(self, writers: _Writers, pieces: dict[str, pl.DataFrame]) -> None:
+    def _write_all(self, writers: SegmentWriters, pieces: dict[str, pl.DataFrame]) -> None:
         # The writers are made in config order (the manifest's); the pieces are handed out
         # largest first, so a large one started last does not leave the other threads idle.
         made = [(writers.writer(n, *self.layouts[n]), p) for n, p in pieces.items() if p.height]
@@ -350,16 +348,11 @@ def export_sessions(
     and ``self_correction`` rows, the session tables and the split assignment of the
     sessions' questions that no episode segment in ``out`` listed already."""
     ids = sessions.split_texts.select("question_id").unique().sort("question_id")
-    splits = plan.split_of(ids)
-    keys = SplitKeys.of_questions(splits)
+    keys = SplitKeys.of_questions(plan.split_of(ids))
     published = _frame(sessions.tables["sessions"]).select(
         "question_id", normalized_text="normalized_instruction"
     )
-    splits = (
-        published.unique("question_id", keep="first", maintain_order=True)
-        .join(splits.select("question_id", "split"), on="question_id", how="left")
-        .sort("question_id")
-    )
+    splits = plan.listed(published.unique("question_id", keep="first", maintain_order=True))
     # A session asked an episode's question: the episodes' segments listed it (in the same
     # split: both are keyed by ``split_key_texts`` of the normalized text as captured), and
     # ``splits`` lists each question once.
@@ -367,7 +360,7 @@ def export_sessions(
     if earlier:
         listed = pl.read_parquet(earlier, columns=["question_id"])
         splits = splits.join(listed, on="question_id", how="anti", maintain_order="left")
-    writers = _Writers(out, SESSION_SEGMENT, config)
+    writers = SegmentWriters(out, SESSION_SEGMENT, config)
     pieces = {
         "sft": sessions.sft.lazy(),
         "sft_turns": sessions.sft_turns,

@@ -21,6 +21,7 @@ from builder import export
 from builder.config import BuildConfig
 from builder.derive.splits.plan import HeldOutPlan, held_out_problems, plan_held_out
 from builder.errors import DataRefused, EnvironmentProblem
+from builder.export.carried import export_carried
 from builder.export.segment import SegmentOutput, export_sessions
 from builder.fs import storage
 from builder.fs.named_file import replaced
@@ -150,7 +151,8 @@ def derive_sessions(
 def _build(config: BuildConfig, progress: bool) -> BuildReport:
     """The stages in order: sources → validate → normalize (the ingest, into staging
     tables), the sessions source, the held-out plan, then derive → export a segment at a
-    time, the sessions' rows, and the card and manifest; swapped in at the very end."""
+    time, the sessions' rows, the earlier builds' assignments this one carries, and the card
+    and manifest; swapped in at the very end."""
     started = time.perf_counter()
     config = expanded(config)
     with BuildRun.start(config) as run:
@@ -168,6 +170,9 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         sessions = derive_sessions(config, validated, outputs) if validated else None
         if sessions is not None:
             outputs.append(export_sessions(run.staged, sessions, config, plan))
+        carried = export_carried(run.staged, plan, config)
+        if carried is not None:
+            outputs.append(carried)
         results = StageResults(
             ingested, run.rejects.summary(), sessions.summary if sessions else None
         )

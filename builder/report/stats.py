@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from builder.report.folder import BuildFolder
-from schemas.vocabulary import HOOK_ONLY
+from schemas.vocabulary import BRIDGES_SPLITS, HOOK_ONLY
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,11 @@ def leakage(build: BuildFolder) -> Leakage:
     pairs = pl.concat(frames).unique()
     per_question = pairs.group_by("question_id").agg(pl.col("split").n_unique().alias("n"))
     shared = per_question.filter(pl.col("n") > 1).sort("question_id")
-    texts = build.read("splits", ["normalized_text", "split"])
+    reasons = "reason" in build.columns("splits")  # builds before the column had none
+    texts = build.read("splits", ["normalized_text", "split", *(["reason"] if reasons else [])])
+    if reasons:  # a bridge's split is nominal: its rows never train
+        texts = texts.filter(pl.col("reason").fill_null("") != BRIDGES_SPLITS)
+        texts = texts.select("normalized_text", "split")
     shared_texts = 0
     if not texts.is_empty():
         per_text = texts.unique().group_by("normalized_text").agg(pl.col("split").n_unique())

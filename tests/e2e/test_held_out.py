@@ -290,3 +290,75 @@ def test_an_earlier_build_whose_splits_cannot_be_read_stops_the_build(
     with pytest.raises(PreviousUnreadable, match=f"splits file {damaged} cannot be read"):
         build(config)
     assert {p: p.read_bytes() for p in earlier.rglob("*") if p.is_file()} == before
+
+
+def _grown_config(grown: dict, out: Path, *files: str) -> BuildConfig:
+    root = grown["out"].parent
+    config = BuildConfig(
+        episodes=tuple(str(root / f) for f in files), out=out, rejects=out.parent / "rejects.jsonl"
+    )
+    return replace(config, split_train=0.8, split_validation=0.1, split_test=0.1)
+
+
+def _digests(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_bridges_stay_out_of_training_when_the_build_is_made_again(
+    grown: dict, tmp_path: Path
+) -> None:
+    """A bridge is pinned with its reason: rebuilding the same inputs over the grown build
+    keeps it out of every training config, and writes the same bytes."""
+    out = tmp_path / "dataset"
+    shutil.copytree(grown["out"], out)
+    build(_grown_config(grown, out, "first.jsonl", "second.jsonl"))
+    assert _digests(out) == _digests(grown["out"])
+    splits = read(out, "splits")
+    bridges = splits.filter(pl.col("normalized_text").is_in([b.lower() for b in grown["bridges"]]))
+    assert bridges.height == len(grown["bridges"])
+    assert set(bridges.get_column("reason")) == {"bridges_splits"}
+    # the planted bridges and copies that also bridge: every one the manifest counts
+    bridging = splits.filter(pl.col("reason") == "bridges_splits")
+    assert bridging.height == grown["manifest"]["splits"]["groups"]["bridges_splits"]
+    for name in TRAINING:
+        if (out / name).is_dir():
+            rows = read(out, name).filter(
+                pl.col("question_id").is_in(bridges["question_id"].implode())
+            )
+            assert rows.height == 0, name
+
+
+def test_a_question_left_out_of_a_version_keeps_its_split_when_it_returns(
+    grown: dict, tmp_path: Path
+) -> None:
+    """v2 holds only the first build's training questions: the held-out ones are carried in
+    its splits config (``in_build`` false, no rows elsewhere); v3 brings them back with
+    near-copies of them, and every one is where v1 put it, every copy with its original."""
+    out = tmp_path / "dataset"
+    shutil.copytree(grown["out"], out)
+    first = grown["before"]
+    source = grown["out"].parent / "first.jsonl"
+    lines = source.read_text().splitlines()
+    trains = set(first.filter(pl.col("split") == "train").get_column("question_id"))
+    kept = [line for line in lines if json.loads(line)["question"]["id"] in trains]
+    (tmp_path / "trains.jsonl").write_text("\n".join(kept) + "\n")
+    v2 = build(replace(_grown_config(grown, out), episodes=(str(tmp_path / "trains.jsonl"),)))
+    listed = read(out, "splits")
+    away = listed.filter(~pl.col("in_build"))
+    held = first.filter(pl.col("split") != "train")
+    assert set(away.get_column("question_id")) >= set(held.get_column("question_id"))
+    assert v2.manifest["splits"]["questions_per_split"].keys() == {"train"}
+    assert (
+        read(out, "questions")
+        .filter(pl.col("question_id").is_in(away["question_id"].implode()))
+        .is_empty()
+    )
+    build(_grown_config(grown, out, "first.jsonl", "second.jsonl"))
+    back = read(out, "splits")
+    assert back.get_column("in_build").all()  # every question is back: none carried
+    columns = ["question_id", "normalized_text", "split", "reason"]
+    assert (
+        back.select(columns)
+        .sort("question_id")
+        .equals(grown["after"].select(columns).sort("question_id"))
+    )

@@ -4,7 +4,8 @@ and each split's share of the rows stays near its ratio.
 1. Questions are grouped (``groups``). A question assigned by an earlier build (``pinned``)
    keeps its split; its group's new questions join it. A new question whose group already
    holds questions of two different splits would leak into either: it is excluded from every
-   training config (``bridges_splits``; its rows stay in the tables, under ``train``).
+   training config (``bridges_splits``; its rows stay in the tables, under ``train``), in
+   this build and, pinned with its reason, in every later one.
 2. The remaining groups are ordered by a salted hash of their key (their smallest text), so
    the order depends on the data alone, and walked with their weights (rows: one for the
    question and one for each of its episodes and sessions). A group goes to the split in
@@ -43,7 +44,13 @@ QUESTION_COLUMNS = {
     "dataset": pl.String,
     "template": pl.String,
 }
-PINNED_COLUMNS = {"question_id": pl.String, "text": pl.String, "split": pl.String}
+# ``reason``: a question an earlier build held out of training for good (``bridges_splits``)
+PINNED_COLUMNS = {
+    "question_id": pl.String,
+    "text": pl.String,
+    "split": pl.String,
+    "reason": pl.String,
+}
 ASSIGNMENT_COLUMNS = {
     "question_id": pl.String,
     "split": pl.String,
@@ -92,10 +99,13 @@ def assign(questions: pl.DataFrame, pinned: pl.DataFrame, policy: SplitPolicy) -
     groups, fell_back = group_texts(texts, grams, policy.group_by, policy.threshold)
     texts = texts.with_columns(groups)
     rows = everyone.join(texts.select("text", "group"), on="text", how="left").join(
-        pinned.select("question_id", pinned_split="split"), on="question_id", how="left"
+        pinned.select("question_id", pinned_split="split", pinned_reason="reason"),
+        on="question_id",
+        how="left",
     )
+    # a bridge's own split is nominal (its rows never train): it holds no group to a split
     held = (
-        rows.filter(pl.col("pinned_split").is_not_null())
+        rows.filter(pl.col("pinned_split").is_not_null() & pl.col("pinned_reason").is_null())
         .group_by("group")
         .agg(held=pl.col("pinned_split").unique().sort())
     )
@@ -107,7 +117,7 @@ def assign(questions: pl.DataFrame, pinned: pl.DataFrame, policy: SplitPolicy) -
         split=pl.coalesce("pinned_split", pl.when(adopted).then(pl.col("held").list.first())),
         reason=pl.when(pl.col("pinned_split").is_null() & (pl.col("held").list.len() > 1))
         .then(pl.lit(BRIDGES_SPLITS))
-        .otherwise(pl.lit(None, pl.String)),
+        .otherwise(pl.col("pinned_reason")),
     ).with_columns(
         split=pl.when(pl.col("reason").is_not_null()).then(pl.lit("train")).otherwise("split")
     )

@@ -28,6 +28,12 @@ from builder.redact.split_key import split_key_texts
 REBUILD_COUNTS = ("pinned", "joined_pinned_groups")
 EXCLUDED_QUESTIONS = {"question_id": pl.String, "reason": pl.String}
 EXCLUDED_EPISODES = {"episode_id": pl.String, "reason": pl.String}
+CARRIED_COLUMNS = {
+    "question_id": pl.String,
+    "normalized_text": pl.String,
+    "split": pl.String,
+    "reason": pl.String,
+}
 
 
 @dataclass(frozen=True)
@@ -37,10 +43,28 @@ class HeldOutPlan:
     excluded_episodes: pl.DataFrame  # episode_id, reason
     splits: dict[str, Any]  # the manifest's splits section, shares and counts aside
     decontamination: dict[str, Any] | None
+    # earlier builds' questions this one does not hold (question_id, normalized_text, split,
+    # reason): listed again so that one coming back in a later build keeps its split
+    carried: pl.DataFrame
 
     def split_of(self, ids: pl.DataFrame) -> pl.DataFrame:
         """``ids`` (with ``question_id``) and their ``split``."""
         return ids.join(self.assignment, on="question_id", how="left", maintain_order="left")
+
+    def listed(self, questions: pl.DataFrame) -> pl.DataFrame:
+        """The ``splits`` config's rows of this build's ``questions`` (``question_id``,
+        ``normalized_text``): each one's split and why its rows are out of training, if
+        they are; sorted by id."""
+        return (
+            self.split_of(questions)
+            .join(self.excluded_questions, on="question_id", how="left")
+            .with_columns(in_build=pl.lit(True))
+            .sort("question_id")
+        )
+
+    def carried_rows(self) -> pl.DataFrame:
+        """The ``splits`` config's rows of the earlier builds' questions this one lacks."""
+        return self.carried.with_columns(in_build=pl.lit(False))
 
 
 def policy_of(config: Any) -> SplitPolicy:
@@ -208,12 +232,19 @@ def plan_held_out(
         "groups": stats,
         "audit": audit(assigned, questions, policy, excluded),
     }
+    carried = (
+        previous.pinned.join(questions, on="question_id", how="anti")
+        .select("question_id", "split", "reason", normalized_text="text")
+        .select(list(CARRIED_COLUMNS))
+        .sort("question_id")
+    )
     return HeldOutPlan(
         assigned.frame.select("question_id", "split"),
         excluded_questions.sort("question_id"),
         excluded_episodes.sort("episode_id"),
         splits,
         decontamination,
+        carried,
     )
 
 

@@ -20,7 +20,7 @@ from builder.derive.splits.assign import PINNED_COLUMNS, SplitPolicy
 from builder.errors import UsageError
 from builder.fs.releases import HUB_RELEASE, ReleaseUnreadable, download_release
 from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
-from schemas.vocabulary import GROUP_BY_QUESTION
+from schemas.vocabulary import BRIDGES_SPLITS, GROUP_BY_QUESTION
 
 
 class PreviousUnreadable(UsageError, ValueError):
@@ -56,6 +56,10 @@ def _recorded(manifest: Manifest) -> dict[str, Any]:
 
 
 SPLITS_COLUMNS = ["question_id", "normalized_text", "split"]  # what an assignment is read from
+# Of the reasons a splits file gives, the one that stands in later builds: a bridge stays out
+# of training (it near-copies two splits however the data grows). An eval match is the
+# build's own: the next is decontaminated against its own eval sets.
+_KEPT_REASONS = (BRIDGES_SPLITS,)
 
 
 def _empty() -> pl.DataFrame:
@@ -70,7 +74,10 @@ def _read_splits(files: Iterable[Path], whose: str) -> pl.DataFrame:
     if not files:
         return _empty()
     try:
-        frame = pl.read_parquet(files, columns=SPLITS_COLUMNS)
+        # builds before the reason column pinned no bridge: they recorded none
+        frame = pl.concat([_splits_file(f) for f in files], how="diagonal_relaxed").with_columns(
+            reason=_kept_reason()
+        )
     except (pl.exceptions.PolarsError, OSError) as exc:
         damaged = next((f for f in files if not _readable(f)), files[0])
         error = PreviousUnreadable(
@@ -80,12 +87,24 @@ def _read_splits(files: Iterable[Path], whose: str) -> pl.DataFrame:
         )
         error.hint = ""  # the message says what to do
         raise error from exc
-    return frame.select("question_id", text="normalized_text", split="split").cast(PINNED_COLUMNS)
+    renamed = frame.rename({"normalized_text": "text"})
+    return renamed.select(list(PINNED_COLUMNS)).cast(PINNED_COLUMNS)
+
+
+def _splits_file(file: Path) -> pl.DataFrame:
+    has_reason = "reason" in pl.read_parquet_schema(file)
+    frame = pl.read_parquet(file, columns=SPLITS_COLUMNS + (["reason"] if has_reason else []))
+    return frame if has_reason else frame.with_columns(reason=pl.lit(None, pl.String))
+
+
+def _kept_reason() -> pl.Expr:
+    kept = pl.col("reason").is_in(list(_KEPT_REASONS))
+    return pl.when(kept).then(pl.col("reason")).otherwise(pl.lit(None, pl.String))
 
 
 def _readable(file: Path) -> bool:
     try:
-        pl.read_parquet(file, columns=SPLITS_COLUMNS)
+        _splits_file(file)
     except (pl.exceptions.PolarsError, OSError):
         return False
     return True

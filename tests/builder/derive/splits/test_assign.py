@@ -182,7 +182,7 @@ def test_new_questions_follow_their_group_and_bridges_are_held_out(
 ) -> None:
     first = assign(templated, no_pins(), POLICY)
     before = first.frame.join(templated, on="question_id")
-    pins = before.select("question_id", "text", "split")
+    pins = before.select("question_id", "text", "split", "reason")
     rng = random.Random(11)
     held = before.filter(pl.col("split") == "test").head(20)
     trains = before.filter(pl.col("split") == "train")
@@ -223,6 +223,9 @@ def test_new_questions_follow_their_group_and_bridges_are_held_out(
     # and what trains leaks nothing
     training = after.filter(pl.col("reason").is_null())
     assert leaks(training, 0.5) == []
+    # assigned again from its own record, reasons included: nothing changes, bridges stay out
+    third = assign(everything, after.select("question_id", "text", "split", "reason"), POLICY)
+    assert third.frame.equals(second.frame)
 
 
 def unspaced_questions(count: int, seed: int) -> list[tuple[str, str, str]]:
