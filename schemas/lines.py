@@ -70,12 +70,21 @@ class Bounded:
         self.summary = summary
 
 
+# 19+ digits in a row: maybe an integer past 64 bits, which orjson reads as a float (10**20
+# as 1e20, equal to it, so no patch would restore the integer). ``json.loads`` keeps it exact;
+# values of fewer digits read the same either way, so builds made before this rule still
+# rebuild as they did, their integers now exact (REBUILD_RULE stays).
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
 def _json(text: str | None) -> Any:
     if text is None:
         return None
+    if _LONG_DIGITS.search(text):
+        return json.loads(text)
     try:  # the same value as ``json.loads`` for what orjson reads, and several times faster
         return orjson.loads(text)
-    except orjson.JSONDecodeError:  # NaN, an integer past 64 bits, a lone surrogate
+    except orjson.JSONDecodeError:  # NaN, a lone surrogate
         return json.loads(text)
 
 

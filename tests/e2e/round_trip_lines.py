@@ -18,6 +18,9 @@ SCALARS = (
     st.none()
     | st.booleans()
     | st.integers(-(2**70), 2**70)
+    # past 64 bits yet a float holds them exactly: a parser that reads them as floats finds
+    # them equal, so only the exact integer coming back shows they were kept
+    | st.sampled_from([2**64, 10**20, -(2**64) - 2**12, 2**70, 10**22])
     | st.floats(allow_nan=True, allow_infinity=True)
     | TEXT
 )

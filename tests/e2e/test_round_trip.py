@@ -71,6 +71,10 @@ def bounded(line: dict[str, Any], limit: int) -> tuple[dict[str, Any], Counter[s
     return line, lost
 
 
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 def assert_round_trip(folder: Path, lines: list[dict[str, Any]], limit: int = LIMIT) -> int:
     """Every input line comes back from the folder as the same JSON value, but for the
     values the manifest declares, and the manifest declares exactly those."""
@@ -81,6 +85,8 @@ def assert_round_trip(folder: Path, lines: list[dict[str, Any]], limit: int = LI
         expected, lost = bounded(line, limit)
         declared += lost
         assert same(back[line["episode_id"]], expected), line["episode_id"]
+        # as JSON text too: an integer comes back an integer (10**20 is no 1e+20)
+        assert _text(back[line["episode_id"]]) == _text(expected), line["episode_id"]
         recognise(back[line["episode_id"]])  # in its own layout
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["round_trip"]["not_round_tripped"]["bounded_hook_values"] == dict(declared)
