@@ -195,12 +195,12 @@ def verified_by_ground_truth(episode: Episode, tolerance: float | None = None) -
     succeeded, submitted, and its answer hash is one the question accepts, or (with an
     answer ``tolerance``) its answer matches the line's ground truth by value. Without one,
     a match the capture side made within its float tolerance fails here, and the episode
-    is flagged ``verified_mismatch``."""
+    is flagged ``verified_mismatch``. The hash is tried first, as that code tries it: a NaN
+    answer with its NaN ground truth's hash is verified (by triangulation it is not: there
+    the capture code compares values only, ``recompute_verified``)."""
     gold = episode.teacher_gold_trace
     if not (gold.execution_success and is_submitted(gold)):
         return False
-    if tolerance is not None and not matches_itself(answer_of(gold), tolerance):
-        return False  # by value, not even the ground truth with the same hash
     if gold.final_answer_hash in accepted_hashes(episode.question):
         return True
     return tolerance is not None and gold_near_ground_truth(episode, tolerance)

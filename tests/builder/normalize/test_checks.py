@@ -214,15 +214,20 @@ def test_with_a_tolerance_a_nan_answer_verifies_nothing(make: SimpleNamespace) -
     assert row["verified_recomputed"] is False
 
 
-def test_with_a_tolerance_a_nan_answer_matches_no_ground_truth(make: SimpleNamespace) -> None:
-    """The capture side's ground-truth strategy (no consistency traces): by hash a NaN
-    answer is its NaN ground truth; by value, as that code compares, it is not."""
+def test_with_a_tolerance_a_nan_answer_still_matches_its_ground_truth_by_hash(
+    make: SimpleNamespace,
+) -> None:
+    """The capture side's ground-truth strategy (no consistency traces) tries the hash before
+    the value: a NaN answer with its NaN ground truth's hash is verified, tolerance or not
+    (by value alone NaN matches nothing, as the triangulation test above shows)."""
     nan = float("nan")
     q = make.question(ground_truth=nan, ground_truth_hash=value_hash(nan))
     record = make.episode(q=q, gold=make.flat_trace(nan), consistency=[], verified=True)
     episode = Episode.model_validate(record)
     assert checks.verified_by_ground_truth(episode) is True
-    assert checks.verified_by_ground_truth(episode, tolerance=0.1) is False
+    assert checks.verified_by_ground_truth(episode, tolerance=0.1) is True
+    other = make.episode(q=q, gold=make.flat_trace(float("inf")), consistency=[], verified=True)
+    assert checks.verified_by_ground_truth(Episode.model_validate(other), tolerance=0.1) is False
 
 
 def test_no_triangulation_metadata_means_no_triangulation_check(make: SimpleNamespace) -> None:
