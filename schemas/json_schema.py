@@ -64,12 +64,15 @@ def _variant(
         elif name == "consistency_traces":
             spec = {**spec, "items": ref}
         properties[back.get(name, name)] = spec
+    # the seeds' name of a renamed key is refused in this layout (``Layout.conflicts``)
+    properties |= dict.fromkeys(layout.renames.values(), False)
     variant["properties"] = properties
     variant["required"] = [back.get(k, k) for k in seeds["required"]]
     trace_back = {ours: theirs for theirs, ours in layout.trace_renames.items()}
     renamed = copy.deepcopy(trace)
     renamed["title"] = f"{TRACE_DEF} ({layout.name} layout)"
     renamed["properties"] = {trace_back.get(k, k): v for k, v in trace["properties"].items()}
+    renamed["properties"] |= dict.fromkeys(layout.trace_renames.values(), False)
     renamed["required"] = [trace_back.get(k, k) for k in trace.get("required", [])]
     return variant, renamed
 

@@ -58,6 +58,41 @@ class Layout:
                 out[key] = [self._trace(t) if isinstance(t, dict) else t for t in traces]
         return out
 
+    def conflicts(self, line: dict[str, Any]) -> list[tuple[str, str]]:
+        """(JSON path, message) for each key of ``line`` that is the model's name of a key this
+        layout renames (``triangulation_metadata`` in a ``capture_v2`` line): renamed, the two
+        would collide, and which one the line means is not for the builder to guess."""
+        found = []
+        for theirs, ours in self.renames.items():
+            if ours in line:
+                found.append((f"$.{ours}", self._said(ours, theirs)))
+        for theirs, ours in self.trace_renames.items():
+            for path, trace in self._traces_of(line):
+                if ours in trace:
+                    found.append((f"{path}.{ours}", self._said(ours, theirs)))
+        return found
+
+    def _said(self, ours: str, theirs: str) -> str:
+        return (
+            f"{ours!r} is the seeds' name of {theirs!r}, and this is a {self.name} line: name it "
+            f"{theirs!r} (once)"
+        )
+
+    def _traces_of(self, line: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """The line's traces under their own keys, with their JSON paths."""
+        top = {ours: theirs for theirs, ours in self.renames.items()}
+        found = []
+        for key in TRACE_KEYS:
+            spelled = top.get(key, key)
+            traces = line.get(spelled)
+            if isinstance(traces, dict):
+                found.append((f"$.{spelled}", traces))
+            elif isinstance(traces, list):
+                found += [
+                    (f"$.{spelled}[{i}]", t) for i, t in enumerate(traces) if isinstance(t, dict)
+                ]
+        return found
+
     def _trace(self, trace: dict[str, Any], renames: Mapping[str, str] | None = None) -> dict:
         renames = self.trace_renames if renames is None else renames
         return {renames.get(k, k): v for k, v in trace.items()}

@@ -136,6 +136,10 @@ class Validator(Generic[ModelT]):
                 where = f"$.{exc.missing[0]}" if len(exc.missing) == 1 else "$"
                 error = FieldError(where, str(exc))
                 return Reject(line.path, line.number, SCHEMA, (error,), line.raw)
+            clashes = found.conflicts(value)
+            if clashes:
+                errors = tuple(FieldError(path, said) for path, said in clashes)
+                return Reject(line.path, line.number, SCHEMA, errors, line.raw)
             layout, value = found.name, found.to_model(value)
             question = with_content_question_id(value.get("question"), found.free_question_id)
             if question is not value.get("question"):

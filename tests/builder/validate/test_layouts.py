@@ -110,6 +110,28 @@ def test_rejects_of_the_later_layout_use_its_own_names() -> None:
     assert [e.path for e in outcome.errors] == ["$.gold_trace.success"]
 
 
+def test_a_later_line_using_a_seeds_name_of_its_own_field_is_refused_at_that_key() -> None:
+    """In a capture_v2 line the seeds' ``execution_success`` (for ``success``) or
+    ``triangulation_metadata`` (for ``triangulation``) would be taken for the field, or
+    overwrite it: which one the line means is the producer's to say."""
+    record = to_capture_v2(next(generate_episodes(1, 5)))  # three consistency traces or more
+    assert isinstance(validate(record), Valid)
+    named = json.loads(json.dumps(record))
+    named["gold_trace"]["execution_success"] = named["gold_trace"].pop("success")
+    both = json.loads(json.dumps(record))
+    both["consistency_traces"][1]["execution_success"] = False
+    both["triangulation_metadata"] = {**both["triangulation"], "n_consistency_runs": 5}
+    for line, paths in (
+        (named, ["$.gold_trace.execution_success"]),
+        (both, ["$.triangulation_metadata", "$.consistency_traces[1].execution_success"]),
+    ):
+        outcome = validate(line)
+        assert isinstance(outcome, Reject) and outcome.kind == SCHEMA
+        assert [e.path for e in outcome.errors] == paths
+        assert "capture_v2 line" in outcome.errors[0].message
+        assert not jsonschema.Draft202012Validator(episode_json_schema()).is_valid(line)
+
+
 def test_the_sample_has_both_layouts_and_the_json_schema_accepts_both() -> None:
     validator = jsonschema.Draft202012Validator(episode_json_schema())
     seen = set()
