@@ -232,6 +232,44 @@ def _unknown_dependency(record: Episode, raw: bytes, precision: int | None) -> l
     return out
 
 
+def _listing_mismatch(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    """Where a trace's turn-level and trace-level hook listings disagree (hooks paired by
+    name and occurrence, as ``merge_listings`` pairs them)."""
+    kind = vocabulary.HOOK_LISTING_MISMATCH
+    out = []
+    for path, trace in traces(record):
+        listed = _listings(trace, path)
+        turns = [(w, h) for w, h in listed if ".turns[" in w]
+        if not turns or not trace.hooks:
+            continue
+        at_turns = _keyed(turns)
+        at_trace = _keyed([(w, h) for w, h in listed if ".turns[" not in w])
+        for key, (where, hook) in at_trace.items():
+            twin = at_turns.get(key)
+            if twin is None:
+                out.append(FieldError(where, f"{kind}: {key[0]!r} is listed in no turn"))
+                continue
+            for field in ("value_hash", "code_line"):
+                mine, theirs = getattr(hook, field), getattr(twin[1], field)
+                if mine != theirs:
+                    said = f"{kind}: {field} {mine!r} here, {theirs!r} at {twin[0]}"
+                    out.append(FieldError(f"{where}.{field}", said))
+        for key, (where, _) in at_turns.items():
+            if key not in at_trace:
+                out.append(FieldError(where, f"{kind}: {key[0]!r} is not in the trace's hooks"))
+    return out
+
+
+def _keyed(listed: list[tuple[str, Hook]]) -> dict[tuple[str, int], tuple[str, Hook]]:
+    seen: Counter[str] = Counter()
+    out = {}
+    for where, hook in listed:
+        name = hook_name(hook)
+        out[(name, seen[name])] = (where, hook)
+        seen[name] += 1
+    return out
+
+
 def _cycle(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
     """The hooks left once every hook whose dependencies can all be met is peeled off: those
     on a cycle, and those waiting on one."""
@@ -273,6 +311,7 @@ _EXPLAINERS: dict[str, Explainer] = {
     vocabulary.TRIANGULATION_MISMATCH: _triangulation,
     vocabulary.HOOK_UNKNOWN_DEPENDENCY: _unknown_dependency,
     vocabulary.HOOK_CYCLE: _cycle,
+    vocabulary.HOOK_LISTING_MISMATCH: _listing_mismatch,
     vocabulary.CORRECTION_TARGET_INVALID: _corrections,
     vocabulary.DUPLICATE_JSON_KEY: _duplicate_keys,
 }

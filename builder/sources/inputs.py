@@ -299,15 +299,18 @@ class InputFile:
         number = 0
         try:
             stream = _open_decompressed(path, digest)
-            while line := stream.readline(limit + 1):
+            # the limit is the record's: its terminator (LF or CRLF) and a BOM do not count
+            while line := stream.readline(limit + 2 + len(BOM)):
                 number += 1
-                too_long = len(line) > limit and not line.endswith(b"\n")
-                if too_long:
+                whole = line.endswith(b"\n")
+                bom = len(BOM) if line.startswith(BOM) else 0  # a file's, or each of a ``cat``'s
+                body = line.rstrip(b"\r\n")
+                too_long = len(body) - bom > limit
+                if too_long and not whole:
                     _skip_rest_of_line(stream, limit)
-                    line = line[:256]
-                elif line.startswith(BOM):  # a file's, or each file's of a ``cat``
-                    line = line[len(BOM) :]
-                yield SourceLine(self.name, number, line.rstrip(b"\r\n"), too_long)
+                if bom or too_long:
+                    body = body[bom : bom + 256] if too_long else body[bom:]
+                yield SourceLine(self.name, number, body, too_long)
                 if on_bytes is not None and digest.bytes != reported:
                     on_bytes(digest.bytes - reported)
                     reported = digest.bytes

@@ -85,6 +85,32 @@ def test_hooks_name_the_dependency_and_the_cycle(make: SimpleNamespace) -> None:
     ]
 
 
+def test_a_listing_mismatch_names_the_hook_and_the_field(make: SimpleNamespace) -> None:
+    """The trace-level listing disagrees with the turns': each disagreement at its own key."""
+    gold = make.turns_trace(42)
+    listed = [h for t in gold["turns"] for h in t["execution"]["hooks"]]
+    gold["hooks"] = [make.copy(h) for h in listed] + [make.hook("extra", 0)]
+    gold["hooks"][1]["value_hash"] = "f" * 16
+    found = placed(make.episode("e", gold=gold), "hook_listing_mismatch")
+    twin = next(
+        f"$.teacher_gold_trace.turns[{i}].execution.hooks[{j}]"
+        for i, t in enumerate(gold["turns"])
+        for j, h in enumerate(t["execution"]["hooks"])
+        if h is listed[1]
+    )
+    assert found == [
+        (
+            "$.teacher_gold_trace.hooks[1].value_hash",
+            f"hook_listing_mismatch: value_hash {'f' * 16!r} here, "
+            f"{listed[1]['value_hash']!r} at {twin}",
+        ),
+        (
+            f"$.teacher_gold_trace.hooks[{len(listed)}]",
+            "hook_listing_mismatch: 'extra' is listed in no turn",
+        ),
+    ]
+
+
 def test_a_correction_says_why_its_target_is_wrong(make: SimpleNamespace) -> None:
     record = make.episode("e")
     turn = record["teacher_gold_trace"]["turns"][1]

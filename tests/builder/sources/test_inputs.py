@@ -199,6 +199,18 @@ def test_line_at_the_limit_is_kept_one_byte_over_is_too_long(tmp_path: Path) -> 
     ]
 
 
+def test_the_limit_is_the_record_s_whatever_its_terminator_or_bom(tmp_path: Path) -> None:
+    """CRLF and a leading BOM are not the record's bytes: a record at the limit is kept with
+    either, one byte over is too long with either, and its prefix has no BOM."""
+    limit = 64
+    at, over = b"a" * limit, b"b" * (limit + 1)
+    bom = b"\xef\xbb\xbf"
+    path = write(tmp_path / "a.jsonl", bom + at + b"\r\n" + at + b"\r\n" + over + b"\r\n" + at)
+    assert read(path, limit) == [(1, at, False), (2, at, False), (3, over, True), (4, at, False)]
+    path = write(tmp_path / "b.jsonl", bom + over + b"\r\n" + at + b"\r")
+    assert read(path, limit) == [(1, over, True), (2, at, False)]
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".jsonl.zst"])
 def test_overlong_line_is_reported_with_bounded_memory(tmp_path: Path, suffix: str) -> None:
     huge = b'{"x": "' + b"y" * (24 << 20) + b'"}'
