@@ -59,8 +59,14 @@ def lineage(trace: str | None = TRACE_DOC, sessions: bool = False) -> list[pa.Fi
     """The lineage columns; ``trace`` documents ``trace_id`` (None: no such column).
     Configs that take ``sessions`` rows have nullable episode and trace ids and a
     ``session_id``."""
+    key = (
+        "Key into questions for an episode's row; for a session's, the id of its initial "
+        "instruction (in splits and sessions). Decides the split"
+        if sessions
+        else "Key into questions; decides the split"
+    )
     fields = [
-        column("question_id", pa.string(), "Key into questions; decides the split", False),
+        column("question_id", pa.string(), key, False),
         column("episode_id", pa.string(), "Source episode (null for session rows)", sessions),
     ]
     if trace is not None:

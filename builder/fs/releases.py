@@ -9,6 +9,7 @@ from pathlib import Path
 from schemas.manifest import MANIFEST
 
 HUB_RELEASE = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)@(?P<revision>[\w./-]+)$")
+_BARE_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
 
 class ReleaseUnreadable(Exception):
@@ -23,15 +24,24 @@ def download_release(spec: str, folders: tuple[str, ...]) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError
 
-    try:
+    def fetch(revision: str) -> Path:
+        patterns = [MANIFEST, *(f"{name}/*" for name in folders)]
         return Path(
             snapshot_download(
-                match["repo"],
-                repo_type="dataset",
-                revision=match["revision"],
-                allow_patterns=[MANIFEST, *(f"{name}/*" for name in folders)],
+                match["repo"], repo_type="dataset", revision=revision, allow_patterns=patterns
             )
         )
+
+    revision = match["revision"]
+    try:
+        try:
+            return fetch(revision)
+        except HfHubHTTPError as missing:
+            # ``publish --version 1.3.0`` tags ``v1.3.0``: a bare version names that tag
+            status = getattr(missing.response, "status_code", None)
+            if status != 404 or not _BARE_VERSION.match(revision):
+                raise
+            return fetch(f"v{revision}")
     except (HfHubHTTPError, OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ReleaseUnreadable(first) from exc

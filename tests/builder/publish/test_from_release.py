@@ -63,9 +63,20 @@ def test_build_from_a_release_equals_the_build_from_the_jsonl(
     assert made["source"] == release and made["release"] == "1.0.0"
 
 
+def test_a_bare_version_names_the_release_tag(
+    release: str, build_a: BuildReport, tmp_path: Path
+) -> None:
+    """``publish --version 1.0.0`` tags ``v1.0.0``; ``@1.0.0`` reads that release too."""
+    bare = release.replace("@v", "@")
+    out = tmp_path / "episodes.jsonl"
+    assert main(["export-jsonl", bare, "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == len(list(episode_lines(build_a.out)))
+
+
 def test_a_release_that_is_not_there_is_one_line(
     hub: HubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["export-jsonl", "org/nothing-here@v9.9.9", "--out", str(tmp_path / "x")]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "cannot read that release from the Hub" in err[0]
+    for spec in ("org/nothing-here@v9.9.9", "org/nothing-here@9.9.9"):
+        assert main(["export-jsonl", spec, "--out", str(tmp_path / "x")]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cannot read that release from the Hub" in err[0]
