@@ -63,6 +63,9 @@ def restored_build(config: BuildConfig, spec: str) -> Iterator[BuildConfig]:
             sessions=sessions,
             segments=tuple(restored.segments),
             cache_dir=None,  # the restored files are new each time: nothing to reuse
+            # its questions keep the splits it gave them (also those an earlier version gave,
+            # and those it carried), unless another build's are asked for
+            split_previous=config.split_previous or spec,
             input_names=tuple(names.items()),
             built_from=tuple(_provenance(spec, folder).items()),
         )

@@ -123,3 +123,24 @@ def test_build_from_needs_no_config_file(
     assert made["built_from"]["source"] == str(original.out)
     valid = [(i["path"], i["valid"]) for i in made["inputs"]]
     assert valid == [(i["path"], i["valid"]) for i in source["inputs"]]  # each input read again
+
+
+def test_build_from_a_build_with_history_keeps_its_splits(tmp_path: Path) -> None:
+    """v2 was built over v1 in one folder: its splits follow v1's, and it carries the v1
+    questions it lacks. Built again from v2's tables into a new folder, the splits (and so
+    every config) are v2's, carried rows included."""
+    from samples.paraphrases import questions
+    from tests.e2e.held_out_data import write_episodes
+
+    texts = [t for t, _, _ in questions(260, seed=5)]
+    out = tmp_path / "v" / "dataset"
+    for name, part in (("v1", texts[:200]), ("v2", texts[100:])):
+        source = write_episodes(tmp_path / f"{name}.jsonl", part, seed=1)
+        argv = ["build", "--episodes", str(source), "--out", str(out), "--no-progress"]
+        assert main([*argv, "--rejects", str(tmp_path / f"{name}-rejects.jsonl")]) == 0
+    carried = [p for p in (out / "splits").glob("*.parquet") if "-carried-" in p.name]
+    assert carried
+    again = tmp_path / "again" / "dataset"
+    argv = ["build", "--from", str(out), "--out", str(again), "--no-progress"]
+    assert main([*argv, "--rejects", str(tmp_path / "again-rejects.jsonl")]) == 0
+    assert parquet_digests(again) == parquet_digests(out)
