@@ -43,6 +43,7 @@ SCHEMA = "schema"
 QUESTION_ID_MISMATCH = "question_id_mismatch"
 FINAL_ANSWER_HASH_MISMATCH = "final_answer_hash_mismatch"
 EXPECTED_ANSWER_HASH_MISMATCH = "expected_answer_hash_mismatch"
+EXPECTED_ANSWER_NOT_GOLD = "expected_answer_not_gold"
 TRIANGULATION_MISMATCH = "triangulation_mismatch"
 VERIFIED_MISMATCH = "verified_mismatch"
 GROUND_TRUTH_MISMATCH = "ground_truth_mismatch"
@@ -66,6 +67,10 @@ MEANINGS: dict[str, str] = {
     FINAL_ANSWER_HASH_MISMATCH: "a trace's final_answer_hash is not the hash of its final_answer",
     EXPECTED_ANSWER_HASH_MISMATCH: (
         "rl_verification_data's expected answer hash is not the hash of its expected answer"
+    ),
+    EXPECTED_ANSWER_NOT_GOLD: (
+        "rl_verification_data's expected answer is not the gold trace's answer (the capture "
+        "writes the gold's there: RL would reward another answer than the verified one)"
     ),
     TRIANGULATION_MISMATCH: (
         "triangulation_metadata (runs, majority answer and count, gold_matches_majority) "

@@ -32,7 +32,8 @@ def episode_context(
     ``verified_only`` false, also those that only fail verification, for ``prm``; with
     ``hooks``, only those the configs that read hooks train on):
     ``episode_id``, ``question_id``, ``difficulty``, ``source``, ``question``, ``system``,
-    ``expected_hash``, ``expected_answer``, ``verified_recomputed`` and ``accepted_hashes``
+    ``expected_hash``, ``expected_answer``, ``verified_recomputed``, ``verified_holds`` (as
+    captured and recomputed) and ``accepted_hashes``
     (the expected hash, then every other hash the question's ground truth accepts)."""
     episodes = tables["episodes"]
     trains = eligible_episodes(tables, hooks) if verified_only else sound_episodes(tables)
@@ -54,10 +55,15 @@ def episode_context(
             "difficulty",
             pl.lit(SOURCE).alias("source"),
             "question",
-            system=pl.col("system_prompt").fill_null(options.default_system_prompt),
+            # a blank system prompt is none: the default stands in, as for a missing one
+            system=pl.when(pl.col("system_prompt").str.strip_chars().fill_null("") != "")
+            .then("system_prompt")
+            .otherwise(pl.lit(options.default_system_prompt)),
             expected_hash=pl.when(has_rl).then("expected_final_answer_hash").otherwise("gold_hash"),
             expected_answer=pl.when(has_rl).then("expected_final_answer").otherwise("gold_answer"),
             verified_recomputed=pl.col("verified_recomputed").fill_null(False),
+            verified_holds=pl.col("verified").fill_null(False)
+            & pl.col("verified_recomputed").fill_null(False),
             ground_truth_hashes="ground_truth_hashes",
         )
         .with_columns(

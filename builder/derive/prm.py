@@ -1,8 +1,9 @@
 """``prm``: the seed's process-reward samples, one row per hook of a gold trace.
 
-Episodes take part verified or not: ``label`` is 1.0 when the episode's recomputed verified
-flag holds, else 0.0 (the seed's ``1.0 if verified else 0.0``, with the flag recomputed from
-the traces rather than trusted as captured). An episode with any other failed integrity
+Episodes take part verified or not: ``label`` is 1.0 when the episode is verified as captured
+and recomputed from the traces, else 0.0 (the seed's ``1.0 if verified else 0.0``, verified as
+every other config reads it: a flag the traces do not bear out, or a capture that did not
+claim it, is no verification). An episode with any other failed integrity
 check (a hook DAG that is none, a hash that is not its value's, …) or turns that share an
 index takes no part: its steps are not what the capture promised.
 """
@@ -33,7 +34,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
             step="code_line",
             value="value",
             value_hash="value_hash",
-            label=pl.col("verified_recomputed").cast(pl.Float64),
+            label=pl.col("verified_holds").cast(pl.Float64),
             hook_index="hook_index",
             turn_index="turn_index",
             question_id="question_id",

@@ -15,12 +15,19 @@ from functools import lru_cache
 from typing import Any
 
 from builder.contract.answers import answers_match, majority, matches_itself
-from builder.contract.hashing import canonical_json, pickle_hash, question_id, rehash_json_text
+from builder.contract.hashing import (
+    canonical_json,
+    pickle_hash,
+    question_id,
+    rehash_json_text,
+    value_hash,
+)
 from builder.validate.fastpath import UNSET
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 from schemas.vocabulary import (
     CORRECTION_TARGET_INVALID,
     EXPECTED_ANSWER_HASH_MISMATCH,
+    EXPECTED_ANSWER_NOT_GOLD,
     FINAL_ANSWER_HASH_MISMATCH,
     GROUND_TRUTH_MISMATCH,
     HASH_SCHEME_MISMATCH,
@@ -288,6 +295,26 @@ def check_expected_answer(
     text = canonical_json(None) if text is None else text
     expected, kind = rl.expected_final_answer, EXPECTED_ANSWER_HASH_MISMATCH
     return check_hash(rl.expected_final_answer_hash, text, precision, kind, expected)
+
+
+def check_expected_is_gold(
+    episode: Episode, precision: int | None = None, tolerance: float | None = None
+) -> list[str]:
+    """rl_verification_data's expected answer against the gold trace's, which the capture
+    code writes there: as values (equal hashes of them, or within the answer ``tolerance``);
+    a captured hash that is not its value's is the hash checks' to name. Only a gold that
+    submitted has an answer to compare."""
+    rl, gold = episode.rl_verification_data, episode.teacher_gold_trace
+    if rl is None or not is_submitted(gold):
+        return []
+    if rl.expected_final_answer_hash == gold.final_answer_hash:
+        return []  # the usual line; were either hash not its value's, that check says so
+    expected = None if rl.expected_final_answer is UNSET else rl.expected_final_answer
+    if value_hash(expected, precision) == value_hash(answer_of(gold), precision):
+        return []
+    if tolerance is not None and answers_match(answer_of(gold), expected, tolerance):
+        return []
+    return [EXPECTED_ANSWER_NOT_GOLD]
 
 
 def check_ground_truth(episode: Episode, ground_truth_hash: str | None) -> list[str]:

@@ -205,6 +205,7 @@ def emit_episode(
     rl = ep.rl_verification_data
     expected = json_text(rl, "expected_final_answer", dump) if rl is not None else None
     failed += checks.check_expected_answer(ep, expected, precision)
+    failed += checks.check_expected_is_gold(ep, precision, tolerance)
     extras = dict(extra_fields(ep)) if ep.model_extra is not None else {}
     if extras and layout != SEEDS.name:  # paths as the line's own layout spells them
         extras = {layout_path(layout, path): value for path, value in extras.items()}

@@ -16,6 +16,7 @@ from builder.contract.hashing import canonical_json, question_id, value_hash
 from builder.normalize import checks
 from builder.normalize.hooks import hook_name
 from builder.sources.inputs import SourceLine
+from builder.validate.fastpath import UNSET
 from builder.validate.json_lines import duplicate_keys
 from builder.validate.reject import FieldError
 from builder.validate.validator import Valid, Validator
@@ -146,6 +147,18 @@ def _question_id(record: Episode, raw: bytes, precision: int | None) -> list[Fie
     address = question_id(q.question_text, q.hint)
     message = f"{q.id!r} is not the content address of the question's text and hint ({address})"
     return [FieldError("$.question.id", f"{vocabulary.QUESTION_ID_MISMATCH}: {message}")]
+
+
+def _expected_not_gold(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    rl, gold = record.rl_verification_data, record.teacher_gold_trace
+    if rl is None:
+        return []
+    expected = None if rl.expected_final_answer is UNSET else rl.expected_final_answer
+    message = (
+        f"{vocabulary.EXPECTED_ANSWER_NOT_GOLD}: {canonical_json(expected)} here, the gold "
+        f"trace's final_answer is {canonical_json(checks.answer_of(gold))}"
+    )
+    return [FieldError("$.rl_verification_data.expected_final_answer", message)]
 
 
 def _verified(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
@@ -308,6 +321,7 @@ def _duplicate_keys(record: Episode, raw: bytes, precision: int | None) -> list[
 _EXPLAINERS: dict[str, Explainer] = {
     vocabulary.QUESTION_ID_MISMATCH: _question_id,
     vocabulary.VERIFIED_MISMATCH: _verified,
+    vocabulary.EXPECTED_ANSWER_NOT_GOLD: _expected_not_gold,
     vocabulary.TRIANGULATION_MISMATCH: _triangulation,
     vocabulary.HOOK_UNKNOWN_DEPENDENCY: _unknown_dependency,
     vocabulary.HOOK_CYCLE: _cycle,

@@ -1,5 +1,5 @@
-"""prm: one row per hook of every gold trace, labelled by the recomputed verified flag; no
-row of an episode with a failed check other than verified_mismatch."""
+"""prm: one row per hook of every gold trace, labelled 1.0 when verified as captured and
+recomputed; no row of an episode with a failed check other than verified_mismatch."""
 
 from __future__ import annotations
 
@@ -23,3 +23,16 @@ def test_value_is_the_stored_json_next_to_its_hash(derived) -> None:
     assert first["value"] == '{"shape": [3, 2]}'
     assert len(first["value_hash"]) == 16
     assert first["source"] == "episode"
+
+
+def test_a_capture_that_did_not_claim_verified_labels_its_steps_0(make) -> None:
+    """The traces bear verification out, but the capture said false: the episode trains
+    nowhere as verified, and its steps are not labelled as a verified episode's either."""
+    from builder.derive import prm
+    from builder.derive.options import DeriveOptions
+
+    gold = make.trace(7, cells=["x = 7", "submit(x)"], hooks=[make.hook("x = 7", 7)])
+    episode = make.episode("ep-f", "Seven?", gold, [make.trace(7, cells=["submit(7)"])])
+    unclaimed = {**episode, "episode_id": "ep-g", "verified": False}
+    found = prm.derive(make.build_tables([episode, unclaimed]), DeriveOptions()).collect()
+    assert dict(found.select("episode_id", "label").iter_rows()) == {"ep-f": 1.0, "ep-g": 0.0}

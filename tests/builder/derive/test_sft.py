@@ -176,6 +176,7 @@ def test_a_conversation_that_captured_its_system_message_has_one(make) -> None:
         episode("e-both", "Own.", ["Captured.", "More."]),
         episode("e-none", None, []),
         episode("e-empty", "", ["Captured."]),
+        episode("e-blank-only", " \n", []),  # a blank prompt is none: the default
     ]
     late = episode("e-late", "Own.", [])  # a system message in the middle: moved first
     late["conversation_for_sft"]["messages"].insert(1, {"role": "system", "content": "Late."})
@@ -194,6 +195,7 @@ def test_a_conversation_that_captured_its_system_message_has_one(make) -> None:
         "e-both": ["Own.\n\nCaptured.\n\nMore."],
         "e-none": ["Default."],
         "e-empty": ["Captured."],
+        "e-blank-only": ["Default."],
         "e-late": ["Own.\n\nLate."],
         "e-blank": ["Own."],
     }

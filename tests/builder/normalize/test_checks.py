@@ -119,6 +119,24 @@ def test_expected_answer_hash_mismatch(make: SimpleNamespace) -> None:
     assert failed(make, record) == [vocabulary.EXPECTED_ANSWER_HASH_MISMATCH]
 
 
+def test_an_expected_answer_that_is_not_the_gold_s_is_flagged(make: SimpleNamespace) -> None:
+    """The capture code writes the gold's answer as the RL target: another one, hashed
+    right, would reward what the episode did not verify. Within the answer tolerance by
+    value it is the gold's; and a gold that never submitted has nothing to compare."""
+    record = make.episode()
+    record["rl_verification_data"] = {
+        "expected_final_answer": 43,
+        "expected_final_answer_hash": value_hash(43),
+    }
+    assert failed(make, record) == [vocabulary.EXPECTED_ANSWER_NOT_GOLD]
+    record["rl_verification_data"] = {
+        "expected_final_answer": 42.05,
+        "expected_final_answer_hash": value_hash(42.05),
+    }
+    assert failed(make, record) == [vocabulary.EXPECTED_ANSWER_NOT_GOLD]
+    assert failed(make, record, Normalizer(answer_tolerance=0.1)) == []
+
+
 def test_expected_answer_without_rl_data_is_not_checked(make: SimpleNamespace) -> None:
     record = make.episode()
     del record["rl_verification_data"]
@@ -460,5 +478,5 @@ def test_check_corrections_direct(make: SimpleNamespace) -> None:
 
 def test_all_check_kinds_are_listed_with_their_meaning() -> None:
     used = {v for k, v in vars(checks).items() if isinstance(v, str) and v == k.lower()}
-    assert used <= set(vocabulary.ALL_CHECKS) and len(vocabulary.ALL_CHECKS) == 14
+    assert used <= set(vocabulary.ALL_CHECKS) and len(vocabulary.ALL_CHECKS) == 15
     assert all(vocabulary.MEANINGS[kind].strip() for kind in vocabulary.ALL_CHECKS)

@@ -111,6 +111,20 @@ def test_a_listing_mismatch_names_the_hook_and_the_field(make: SimpleNamespace) 
     ]
 
 
+def test_an_expected_answer_not_the_gold_s_is_named_with_both(make: SimpleNamespace) -> None:
+    record = make.episode("e")
+    record["rl_verification_data"] = {
+        "expected_final_answer": 43,
+        "expected_final_answer_hash": value_hash(43),
+    }
+    assert placed(record, "expected_answer_not_gold") == [
+        (
+            "$.rl_verification_data.expected_final_answer",
+            "expected_answer_not_gold: 43 here, the gold trace's final_answer is 42",
+        )
+    ]
+
+
 def test_a_correction_says_why_its_target_is_wrong(make: SimpleNamespace) -> None:
     record = make.episode("e")
     turn = record["teacher_gold_trace"]["turns"][1]
