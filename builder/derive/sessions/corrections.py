@@ -5,8 +5,9 @@ A pair is a ``set_code`` with ``correct = false`` whose output (of its last run:
 ``KeyError: 'region'`` — and the *next* ``set_code`` of the session, when that one trains in
 ``sft`` (weight 1: not marked incorrect, or unmarked when ``null_correct_trains``, and not
 blank) and its output is not an error (with no output at all, it must be marked
-``correct = true``). Only trainable sessions (verified, complete: ``replay``) count; code
-replaced before it ran is not part of the conversation (``replay``).
+``correct = true``). Code replaced before it ran is not the next: it is context before the
+fix, with weight 0 (``replay``). Only trainable sessions (verified, complete: ``replay``)
+count.
 
 The prompt is every message of the replayed conversation before the fix: up to and including
 the error feedback, plus any user turns between the error and the fix (a hint typed by the
@@ -44,11 +45,15 @@ SELF_CORRECTION_COLUMNS = polars_schema(OBJECTIVES["self_correction"])
 
 
 def _code_rows(rows: pl.DataFrame) -> pl.DataFrame:
-    """One row per set_code with its output and the next set_code (and its output)."""
+    """One row per set_code that ran (or is the session's last) with its output and the
+    next such set_code (and its output): code replaced before it ran is context between a
+    failure and its fix, not the fix."""
     following = ["action_id", "action", "correct", "weight", "output", "position"]
+    last = pl.int_range(pl.len()).over("session_id") == pl.len().over("session_id") - 1
     return (
         rows.filter(pl.col("action_type") == "set_code")
         .sort("session_id", "position")
+        .filter(pl.col("output").is_not_null() | last)
         .with_columns(pl.col(following).shift(-1).over("session_id").name.prefix("next_"))
     )
 

@@ -18,7 +18,9 @@ set_exec_output     user        ``[stdout]:`` + the output, as for episode turns
 
 A ``set_code`` replaced by the next action, another ``set_code``, never ran: the
 conversation shows the code that did (it stays in the ``actions`` table). So no two
-assistant messages follow each other, and superseded code is never trained. Likewise a
+assistant messages follow each other, and superseded code is never trained. One replaced
+before it ran with messages between (the human's reply to it: "no, that is a typo") stays in
+the conversation, which those messages refer to, with weight 0: no run says it worked. Likewise a
 ``set_exec_output`` followed by another before the next ``set_code`` (the same code run
 again) is not shown: the conversation holds the last output, which the code's weight is
 judged by.
@@ -190,8 +192,13 @@ def conversation_rows(
         .drop("_segment")
         .pipe(with_code_outputs)
     )
+    # Code replaced before it ran, with messages between (a reply to it): context, never a
+    # target (no run says whether it worked)
+    later_code = code.cast(pl.Int32).cum_sum(reverse=True).over("session_id") > 1
+    unrun = code & pl.col("output").is_null() & later_code
+    context_only = failed_unmarked.fill_null(False) | unrun.fill_null(False)
     return rows.with_columns(
-        pl.when(failed_unmarked.fill_null(False)).then(0).otherwise("weight").alias("weight"),
+        pl.when(context_only).then(0).otherwise("weight").alias("weight"),
         pl.int_range(pl.len(), dtype=pl.Int32).over("session_id").alias("position"),
     ).select(
         "session_id",

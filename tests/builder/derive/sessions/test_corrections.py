@@ -125,6 +125,28 @@ def test_code_replaced_before_it_ran_is_not_in_the_prompt(backend: Backend) -> N
     assert row["completion"] == [{"role": "assistant", "content": code[1]["content"]}]
 
 
+def test_code_replaced_before_it_ran_after_a_reply_is_no_fix(backend: Backend) -> None:
+    # failed code, then an edit the human rejects before it runs, then the fix that ran:
+    # the pair is the failure and the fix; the rejected edit is context (weight 0)
+    validated = _one_session(
+        backend,
+        [
+            action("a", 1, 1, "set_code", "df['A'].sum()", False, "ai"),
+            action("b", 1, 2, "set_exec_output", ERROR, None, "dataset"),
+            action("c", 1, 3, "set_code", "df['a'].summ()", None, "ai"),
+            action("d", 1, 4, "input", "no, summ is a typo", None, "human"),
+            action("e", 1, 5, "set_code", "df['a'].sum()", None, "ai"),
+            action("f", 1, 6, "set_exec_output", "42", None, "dataset"),
+        ],
+    )
+    rows = self_corrections(validated)
+    assert rows.select("corrects_turn", "turn_index").rows() == [(1, 5)]
+    row = rows.row(0, named=True)
+    code = [m for m in row["messages"] if m["role"] == "assistant"]
+    assert [m["weight"] for m in code] == [0, 0, 1]
+    assert row["fixed_code"] == "df['a'].sum()"
+
+
 def test_an_error_name_printed_before_more_output_is_no_error(backend: Backend) -> None:
     # Nothing runs after an uncaught error: an ``XxxError:`` line followed by more output is
     # something the code printed (a metric's name), not an error.

@@ -125,6 +125,28 @@ def test_code_replaced_before_it_ran_is_not_replayed(backend: Backend) -> None:
     ]
 
 
+def test_code_replaced_before_it_ran_after_a_reply_is_context(backend: Backend) -> None:
+    # The human answers an edit before it runs ("a typo") and the next edit replaces it:
+    # the reply refers to it, so it stays, but it never ran: weight 0, never a target.
+    sft = _sft(
+        backend,
+        [session(4, "Sum column a")],
+        [
+            action("a", 4, 1, "set_code", "df['a'].summ()", None, "ai"),
+            action("b", 4, 2, "input", "no, summ is a typo", None, "human"),
+            action("c", 4, 3, "set_code", "df['a'].sum()", None, "ai"),
+            action("d", 4, 4, "set_exec_output", "42", None, "dataset"),
+        ],
+    )
+    assert _turns(sft.row(0, named=True)) == [
+        ("user", "Sum column a", None),
+        ("assistant", "```python\ndf['a'].summ()\n```", 0),
+        ("user", "no, summ is a typo", None),
+        ("assistant", "```python\ndf['a'].sum()\n```", 1),
+        ("user", "[stdout]:\n42", None),
+    ]
+
+
 def test_an_output_a_rerun_replaced_is_not_shown(backend: Backend) -> None:
     """The same code run again (no set_code between) replaces its output: the conversation
     shows the last one, the output the code's weight is judged by, not every run."""
