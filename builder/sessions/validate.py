@@ -291,7 +291,10 @@ def _action_checks(ok: pl.Series, rejected: pl.Series) -> list[Check]:
 
 
 def _rejects(bad: pl.DataFrame, schema: pa.Schema, key: str, source: str) -> list[Reject]:
-    """Reject records, in read order. Python here runs once per *rejected* row only."""
+    """Reject records, by key then row content: not in read order, which a server may change
+    between two reads of the same rows (PostgreSQL after an update or a vacuum), and the
+    rejects file is part of what a rebuild must give byte for byte. Python here runs once
+    per *rejected* row only."""
     typed = {f.name: INVALID_PREFIX + f.name for f in _guarded(schema)}
     typed |= {f.name: NOT_UTF8_PREFIX + f.name for f in _texts(schema)}
     table = "sessions" if schema is SESSION_ROW else "actions"
@@ -312,7 +315,7 @@ def _rejects(bad: pl.DataFrame, schema: pa.Schema, key: str, source: str) -> lis
                 key=f"{table}.{key}={shown}",
             )
         )
-    return out
+    return sorted(out, key=lambda r: (r.key or "", r.raw, r.kind, r.message))
 
 
 def _in_order(actions: pl.DataFrame) -> pl.DataFrame:
