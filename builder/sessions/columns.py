@@ -206,10 +206,31 @@ def no_table(cursor: Any, dialect: Dialect, table: str) -> DatabaseError:
             f"ask for GRANT USAGE ON SCHEMA {barred[0]} TO {user} (and SELECT on the tables), "
             f"then add {_search_path_option(barred[0])} to the URL's query string",
         )
+    cursor.execute(
+        "SELECT n.nspname::text, c.relname::text FROM pg_catalog.pg_class c "
+        "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+        f"WHERE lower(c.relname) = '{table}' AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+        "ORDER BY 1, 2"
+    )
+    cased = cursor.fetchall()
+    if cased:  # created with a quoted name: PostgreSQL folds only unquoted names
+        schema, name = (_as_written(part) for part in cased[0])
+        where = f"{schema}.{name}"
+        return DatabaseError(
+            f"{message}; {where} differs from it only in case",
+            f"rename it (ALTER TABLE {where} RENAME TO {table}) or give it the name as a view "
+            f"(CREATE VIEW {schema}.{table} AS SELECT * FROM {where})",
+        )
     return DatabaseError(
         f"{message}, nor in any other schema of the database",
         f"{init} (or fix the URL, if it names the wrong database)",
     )
+
+
+def _as_written(name: str) -> str:
+    """``name`` as SQL must spell it: quoted unless a plain lower-case identifier."""
+    plain = _PLAIN_IDENTIFIER.fullmatch(name) and name == name.lower()
+    return name if plain else _quote(name)
 
 
 def _search_path_option(schema: str) -> str:

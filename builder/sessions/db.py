@@ -262,7 +262,15 @@ def check_database(url: str) -> None:
     db = parse_url(url)
     if db.dialect == "sqlite":
         assert db.path is not None
+        if db.path.is_dir():
+            raise DatabaseError(f"{db.redacted} is a folder: give a .db file")
         if not db.path.is_file():
+            rooted = Path("/") / db.path
+            if not db.path.is_absolute() and rooted.is_file():  # sqlite:/// + a relative path
+                raise DatabaseError(
+                    f"{db.redacted}: no such file {db.path} (relative to this folder)",
+                    f"for the file {rooted}, write four slashes: sqlite:///{rooted}",
+                )
             raise DatabaseError(f"{db.redacted}: no such file {db.path}")
         return
     if importlib.util.find_spec("adbc_driver_postgresql") is None:
@@ -270,8 +278,12 @@ def check_database(url: str) -> None:
             f"{db.redacted}: PostgreSQL needs the Python module 'adbc_driver_postgresql', "
             "which is not installed"
         )
-    with connect(db):
-        pass
+    def attempt() -> None:
+        with connect(db):
+            pass
+
+    # a server still starting is tried again, as the read itself would try it
+    network.retrying(attempt, lambda exc: isinstance(exc, DatabaseUnreachable))
 
 
 def init_database(url: str | DatabaseURL) -> None:

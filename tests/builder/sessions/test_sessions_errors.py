@@ -93,6 +93,21 @@ def test_tables_in_another_schema_are_named_with_how_to_reach_them(backend: Back
 
 
 @POSTGRESQL
+def test_tables_named_in_another_case_are_named_with_how_to_rename_them(
+    backend: Backend,
+) -> None:
+    """``CREATE TABLE "Sessions"`` keeps the capital: ``sessions`` is not it, and making new,
+    empty tables (the advice when there is none) would build an empty dataset."""
+    backend.execute(
+        'CREATE TABLE "Sessions" (session_id INTEGER PRIMARY KEY, initial_instruction TEXT)'
+    )
+    line = one_line("build", _error(backend.url))
+    assert 'public."Sessions" differs from it only in case' in line
+    assert 'ALTER TABLE public."Sessions" RENAME TO sessions' in line
+    assert "sessions init" not in line
+
+
+@POSTGRESQL
 def test_every_url_form_libpq_reads_still_connects(backend: Backend) -> None:
     """The connect timeout is appended to the URL as written: an escaped space in a
     parameter, an empty host with the host in the query, and two hosts all connect."""
@@ -223,6 +238,7 @@ def test_a_host_that_takes_the_connection_and_never_answers_times_out(
     from builder.sessions import db, urls
 
     monkeypatch.setattr(urls, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setenv("EPISODES_RETRIES", "0")  # one wait is the point here
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
@@ -237,6 +253,49 @@ def test_a_host_that_takes_the_connection_and_never_answers_times_out(
     named = url + "?application_name=me@host"
     assert urls.parse_url(named).url == named
     assert urls.with_connect_timeout("postgresql:///db") == "postgresql:///db?connect_timeout=1"
+
+
+def test_an_sqlite_url_naming_a_folder_or_missing_a_slash_says_so(tmp_path: Path) -> None:
+    folder = tmp_path / "sessions.db"
+    folder.mkdir()
+    with pytest.raises(DatabaseError, match=r"is a folder: give a \.db file"):
+        check_database(f"sqlite:///{folder}")
+    real = tmp_path / "real.db"
+    init_database(f"sqlite:///{real}")
+    relative = str(real).lstrip("/")  # sqlite:///tmp/... names tmp/... in this folder
+    with pytest.raises(DatabaseError, match="relative to this folder") as caught:
+        check_database(f"sqlite:///{relative}")
+    assert f"sqlite:///{real}" in caught.value.hint
+
+
+def test_a_server_still_starting_is_tried_again_before_any_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check before the build tries a refused connection again, as the read does: a
+    server that answers on the second try is no error."""
+    from contextlib import contextmanager
+
+    from builder.fs import network
+    from builder.sessions import db
+
+    monkeypatch.setattr(network, "FIRST_BACKOFF_S", 0.01)
+    monkeypatch.setattr(db.importlib.util, "find_spec", lambda name: object())
+    tries: list[int] = []
+
+    @contextmanager
+    def refused_once(url: object) -> Iterator[None]:
+        tries.append(1)
+        if len(tries) == 1:
+            raise db.DatabaseUnreachable("postgresql://h/db: cannot connect: refused")
+        yield
+
+    monkeypatch.setattr(db, "connect", refused_once)
+    check_database("postgresql://h/db")
+    assert len(tries) == 2
+    monkeypatch.setenv("EPISODES_RETRIES", "0")
+    tries.clear()
+    with pytest.raises(db.DatabaseUnreachable, match="refused"):
+        check_database("postgresql://h/db")
 
 
 @POSTGRESQL
