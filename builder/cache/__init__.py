@@ -86,6 +86,14 @@ class IngestCache:
             self._lock.close()
             self._lock = None
 
+    def forget_new(self) -> None:
+        """Remove the entries and segments this build stored: after a full disk they hold the
+        space its rerun needs (its estimate counts on it), so the failed build gives it back."""
+        for key in self.entries.written:
+            shutil.rmtree(self.entries.directory / key, ignore_errors=True)
+        for key in self.segments.stored:
+            shutil.rmtree(self.segments.directory / key, ignore_errors=True)
+
     def ingest_job(
         self, config: Any, sink: Any, rejects: Any, on_bytes: Any, engine: Any
     ) -> CachedIngest:

@@ -119,6 +119,7 @@ class EntryWriter:
         if target.exists():  # a damaged or concurrent copy: ours is complete
             shutil.rmtree(target, ignore_errors=True)
         self.tmp.rename(target)
+        self.store.written.add(key)
         return key
 
     def abort(self) -> None:
@@ -137,6 +138,7 @@ class EntryStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.versions, self.options = versions, options
         self.used: set[str] = set()
+        self.written: set[str] = set()  # entries this build stored (``IngestCache.forget_new``)
         self.hits = 0
         self.misses = 0
 

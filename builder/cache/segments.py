@@ -146,6 +146,7 @@ class SegmentCache:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.verify = verify
         self.used: set[str] = set()
+        self.stored: set[str] = set()  # segments this build stored (``IngestCache.forget_new``)
         self.reused: dict[str, StoredSegment] = {}  # segment name -> stored, this build
         self.pending: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> key, counts
         self.on_disk: set[Path] = set()  # dataset files linked from flushed segments
@@ -224,6 +225,7 @@ class SegmentCache:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         self.used.add(key)
+        self.stored.add(key)
 
     def link(self, stored: StoredSegment, dataset: Path) -> None:
         """``stored``'s files linked into ``dataset``; those on disk already are kept in

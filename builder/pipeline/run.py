@@ -21,6 +21,7 @@ from builder.cache import open_cache
 from builder.config import BuildConfig
 from builder.errors import DataRefused, EnvironmentProblem
 from builder.export.card import CardImages
+from builder.fs import space
 from builder.fs.output import build_manifest, recover_interrupted_swap, refused_rejects
 from builder.ingest.rejects import RejectsWriter
 from builder.report import card_images as card_images_module
@@ -124,6 +125,8 @@ class BuildRun:
         except Exception as exc:
             if not (work / WORK_MARK).exists():  # whatever failed, the removal explains it
                 raise WorkFolderRemoved(work, out) from exc
+            if run.cache is not None and space.is_disk_full(exc):
+                run.cache.forget_new()
             raise
         finally:
             try:  # each is undone even when one before it fails: no work files are left

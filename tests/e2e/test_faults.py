@@ -177,6 +177,13 @@ DISK_FAULTS = [
         "the device of {disk}/cache filled up during the build",
     ),
     DiskFault(
+        "a rebuild whose cache shares the disk: its completed entries go with it",
+        ("out", "cache"),
+        lambda estimate, size: estimate + (16 << 10),
+        "the device of {disk} filled up during the build: it needs more than the ",
+        previous="previous_mostly_rejected",
+    ),
+    DiskFault(
         "the rejects file's disk is full",
         ("rejects",),
         lambda estimate, size: 0,
@@ -222,9 +229,12 @@ def test_a_disk_that_fills(
         assert line.endswith("— free space there, or choose another folder, and run it again")
         assert snapshot(out) == before and _bytes(rejects) == rejects_before
         for folder, listed in around.items():
-            assert [n for n in names(folder) if n != filler.name] == listed
+            made = {filler.name, "cache"}  # the cache folder itself may stay, emptied below
+            assert [n for n in names(folder) if n not in made] == listed
         if "cache" in fault.on_disk:
             assert not [p for p in (disk / "cache").rglob(".tmp-*")]  # half-written entries
+            # nor the entries and segments it completed: their space is the rerun's
+            assert not [p for p in (disk / "cache").glob("*/*") if p.is_dir()]
         assert took < 60
 
         filler.unlink()

@@ -592,6 +592,38 @@ def test_an_eval_set_edited_in_place_rebuilds_every_segment(tmp_path: Path, spy:
     assert manifest["decontamination"]["removed_rows"]  # the copy's rows left training
 
 
+@pytest.mark.parametrize("full", [True, False], ids=["disk-full", "other-failure"])
+def test_a_build_the_disk_stops_gives_back_what_it_stored_in_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, full: bool
+) -> None:
+    """The disk fills after every segment was stored: the entries and segments this build
+    added go (their space is its rerun's); another failure keeps them for the rerun; and
+    what earlier builds stored stays either way."""
+    import errno
+
+    from builder import export
+
+    files = write_inputs(tmp_path)
+    cache = tmp_path / "cache"
+    outputs(config_for(tmp_path, files[:1], "one", cache_dir=cache))
+
+    def stored() -> set[str]:
+        return {f"{p.parent.name}/{p.name}" for p in cache.glob("*/*") if p.is_dir()}
+
+    before = stored()
+    error = OSError(errno.ENOSPC, "No space left on device") if full else RuntimeError("bug")
+
+    def fails(*args: Any, **kwargs: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(export, "export_dataset", fails)
+    with pytest.raises(type(error)):
+        build(config_for(tmp_path, files, "two", cache_dir=cache))
+    after = stored()
+    assert before <= after
+    assert (after == before) if full else (len(after) > len(before))
+
+
 def test_the_summary_says_what_the_cache_served(
     tmp_path: Path, spy: Spy, capsys: pytest.CaptureFixture[str]
 ) -> None:
