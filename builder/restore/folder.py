@@ -59,15 +59,19 @@ def build_folder(spec: str, tables: tuple[str, ...]) -> Path:
 def check_files(folder: Path, tables: tuple[str, ...]) -> None:
     """Refuse a build whose table files are not those its manifest lists, byte for byte: a
     truncated, replaced, renamed, added or missing file would otherwise be read as the
-    build's rows (or fail deep in a reader). A manifest that lists no files (an older
-    builder's) is taken as it is."""
+    build's rows (or fail deep in a reader). A manifest that lists no files is refused too:
+    every builder whose tables can be restored writes the list, so one without it was cut
+    or edited, and nothing could be checked."""
     try:
         manifest = read_manifest(folder)
     except ManifestError as exc:
         raise NoBuild(f"{folder}: {exc}; the folder is not a whole build") from exc
     listed = manifest.get("files")
     if not isinstance(listed, dict) or not listed:
-        return
+        raise DamagedBuild(
+            f"{folder}: {MANIFEST} lists no files (its files were cut or edited), so the "
+            "tables cannot be checked"
+        )
     for table in tables:
         recorded = {
             path: str(digest)

@@ -69,7 +69,9 @@ def test_a_patch_that_no_longer_fits_is_one_line(
     assert len(err) == 1 and "line_patch does not fit its rows" in err[0]
 
 
-@pytest.mark.parametrize("damage", ["truncated", "removed", "renamed", "added", "manifest"])
+@pytest.mark.parametrize(
+    "damage", ["truncated", "removed", "renamed", "added", "manifest", "no-files"]
+)
 def test_a_build_whose_files_changed_after_it_is_refused_in_one_line(
     sample_build: BuildReport, tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
 ) -> None:
@@ -84,6 +86,11 @@ def test_a_build_whose_files_changed_after_it_is_refused_in_one_line(
         turns.rename(turns.with_name("train-00001-00000-of-00001-0000000000000000.parquet"))
     elif damage == "added":
         shutil.copy(turns, damaged / "turns" / "extra.parquet")
+    elif damage == "no-files":  # the list cut from the manifest, then a file removed
+        manifest = json.loads((damaged / "manifest.json").read_text())
+        del manifest["files"]
+        (damaged / "manifest.json").write_text(json.dumps(manifest))
+        turns.unlink()
     else:
         (damaged / "manifest.json").write_text("{")
     out = tmp_path / "e.jsonl"
@@ -96,6 +103,7 @@ def test_a_build_whose_files_changed_after_it_is_refused_in_one_line(
         "renamed": f"turns/{turns.name}: manifest.json lists it, but it is not there",
         "added": "turns/extra.parquet: not a file manifest.json lists",
         "manifest": "manifest.json is unreadable",
+        "no-files": "manifest.json lists no files",
     }[damage]
     assert said in err[0]
     assert not list(tmp_path.glob("e.jsonl*"))
