@@ -275,8 +275,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         counts = validate_files(
             paths, model, rejects, config.max_line_bytes, strict, config.hash_precision, config
         )
-    finally:
-        rejects.close()
+    except BaseException:
+        rejects.close(keep=False)  # a failed check leaves no half rejects file
+        raise
+    rejects.close()
     for path, c in counts.items():
         print(f"{path}: {c.valid} valid, {c.rejected} rejected, {c.blank} blank")
     return EXIT_REJECTED if rejects.total else 0

@@ -10,6 +10,7 @@ tables kept every field, an unwritable output: exit 1), printed in one line by
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,12 @@ def write_sessions(folder: Path, url: str) -> tuple[int, int]:
     return sessions.num_rows, actions.num_rows
 
 
+# a full disk, a folder it may not write, a failing disk: exit 5 and what to do about it
+ENVIRONMENT_ERRORS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO}
+)
+
+
 def _write_file(out: Path, folder: Path) -> int:
     """Written beside ``out`` and renamed over it: a failed export leaves no half file (a
     device or a pipe is written into as it is: ``builder.fs.named_file``)."""
@@ -100,6 +107,8 @@ def _write_file(out: Path, folder: Path) -> int:
         part.replace(out)
     except OSError as exc:
         part.unlink(missing_ok=True)
+        if exc.errno in ENVIRONMENT_ERRORS:  # the disk's or the folder's: said as for any command
+            raise OSError(exc.errno, exc.strerror, str(out)) from exc
         raise UsageError(f"--out {out}: cannot write it ({exc.strerror})") from exc
     finally:
         part.unlink(missing_ok=True)

@@ -112,14 +112,18 @@ class RejectsWriter:
             self._handle = None
         if self._handle is None or self._tmp is None or self.path is None:
             return
-        self._handle.close()
-        self._handle = None
-        if keep:
-            sync_file(self._tmp)  # on disk before it is moved into place; a failure names it
-            target = replaced(to or self.path)
-            self._tmp.replace(target)
-            sync_folder(target.parent)
-            return
+        handle, self._handle = self._handle, None
+        try:
+            handle.close()  # its last bytes written: the disk may be full now
+            if keep:
+                sync_file(self._tmp)  # on disk before it is moved into place
+                target = replaced(to or self.path)
+                self._tmp.replace(target)
+                sync_folder(target.parent)
+                return
+        except OSError as exc:
+            self._tmp.unlink(missing_ok=True)  # never half a rejects file in place
+            raise OSError(exc.errno, exc.strerror, str(to or self.path)) from exc
         self._tmp.unlink(missing_ok=True)
         for folder in self._made:
             try:

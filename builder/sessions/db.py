@@ -278,6 +278,7 @@ def check_database(url: str) -> None:
             f"{db.redacted}: PostgreSQL needs the Python module 'adbc_driver_postgresql', "
             "which is not installed"
         )
+
     def attempt() -> None:
         with connect(db):
             pass

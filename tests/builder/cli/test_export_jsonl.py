@@ -3,13 +3,17 @@ that holds no build, or one from before the tables kept every field, is one line
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from builder.cli.episodes import main
+from builder.errors import UNAVAILABLE
 from builder.fs.storage import file_sha256
 from builder.pipeline import BuildReport
 
@@ -127,3 +131,34 @@ def test_out_into_a_pipe_is_written_through_and_left_a_pipe(
     lines = got[0].decode().splitlines()
     assert lines and all(json.loads(line)["episode_id"] for line in lines)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["episodes.fifo"]
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (errno.ENOSPC, "no space left on the device writing {out} — free space there"),
+        (errno.EACCES, "cannot use {out}: Permission denied — choose another path"),
+    ],
+)
+def test_a_full_disk_or_a_closed_folder_is_said_as_for_any_command(
+    sample_build: BuildReport,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    error: int,
+    said: str,
+) -> None:
+    """The disk fills while the lines are written: exit 5 and what to do, not a usage error
+    pointing at the command line; nothing is left behind."""
+    from builder.restore import episodes
+
+    def half_written(lines: object, out: Any) -> int:
+        out.write("{}\n")
+        raise OSError(error, os.strerror(error))
+
+    monkeypatch.setattr(episodes, "write_lines", half_written)
+    out = tmp_path / "e.jsonl"
+    assert main(["export-jsonl", str(sample_build.out), "--out", str(out)]) == UNAVAILABLE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and said.format(out=out) in err[0], err
+    assert list(tmp_path.iterdir()) == []

@@ -67,3 +67,25 @@ def test_a_full_disk_no_command_says_more_of_is_one_line(
         "episodes schema: no space left on the device writing /mnt/small/schema.json — free "
         "space there and run it again\n"
     )
+
+
+def test_validate_on_a_full_disk_leaves_no_half_rejects_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rejects file is written beside its place and moved there whole: a disk that fills
+    while its last bytes go out leaves nothing, and the line names the file."""
+    from builder.ingest import rejects as rejects_module
+
+    def full(path: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(rejects_module, "sync_file", full)
+    bad = Path(__file__).resolve().parents[3] / "data" / "bad" / "bad_lines.jsonl"
+    out = tmp_path / "rejects.jsonl"
+    assert cli.main(["validate", str(bad), "--rejects", str(out)]) == UNAVAILABLE
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == (
+        f"episodes validate: no space left on the device writing {out} — free space there and "
+        "run it again"
+    )
+    assert list(tmp_path.iterdir()) == []
