@@ -178,6 +178,21 @@ def test_a_previous_build_under_other_settings_pins_nothing(grown: dict, tmp_pat
     assert previous["followed"] is False and previous["differs"] == ["ratios", "salt"]
 
 
+def test_the_folder_s_own_build_is_named_without_its_path(grown: dict, tmp_path: Path) -> None:
+    """Not followed (other settings), the folder's own build is recorded, by what it is: no
+    local folder name is published in the manifest."""
+    out = tmp_path / "dataset"
+    shutil.copytree(grown["out"], out)
+    config = replace(_grown_config(grown, out, "first.jsonl"), split_salt="another salt")
+    previous = build(config).manifest["splits"]["previous"]
+    assert previous == {
+        "source": "the output folder's last build",
+        "followed": False,
+        "differs": ["salt"],
+    }
+    assert str(tmp_path) not in (out / "manifest.json").read_text()
+
+
 def test_decontamination_removes_matched_rows_from_every_training_config(
     grown: dict, tmp_path: Path
 ) -> None:

@@ -22,6 +22,8 @@ from builder.fs.releases import HUB_RELEASE, ReleaseUnreadable, download_release
 from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
 from schemas.vocabulary import BRIDGES_SPLITS, GROUP_BY_QUESTION
 
+OWN_FOLDER = "the output folder's last build"
+
 
 class PreviousUnreadable(UsageError, ValueError):
     """``--previous`` names nothing this builder can read."""
@@ -138,8 +140,8 @@ def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
         folder, source = hub_folder(spec), spec
     elif spec:
         folder, source = Path(spec), spec
-    else:
-        folder, source = out, str(out)
+    else:  # named as such, not by its path: the manifest publishes no local folder name
+        folder, source = out, OWN_FOLDER
     try:
         manifest = read_manifest(folder)
     except ManifestError:  # no build there yet (or not one this builder wrote)
