@@ -31,8 +31,7 @@ from json.encoder import encode_basestring_ascii as _ascii
 from types import SimpleNamespace
 from typing import Any
 
-import orjson
-
+from schemas.json_text import read_json_text as _json
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS
 
 # The version of ``rebuild``: a build's patches fit only the rebuild they were computed
@@ -68,24 +67,6 @@ class Bounded:
 
     def __init__(self, summary: Any) -> None:
         self.summary = summary
-
-
-# 19+ digits in a row: maybe an integer past 64 bits, which orjson reads as a float (10**20
-# as 1e20, equal to it, so no patch would restore the integer). ``json.loads`` keeps it exact;
-# values of fewer digits read the same either way, so builds made before this rule still
-# rebuild as they did, their integers now exact (REBUILD_RULE stays).
-_LONG_DIGITS = re.compile(r"\d{19}")
-
-
-def _json(text: str | None) -> Any:
-    if text is None:
-        return None
-    if _LONG_DIGITS.search(text):
-        return json.loads(text)
-    try:  # the same value as ``json.loads`` for what orjson reads, and several times faster
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:  # NaN, a lone surrogate
-        return json.loads(text)
 
 
 def _iso(moment: datetime | None) -> str | None:

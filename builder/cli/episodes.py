@@ -269,16 +269,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     model = Question if args.questions else Episode
     config = load_config(find_config(args.config, Path.cwd()))  # hashing, limits
     config = _with_check_options(config, args)
-    rejects = RejectsWriter(args.rejects, echo=sys.stderr)
     strict = config if args.strict else None
-    try:
+    with RejectsWriter(args.rejects, echo=sys.stderr) as rejects:  # no half file on a failure
         counts = validate_files(
             paths, model, rejects, config.max_line_bytes, strict, config.hash_precision, config
         )
-    except BaseException:
-        rejects.close(keep=False)  # a failed check leaves no half rejects file
-        raise
-    rejects.close()
     for path, c in counts.items():
         print(f"{path}: {c.valid} valid, {c.rejected} rejected, {c.blank} blank")
     return EXIT_REJECTED if rejects.total else 0

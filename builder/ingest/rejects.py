@@ -104,6 +104,12 @@ class RejectsWriter:
         """sha256 of the file as written so far (the whole file, once no reject follows)."""
         return self._digest.hexdigest()
 
+    def __enter__(self) -> RejectsWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self.close(keep=kind is None)  # moved into place whole, or not at all
+
     def close(self, keep: bool = True, to: Path | None = None) -> None:
         """Move the file into place (at ``to``, a path in the same folder, when given), or
         (``keep=False``) remove it and the folders made for it."""

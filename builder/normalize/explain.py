@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from builder.contract.hashing import canonical_json, question_id, value_hash
 from builder.normalize import checks
+from builder.normalize.hook_dag import hook_graph
 from builder.normalize.hooks import hook_name
 from builder.sources.inputs import SourceLine
 from builder.validate.fastpath import UNSET
@@ -289,7 +290,7 @@ def _cycle(record: Episode, raw: bytes, precision: int | None) -> list[FieldErro
     out = []
     for path, trace in traces(record):
         hooks = [h for _, h in _listings(trace, path)]
-        graph, _ = checks.hook_graph((hook_name(h), h.depends_on) for h in hooks)
+        graph, _ = hook_graph((hook_name(h), h.depends_on) for h in hooks)
         left = set(range(len(graph)))
         while free := {i for i in left if not set(graph[i]) & left}:
             left -= free

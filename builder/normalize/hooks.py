@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from builder.contract.stored_values import bound_stored_value
-from builder.normalize import checks
+from builder.normalize.hook_dag import check_hook_dag
 from builder.normalize.rows import HookRow, Rows
 from builder.normalize.values import Dump, json_text
 from schemas import vocabulary
@@ -38,7 +38,7 @@ def hook_rows(
             failed.append(vocabulary.HOOK_LISTING_MISMATCH)
     elif trace.hooks:
         listed = [(None, hook, "trace") for hook in trace.hooks]
-    failed += checks.check_hook_dag((hook_name(h), h.depends_on) for _, h, _ in listed)
+    failed += check_hook_dag((hook_name(h), h.depends_on) for _, h, _ in listed)
     rows = out["hooks"]
     n_bounded = 0
     for i, (turn_index, hook, listed_in) in enumerate(listed):

@@ -15,7 +15,7 @@ import pytest
 from builder import errors as exit_codes
 from builder.cli import episodes as cli
 from builder.contract.hashing import question_id, value_hash
-from builder.normalize import Normalizer, checks
+from builder.normalize import Normalizer, checks, hook_dag
 from schemas import vocabulary
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 
@@ -431,13 +431,13 @@ def test_hook_dag_checks_in_turn_form(make: SimpleNamespace) -> None:
     ],
 )
 def test_check_hook_dag_direct(edges: list[tuple[str, list[str]]], expected: list[str]) -> None:
-    assert checks.check_hook_dag(edges) == expected
+    assert hook_dag.check_hook_dag(edges) == expected
 
 
 def test_check_hook_dag_long_chain_without_recursion() -> None:
     chain = [(f"h{i}", [f"h{i - 1}"] if i else []) for i in range(20_000)]
-    assert checks.check_hook_dag(chain) == []
-    assert checks.check_hook_dag([*chain[1:], ("h0", ["h19999"])]) == [vocabulary.HOOK_CYCLE]
+    assert hook_dag.check_hook_dag(chain) == []
+    assert hook_dag.check_hook_dag([*chain[1:], ("h0", ["h19999"])]) == [vocabulary.HOOK_CYCLE]
 
 
 # ---------------------------------------------------------------- corrections

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from builder.normalize import checks
+from builder.normalize import hook_dag
 
 
 def _reference_graph(edges: list[tuple[str, list[str]]]) -> tuple[list[list[int]], bool]:
@@ -52,18 +52,18 @@ def test_hook_graph_and_cycles_agree_with_the_reference() -> None:
         edges = [
             (name, [rng.choice("abcdefg") for _ in range(rng.randint(0, 3))]) for name in names
         ]
-        graph, unknown = checks.hook_graph(edges)
+        graph, unknown = hook_dag.hook_graph(edges)
         assert (graph, unknown) == _reference_graph(edges), edges
         cycle = _reference_cycle(graph)
         cycles += cycle
-        assert checks._has_cycle(graph) is cycle, edges
+        assert hook_dag._has_cycle(graph) is cycle, edges
     assert 300 < cycles < 2700  # both outcomes are exercised
 
 
 def _reference_dag_checks(edges: list[tuple[str, list[str]]]) -> list[str]:
     graph, unknown = _reference_graph(edges)
-    failed = [checks.HOOK_UNKNOWN_DEPENDENCY] if unknown else []
-    return [*failed, checks.HOOK_CYCLE] if _reference_cycle(graph) else failed
+    failed = [hook_dag.HOOK_UNKNOWN_DEPENDENCY] if unknown else []
+    return [*failed, hook_dag.HOOK_CYCLE] if _reference_cycle(graph) else failed
 
 
 def test_check_hook_dag_agrees_with_the_reference() -> None:
@@ -77,7 +77,7 @@ def test_check_hook_dag_agrees_with_the_reference() -> None:
         for i, name in enumerate(names):
             pool = names[:i] if rng.random() < 0.7 and i else list("abcdefg")
             edges.append((name, [rng.choice(pool) for _ in range(rng.randint(0, 3))]))
-        got = checks.check_hook_dag(iter(edges))
+        got = hook_dag.check_hook_dag(iter(edges))
         assert got == _reference_dag_checks(edges), edges
         passed += not got
     assert 1000 < passed < 4900
