@@ -170,7 +170,8 @@ def _build(config: BuildConfig, progress: bool) -> BuildReport:
         sessions = derive_sessions(config, validated, outputs) if validated else None
         if sessions is not None:
             outputs.append(export_sessions(run.staged, sessions, config, plan))
-        carried = export_carried(run.staged, plan, config)
+        known = {v for output in outputs for v in output.secret_values}
+        carried = export_carried(run.staged, plan, config, known)
         if carried is not None:
             outputs.append(carried)
         results = StageResults(

@@ -174,8 +174,13 @@ class Leakage:
 def leakage(build: BuildFolder) -> Leakage:
     frames, checked = [], []
     for name in build.configs():
-        if "question_id" in build.columns(name):
-            frames.append(build.read(name, ["question_id"], split=True).unique())
+        columns = build.columns(name)
+        if "question_id" in columns:
+            if "in_build" in columns:  # ``splits``: the questions earlier builds carried aside
+                rows = build.read(name, ["question_id", "in_build"], split=True)
+                frames.append(rows.filter("in_build").drop("in_build").unique())
+            else:
+                frames.append(build.read(name, ["question_id"], split=True).unique())
             checked.append(name)
     if not frames:
         return Leakage([], 0, 0, 0, [])

@@ -377,3 +377,40 @@ def test_a_question_left_out_of_a_version_keeps_its_split_when_it_returns(
         .sort("question_id")
         .equals(grown["after"].select(columns).sort("question_id"))
     )
+
+
+def test_carried_texts_are_redacted_again_and_an_unredacted_build_s_are_not_carried(
+    tmp_path: Path,
+) -> None:
+    """v2 learns a secret value (an assignment in one of its questions) that a question only
+    v1 held shows: the carried row publishes it redacted. A v1 built without redaction
+    carries no text into a redacted v2 (its questions keep their splits by id)."""
+    secret, key = "Xq7fK2pQ9vLm3Rt8Wz4bN", "AKIAIOSFODNN7EXAMPLQ"
+    base = [t for t, _, _ in questions(30, seed=3)]
+    shown = f"why does the request signed with {secret} fail on the churn table"
+    leaked = f"my boto client uses {key} and cannot read the churn_eu bucket why"
+    v1 = write_episodes(tmp_path / "v1.jsonl", [*base, shown, leaked], seed=1)
+    v2 = write_episodes(tmp_path / "v2.jsonl", [*base, f'set api_key = "{secret}" then'], seed=1)
+
+    def built(name: str, source: Path, previous: Path | None, redaction: bool) -> Path:
+        out = tmp_path / name / "dataset"
+        config = BuildConfig(episodes=(str(source),), out=out, rejects=out.parent / "rejects.jsonl")
+        config = replace(config, redaction_enabled=redaction, max_reject_ratio=1.0)
+        if previous is not None:
+            config = replace(config, split_previous=str(previous))
+        build(config)
+        return out
+
+    def carried(out: Path) -> dict[str, str | None]:
+        rows = read(out, "splits").filter(~pl.col("in_build"))
+        return dict(rows.select("question_id", "normalized_text").iter_rows())
+
+    on1 = built("on1", v1, None, True)
+    texts = carried(built("on2", v2, on1, True))
+    assert len(texts) == 2 and not any(secret.casefold() in (t or "") for t in texts.values())
+    assert any("<redacted:secret_assignment>" in (t or "") for t in texts.values())
+    off1 = built("off1", v1, None, False)
+    on2 = built("off-on2", v2, off1, True)
+    assert list(carried(on2).values()) == [None, None]
+    for file in on2.rglob("*.parquet"):
+        assert key.encode() not in file.read_bytes().upper(), file

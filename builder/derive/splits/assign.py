@@ -90,8 +90,10 @@ def assign(questions: pl.DataFrame, pinned: pl.DataFrame, policy: SplitPolicy) -
     """``questions`` (``QUESTION_COLUMNS``): this build's; ``pinned`` (``PINNED_COLUMNS``):
     earlier assignments, questions no longer present included (they still hold their
     group to its split)."""
-    gone = pinned.join(questions, on="question_id", how="anti").select(
-        "question_id", "text", weight=pl.lit(0, pl.Int64)
+    gone = (
+        pinned.join(questions, on="question_id", how="anti")
+        .filter(pl.col("text").is_not_null())  # carried without its text: no group to hold
+        .select("question_id", "text", weight=pl.lit(0, pl.Int64))
     )
     everyone = pl.concat([questions, gone], how="diagonal_relaxed")
     texts = _distinct_texts(everyone, policy.group_by)

@@ -238,6 +238,10 @@ def plan_held_out(
         .select(list(CARRIED_COLUMNS))
         .sort("question_id")
     )
+    if config.redaction_enabled and not previous.redacted:
+        # an unredacted build's texts are not published again: its questions keep their
+        # splits by id; their near-copies no longer find them
+        carried = carried.with_columns(normalized_text=pl.lit(None, pl.String))
     return HeldOutPlan(
         assigned.frame.select("question_id", "split"),
         excluded_questions.sort("question_id"),

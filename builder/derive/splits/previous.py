@@ -33,6 +33,7 @@ class PreviousUnreadable(UsageError, ValueError):
 class Previous:
     pinned: pl.DataFrame  # PINNED_COLUMNS
     info: dict[str, Any]  # for the manifest: where from, followed or not and why
+    redacted: bool = True  # its texts went through redaction (its manifest says so)
 
 
 def settings_of(policy: SplitPolicy) -> dict[str, Any]:
@@ -153,7 +154,9 @@ def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
         return Previous(_empty(), info)
     whose = f"--previous {spec}" if spec else f"the last build in {out}"
     pinned = _read_splits((folder / "splits").glob("*.parquet"), whose)
-    return Previous(pinned, {"source": source, "followed": True, "questions": pinned.height})
+    info = {"source": source, "followed": True, "questions": pinned.height}
+    redacted = (manifest.get("redaction") or {}).get("enabled", True) is not False
+    return Previous(pinned, info, redacted)
 
 
 def with_reused(previous: Previous, reused: Iterable[tuple[Path, list[str]]]) -> Previous:
@@ -165,4 +168,5 @@ def with_reused(previous: Previous, reused: Iterable[tuple[Path, list[str]]]) ->
     pinned = pl.concat([_read_splits(files, "a segment the cache reuses"), previous.pinned]).unique(
         "question_id", keep="first", maintain_order=True
     )
-    return Previous(pinned, {**previous.info, "reused_segments_questions": len(files)})
+    info = {**previous.info, "reused_segments_questions": len(files)}
+    return Previous(pinned, info, previous.redacted)
