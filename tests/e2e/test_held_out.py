@@ -414,3 +414,32 @@ def test_carried_texts_are_redacted_again_and_an_unredacted_build_s_are_not_carr
     assert list(carried(on2).values()) == [None, None]
     for file in on2.rglob("*.parquet"):
         assert key.encode() not in file.read_bytes().upper(), file
+
+
+def test_a_named_previous_build_and_the_folder_s_own_both_keep_their_questions(
+    tmp_path: Path,
+) -> None:
+    """``--previous`` names v1 while the output folder holds v2 (v1's questions and more):
+    v1's assignment stands, and v2's own questions keep the splits v2 gave them, rather
+    than being assigned again (and a model trained on v2 tested on its own questions)."""
+    texts = [t for t, _, _ in questions(240, seed=41)]
+    first = write_episodes(tmp_path / "v1.jsonl", texts[:100], seed=1)
+    second = write_episodes(tmp_path / "v2.jsonl", texts[:200], seed=1)
+    third = write_episodes(tmp_path / "v3.jsonl", texts, seed=1)
+
+    def config(out: Path, *files: Path, previous: Path | None = None) -> BuildConfig:
+        made = BuildConfig(
+            episodes=tuple(str(f) for f in files), out=out, rejects=out.parent / "r.jsonl"
+        )
+        made = replace(made, split_train=0.34, split_validation=0.33, split_test=0.33)
+        return replace(made, split_previous=str(previous)) if previous else made
+
+    v1, ds = tmp_path / "v1" / "dataset", tmp_path / "ds" / "dataset"
+    build(config(v1, first))
+    shutil.copytree(v1, ds)
+    build(config(ds, second))
+    v2 = read(ds, "splits").select("question_id", "split")
+    build(config(ds, third, previous=v1))
+    now = read(ds, "splits").select("question_id", now="split")
+    moved = v2.join(now, on="question_id").filter(pl.col("split") != pl.col("now"))
+    assert v2.height == 200 and moved.is_empty(), moved

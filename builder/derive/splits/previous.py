@@ -135,14 +135,35 @@ def check_previous(spec: str) -> None:
 
 
 def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
-    """The earlier assignment to keep: ``spec`` (``--previous``) or ``out``'s last build."""
+    """The earlier assignment to keep: ``spec`` (``--previous``) or ``out``'s last build.
+    With both, the named build's stands, and ``out``'s own keeps the questions the named one
+    does not know: a question any earlier build assigned keeps its split (not recorded in
+    the manifest, which a rebuild into the same folder must write again byte for byte)."""
     check_previous(spec)
-    if spec and HUB_RELEASE.match(spec) and not Path(spec).exists():
-        folder, source = hub_folder(spec), spec
-    elif spec:
-        folder, source = Path(spec), spec
-    else:  # named as such, not by its path: the manifest publishes no local folder name
-        folder, source = out, OWN_FOLDER
+    if not spec:  # named as such, not by its path: the manifest publishes no local folder name
+        return _read_build(out, OWN_FOLDER, f"the last build in {out}", policy)
+    if HUB_RELEASE.match(spec) and not Path(spec).exists():
+        named = _read_build(hub_folder(spec), spec, f"--previous {spec}", policy)
+    else:
+        named = _read_build(Path(spec), spec, f"--previous {spec}", policy)
+    if not named.info.get("followed") or _same_folder(Path(spec), out):
+        return named
+    own = _read_build(out, OWN_FOLDER, f"the last build in {out}", policy)
+    if not own.pinned.height:
+        return named
+    unknown = own.pinned.join(named.pinned, on="question_id", how="anti")
+    pinned = pl.concat([named.pinned, unknown])
+    return Previous(pinned, named.info, named.redacted and own.redacted)
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _read_build(folder: Path, source: str, whose: str, policy: SplitPolicy) -> Previous:
     try:
         manifest = read_manifest(folder)
     except ManifestError:  # no build there yet (or not one this builder wrote)
@@ -152,7 +173,6 @@ def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
         differ = sorted(k for k in wanted if wanted[k] != recorded.get(k))
         info = {"source": source, "followed": False, "differs": differ}
         return Previous(_empty(), info)
-    whose = f"--previous {spec}" if spec else f"the last build in {out}"
     pinned = _read_splits((folder / "splits").glob("*.parquet"), whose)
     info = {"source": source, "followed": True, "questions": pinned.height}
     redacted = (manifest.get("redaction") or {}).get("enabled", True) is not False
