@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from builder.contract.hashing import canonical_json, question_id, value_hash
 from builder.normalize import checks
 from builder.normalize.hook_dag import hook_graph
-from builder.normalize.hooks import hook_name
+from builder.normalize.hooks import hook_name, occurrence_keys
 from builder.sources.inputs import SourceLine
 from builder.validate.fastpath import UNSET
 from builder.validate.json_lines import duplicate_keys
@@ -275,13 +275,7 @@ def _listing_mismatch(record: Episode, raw: bytes, precision: int | None) -> lis
 
 
 def _keyed(listed: list[tuple[str, Hook]]) -> dict[tuple[str, int], tuple[str, Hook]]:
-    seen: Counter[str] = Counter()
-    out = {}
-    for where, hook in listed:
-        name = hook_name(hook)
-        out[(name, seen[name])] = (where, hook)
-        seen[name] += 1
-    return out
+    return dict(zip(occurrence_keys([h for _, h in listed]), listed, strict=True))
 
 
 def _cycle(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:

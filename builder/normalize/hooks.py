@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from builder.contract.stored_values import bound_stored_value
@@ -67,17 +68,23 @@ def hook_rows(
     return len(listed), failed, n_bounded
 
 
+def occurrence_keys(hooks: Sequence[Hook]) -> list[tuple[str, int]]:
+    """Each hook's (name, occurrence of that name): how two listings of one trace's hooks
+    are paired (``merge_listings``, and the explanation of a mismatch)."""
+    seen: Counter[str] = Counter()
+    keys = []
+    for hook in hooks:
+        name = hook_name(hook)
+        keys.append((name, seen[name]))
+        seen[name] += 1
+    return keys
+
+
 def merge_listings(
     turn_hooks: list[tuple[int | None, Hook, str]], trace_hooks: list[Hook]
 ) -> tuple[list[tuple[int | None, Hook, str]], bool]:
     def keyed(hooks: list[Hook]) -> dict[tuple[str, int], Hook]:
-        seen: Counter[str] = Counter()
-        out = {}
-        for hook in hooks:
-            name = hook_name(hook)
-            out[(name, seen[name])] = hook
-            seen[name] += 1
-        return out
+        return dict(zip(occurrence_keys(hooks), hooks, strict=True))
 
     at_trace = keyed(trace_hooks)
     at_turns = keyed([h for _, h, _ in turn_hooks])
