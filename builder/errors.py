@@ -35,6 +35,10 @@ class UsageError(UserError):
     hint = "check the command line and dataset.toml"
 
 
+class ConfigError(UsageError, ValueError):
+    """A config file or flag combination that cannot be used."""
+
+
 class DataRefused(UserError):
     """The data refused the build or the release (rejects over the threshold, a gate)."""
 
