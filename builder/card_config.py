@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,8 @@ def card_config(path: Path, table: dict[str, Any]) -> CardConfig:
             raise ConfigError(f"{path}: [card] size_category must be one of {known}, not {value!r}")
         values[key] = value
     return CardConfig(**values)
+
+
+def card_settings(card: CardConfig) -> dict[str, Any]:
+    """The card's settings as the manifest records them (``build --from`` reads them back)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(card).items()}

@@ -188,6 +188,27 @@ def load_config(path: Path | None) -> BuildConfig:
     return config
 
 
+def given_keys(path: Path | None) -> frozenset[str]:
+    """The settings the config file ``path`` (already read by ``load_config``) gives, as
+    ``BuildConfig`` field names; a ``[card]`` key as ``card.<key>``."""
+    if path is None:
+        return frozenset()
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    return frozenset(
+        f"card.{key}" if section == "card" else _PREFIXED.get(section, "") + key
+        for section, table in raw.items()
+        for key in table
+    )
+
+
+def coerce_setting(path: Path, name: str, value: Any, label: str) -> Any:
+    """A setting read from another file than a config (an earlier build's manifest, at
+    ``path``), checked as a config key is."""
+    value = _coerce(path, path.parent, name, value, label)
+    _check_range(path, label, name, value)
+    return value
+
+
 MAX_WORKERS = 1024  # ingest processes: a pool of more is a typo (and past what it can start)
 
 # The least value of a numeric setting (and the most, where there is one).

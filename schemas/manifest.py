@@ -37,7 +37,8 @@ class Manifest(TypedDict, total=False):
     held_out_rows: dict[str, dict[str, int]]  # config -> reason -> rows kept out of training
     decontamination: dict[str, Any] | None  # evals, their matches, rows removed per config
     hashing: dict[str, Any]  # scheme, precision
-    options: dict[str, Any]
+    options: dict[str, Any]  # the settings that shape the rows (``build --from`` reads them)
+    card: dict[str, Any]  # the ``[card]`` settings
     layouts: dict[str, int]
     redaction: dict[str, Any]
     sessions: dict[str, Any]

@@ -10,6 +10,7 @@ build's rejects are its own. The folder is removed when the build ends.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import shutil
 from collections.abc import Iterator
@@ -17,11 +18,12 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from builder.config import BuildConfig
+from builder.config import BuildConfig, find_config, given_keys
 from builder.errors import UsageError
 from builder.fs.leftovers import restored_inputs
 from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder
 from builder.restore.inputs import restore_inputs
+from builder.restore.settings import check_decontaminated, recorded_settings, with_recorded
 from schemas.manifest import MANIFEST, read_manifest
 
 
@@ -34,10 +36,32 @@ def check_no_inputs(spec: str, named: list[str]) -> None:
         )
 
 
+def given_settings(args: argparse.Namespace) -> frozenset[str]:
+    """The settings given here, by a flag or by ``dataset.toml``: ``--from`` takes the
+    others from the build it rebuilds."""
+    flags = {
+        "strict": args.strict,
+        "max_reject_ratio": args.max_reject_ratio,
+        "split_group_by": args.split_by,
+        "answer_tolerance": args.answer_tolerance,
+        "hash_precision": args.hash_precision,
+    }
+    given = {name for name, value in flags.items() if value is not None}
+    return frozenset(given) | given_keys(find_config(args.config, Path.cwd()))
+
+
 @contextmanager
-def restored_build(config: BuildConfig, spec: str) -> Iterator[BuildConfig]:
-    """``config`` reading what ``spec``'s tables give back, while the context lasts."""
+def restored_build(
+    config: BuildConfig, spec: str, given: frozenset[str] = frozenset()
+) -> Iterator[BuildConfig]:
+    """``config`` reading what ``spec``'s tables give back, while the context lasts, with
+    the settings ``spec`` recorded but those ``given`` here (``builder.restore.settings``)."""
     folder = build_folder(spec, EPISODE_TABLES + SESSION_TABLES)
+    manifest = read_manifest(folder)
+    config, given_here = with_recorded(
+        config, recorded_settings(manifest, folder / MANIFEST), given
+    )
+    check_decontaminated(manifest, config, given)
     out = config.out.resolve()
     work = restored_inputs(out)
     shutil.rmtree(work, ignore_errors=True)
@@ -67,13 +91,13 @@ def restored_build(config: BuildConfig, spec: str) -> Iterator[BuildConfig]:
             # and those it carried), unless another build's are asked for
             split_previous=config.split_previous or spec,
             input_names=tuple(names.items()),
-            built_from=tuple(_provenance(spec, folder).items()),
+            built_from=tuple(_provenance(spec, folder, given_here).items()),
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _provenance(spec: str, folder: Path) -> dict[str, str]:
+def _provenance(spec: str, folder: Path, given_here: list[str]) -> dict[str, str]:
     manifest = read_manifest(folder)
     release = (manifest.get("release") or {}).get("version")
     record = {
@@ -82,4 +106,6 @@ def _provenance(spec: str, folder: Path) -> dict[str, str]:
         "schema_version": str(manifest.get("schema_version", "")),
         "manifest_sha256": hashlib.sha256((folder / MANIFEST).read_bytes()).hexdigest(),
     }
+    if given_here:  # settings this build was given that differ from the source's
+        record["settings_given_here"] = ", ".join(given_here)
     return record | ({"release": str(release)} if release else {})

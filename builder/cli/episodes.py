@@ -203,12 +203,13 @@ def cmd_build(args: argparse.Namespace) -> int:
     faults.set_timeout(args.timeout)  # a bad setting is said before any work
     if not args.from_build:
         return _build(args, load_build_config(args))
-    from builder.cli.build_from import check_no_inputs, restored_build
+    from builder.cli.build_from import check_no_inputs, given_settings, restored_build
 
     check_no_inputs(args.from_build, _named_inputs(args))
     if not Path(args.from_build).is_absolute() and not _is_release(args):
         args.from_build = os.path.abspath(args.from_build)  # the build may run elsewhere
-    with restored_build(load_build_config(args), args.from_build) as restored:
+    given = given_settings(args)  # before the config is read (it may move into its folder)
+    with restored_build(load_build_config(args), args.from_build, given) as restored:
         return _build(args, restored)
 
 

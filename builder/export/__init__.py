@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from builder.card_config import card_settings
 from builder.config import BuildConfig
 from builder.derive.splits.plan import HeldOutPlan
 from builder.export.card import CardImages, ExportedConfig, card_markdown, card_yaml
@@ -171,7 +172,10 @@ def export_dataset(
             "hash_precision": config.hash_precision,
             "answer_tolerance": config.answer_tolerance,
             "max_output_chars": config.max_output_chars,
+            "null_correct_trains": config.null_correct_trains,
+            "parquet_max_rows_per_file": config.parquet_max_rows_per_file,
         },
+        "card": card_settings(config.card),
     }
     manifest["round_trip"] = round_trip_section(out, manifest["files"], manifest["redaction"])
     if config.built_from:  # ``build --from``: the build or release its inputs came from

@@ -144,3 +144,79 @@ def test_build_from_a_build_with_history_keeps_its_splits(tmp_path: Path) -> Non
     argv = ["build", "--from", str(out), "--out", str(again), "--no-progress"]
     assert main([*argv, "--rejects", str(tmp_path / "again-rejects.jsonl")]) == 0
     assert parquet_digests(again) == parquet_digests(out)
+
+
+def test_build_from_takes_the_settings_the_build_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rebuilt where its ``dataset.toml`` is not, a build keeps its own salt, hash scheme,
+    answer tolerance and card: the same files, not the defaults' reshuffled splits."""
+    config = load_config(ROOT / "dataset.toml")
+    source = build(
+        replace(
+            config,
+            out=tmp_path / "a" / "ds",
+            rejects=tmp_path / "a" / "r.jsonl",
+            hash_precision=2,
+            answer_tolerance=0.1,
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    argv = ["build", "--from", str(source.out), "--out", "b/ds", "--rejects", "b/r.jsonl"]
+    assert main([*argv, "--no-progress"]) == 0
+    again = tmp_path / "b" / "ds"
+    assert parquet_digests(again) == parquet_digests(source.out)
+    made = json.loads((again / "manifest.json").read_text())
+    for section in ("options", "card", "hashing"):
+        assert made[section] == source.manifest[section]
+    assert made["splits"]["salt"] == config.split_salt != load_config(None).split_salt
+    assert "settings_given_here" not in made["built_from"]
+
+
+def test_build_from_names_the_settings_given_here_that_differ(
+    original: BuildReport, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A setting given here (a flag, a ``dataset.toml`` key) stands, and the manifest says
+    which of them differ from the rebuilt build's."""
+    (tmp_path / "dataset.toml").write_text(
+        '[derive]\ndpo_max_pairs_per_episode = 1\n[card]\nlicense = "mit"\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    argv = ["build", "--from", str(original.out), "--out", "b/ds", "--rejects", "b/r.jsonl"]
+    assert main([*argv, "--hash-precision", "exact", "--no-progress"]) == 0
+    made = json.loads((tmp_path / "b" / "ds" / "manifest.json").read_text())
+    assert made["built_from"]["settings_given_here"] == "card.license, dpo_max_pairs_per_episode"
+    assert made["options"]["dpo_max_pairs_per_episode"] == 1
+    assert made["card"]["license"] == "mit"
+    assert made["card"]["pretty_name"] == original.manifest["card"]["pretty_name"]
+    assert made["splits"]["salt"] == original.manifest["splits"]["salt"]
+    assert made["configs"]["sft"] == original.manifest["configs"]["sft"]
+
+
+def test_build_from_a_decontaminated_build_needs_its_eval_sets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without its eval sets the rows they matched would train again: refused in one line;
+    given again, the rebuild is the build."""
+    bank = ROOT / "data" / "questions" / "synthetic" / "questions.jsonl"
+    item = json.loads(bank.read_text(encoding="utf-8").splitlines()[0])["question_text"]
+    evals = tmp_path / "dev.jsonl"
+    evals.write_text(json.dumps({"question": item}) + "\n", encoding="utf-8")
+    config = load_config(ROOT / "dataset.toml")
+    source = build(
+        replace(
+            config,
+            out=tmp_path / "a" / "ds",
+            rejects=tmp_path / "a" / "r.jsonl",
+            decontamination_evals=(str(evals),),
+        )
+    )
+    assert source.manifest["decontamination"]["evals"][0]["matched_items"] == 1
+    argv = ["build", "--from", str(source.out), "--config", str(ROOT / "dataset.toml")]
+    argv += ["--out", str(tmp_path / "b" / "ds"), "--rejects", str(tmp_path / "b.jsonl")]
+    assert main([*argv, "--no-progress"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "decontaminated against dev" in err[0], err
+    assert not (tmp_path / "b").exists()
+    assert main([*argv, "--decontaminate", str(evals), "--no-progress"]) == 0
+    assert parquet_digests(tmp_path / "b" / "ds") == parquet_digests(source.out)
