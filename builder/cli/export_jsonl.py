@@ -44,7 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from builder.cli.faults import clear_leftovers
     from builder.config import find_config, load_config
-    from builder.restore.episodes import episode_lines, write_lines
+    from builder.restore.episodes import episode_records, write_lines
     from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder, is_release
 
     spec = args.build_dir
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         n_sessions, n_actions = write_sessions(folder, args.sessions_db)
         print(f"{n_sessions} sessions, {n_actions} actions → {args.sessions_db}", file=sys.stderr)
     if args.out is None:
-        n = write_lines(episode_lines(folder), sys.stdout)
+        n = write_lines(episode_records(folder), sys.stdout)
     else:
         n = _write_file(args.out, folder)
     print(f"{n} episodes → {args.out or 'standard output'}", file=sys.stderr)
@@ -94,16 +94,16 @@ def _write_file(out: Path, folder: Path) -> int:
     device or a pipe is written into as it is: ``builder.fs.named_file``)."""
     from builder.errors import UsageError
     from builder.fs.named_file import replaced, streamed
-    from builder.restore.episodes import episode_lines, write_lines
+    from builder.restore.episodes import episode_records, write_lines
 
     if streamed(out):
         with out.open("w", encoding="utf-8") as f:
-            return write_lines(episode_lines(folder), f)
+            return write_lines(episode_records(folder), f)
     out = replaced(out)
     part = out.with_name(out.name + ".part")
     try:
         with part.open("w", encoding="utf-8") as f:
-            n = write_lines(episode_lines(folder), f)
+            n = write_lines(episode_records(folder), f)
         part.replace(out)
     except OSError as exc:
         part.unlink(missing_ok=True)

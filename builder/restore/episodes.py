@@ -24,6 +24,7 @@ from builder.errors import UsageError
 from builder.restore.folder import read_table
 from schemas.lines import REBUILD_RULE, EpisodeRows, apply_patch, rebuild
 from schemas.manifest import read_manifest
+from schemas.vocabulary import DUPLICATE_JSON_KEY
 
 CHILD_TABLES = ("traces", "turns", "hooks", "corrections", "messages")
 
@@ -47,6 +48,9 @@ class EpisodeRecord:
     source_file: str  # the input it was read from, and its line there
     source_line: int
     segment: str  # the segment of the build it was read in ("00001")
+    # the line had a key twice (a failed check), which its rows do not keep: the parsed
+    # line holds each key once
+    repeated: bool = False
 
 
 def episode_lines(folder: Path) -> Iterator[dict[str, Any]]:
@@ -103,7 +107,8 @@ def episode_records(folder: Path) -> Iterator[EpisodeRecord]:
             named=True
         ):
             line = _line(folder, ep, texts.get(ep["question_id"]), children)
-            yield EpisodeRecord(line, ep["source_file"], ep["source_line"], segment)
+            repeated = DUPLICATE_JSON_KEY in (ep["checks"] or [])
+            yield EpisodeRecord(line, ep["source_file"], ep["source_line"], segment, repeated)
 
 
 def _line(
@@ -130,11 +135,24 @@ def _line(
         ) from exc
 
 
-def write_lines(lines: Iterator[dict[str, Any]], out: TextIO) -> int:
+def line_text(record: EpisodeRecord) -> str:
+    """``record``'s line as JSON text. A line that had a key twice gets one again: its first
+    key written twice, with its value, so a build of the text finds a repeat as the earlier
+    one did (the episode does not train) and reads the same value."""
+    line = record.line
+    text = json.dumps(line, ensure_ascii=False)
+    if not record.repeated or not line:
+        return text
+    key = next(iter(line))
+    pair = json.dumps({key: line[key]}, ensure_ascii=False)[1:-1]
+    return f"{{{pair}, {text[1:]}"
+
+
+def write_lines(records: Iterator[EpisodeRecord], out: TextIO) -> int:
     """JSON Lines as Python's ``json`` writes them (``NaN`` and ``Infinity`` as the bare
-    tokens the capture side writes); returns the count."""
+    tokens the capture side writes; ``line_text``); returns the count."""
     n = 0
-    for line in lines:
-        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    for record in records:
+        out.write(line_text(record) + "\n")
         n += 1
     return n

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from builder.restore.episodes import episode_records
+from builder.restore.episodes import episode_records, line_text
 from builder.restore.folder import read_table
 from builder.restore.sessions import session_rows
 from schemas.episode import Question
@@ -79,7 +79,7 @@ def restore_inputs(folder: Path, work: Path) -> Restored:
     by_file: dict[str, list[tuple[int, str]]] = defaultdict(list)
     segment_of: dict[str, str] = {}
     for record in episode_records(folder):
-        text = json.dumps(record.line, ensure_ascii=False)
+        text = line_text(record)
         by_file[record.source_file].append((record.source_line, text))
         segment_of.setdefault(record.source_file, record.segment)
     runs: dict[str, list[str]] = defaultdict(list)
