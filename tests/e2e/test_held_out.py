@@ -443,3 +443,29 @@ def test_a_named_previous_build_and_the_folder_s_own_both_keep_their_questions(
     now = read(ds, "splits").select("question_id", now="split")
     moved = v2.join(now, on="question_id").filter(pl.col("split") != pl.col("now"))
     assert v2.height == 200 and moved.is_empty(), moved
+
+
+def test_a_named_previous_build_made_under_other_settings_leaves_the_folder_s_own(
+    tmp_path: Path,
+) -> None:
+    """``--previous`` names a build made with another salt: it is not followed, and the
+    output folder's own last build still keeps every question's split."""
+    texts = [t for t, _, _ in questions(240, seed=43)]
+    first = write_episodes(tmp_path / "v1.jsonl", texts[:200], seed=1)
+    second = write_episodes(tmp_path / "v2.jsonl", texts, seed=1)
+
+    def config(out: Path, source: Path, salt: str, previous: Path | None = None) -> BuildConfig:
+        made = BuildConfig(episodes=(str(source),), out=out, rejects=out.parent / "r.jsonl")
+        made = replace(made, split_train=0.34, split_validation=0.33, split_test=0.33)
+        made = replace(made, split_salt=salt)
+        return replace(made, split_previous=str(previous)) if previous else made
+
+    other, ds = tmp_path / "other" / "dataset", tmp_path / "ds" / "dataset"
+    build(config(other, first, "another salt"))
+    build(config(ds, first, "ours"))
+    v1 = read(ds, "splits").select("question_id", "split")
+    report = build(config(ds, second, "ours", previous=other))
+    assert report.manifest["splits"]["previous"]["followed"] is False
+    now = read(ds, "splits").select("question_id", now="split")
+    moved = v1.join(now, on="question_id").filter(pl.col("split") != pl.col("now"))
+    assert v1.height == 200 and moved.is_empty(), moved

@@ -136,8 +136,8 @@ def check_previous(spec: str) -> None:
 
 def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
     """The earlier assignment to keep: ``spec`` (``--previous``) or ``out``'s last build.
-    With both, the named build's stands, and ``out``'s own keeps the questions the named one
-    does not know: a question any earlier build assigned keeps its split (not recorded in
+    With both, the named build's stands (unless made under other split settings), and
+    ``out``'s own keeps the questions the named one does not know: a question any earlier build assigned keeps its split (not recorded in
     the manifest, which a rebuild into the same folder must write again byte for byte)."""
     check_previous(spec)
     if not spec:  # named as such, not by its path: the manifest publishes no local folder name
@@ -146,11 +146,13 @@ def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
         named = _read_build(hub_folder(spec), spec, f"--previous {spec}", policy)
     else:
         named = _read_build(Path(spec), spec, f"--previous {spec}", policy)
-    if not named.info.get("followed") or _same_folder(Path(spec), out):
+    if _same_folder(Path(spec), out):
         return named
     own = _read_build(out, OWN_FOLDER, f"the last build in {out}", policy)
     if not own.pinned.height:
         return named
+    if not named.info.get("followed"):  # made under other settings: the folder's own stands
+        return Previous(own.pinned, named.info, own.redacted)
     unknown = own.pinned.join(named.pinned, on="question_id", how="anti")
     pinned = pl.concat([named.pinned, unknown])
     return Previous(pinned, named.info, named.redacted and own.redacted)
