@@ -230,18 +230,20 @@ def check_triangulation(
     """The captured triangulation against the consistency traces, by answer hash or
     (``by_value``) as recomputed by value; ``verified_as_gold_matches``: the layout's capture
     code may have written ``verified`` as ``gold_matches_majority`` (``schemas.layouts``).
-    Verified by ground truth (no consistency traces), it records the gold answer as the
-    majority answer, a count of 0, and ``gold_matches_majority`` equal to ``verified``."""
+    Verified by ground truth (no consistency traces), it records the gold answer (or the
+    ground truth) as the majority answer, a count of 0 (or 1: the synthetic generator counts
+    the gold trace), and ``gold_matches_majority`` equal to ``verified``."""
     meta = episode.triangulation_metadata
     if meta is None:
         return []
     if by_ground_truth:
         gold_hash = episode.teacher_gold_trace.final_answer_hash
+        truth_hash = episode.question.ground_truth_hash
         holds = (
             meta.n_consistency_runs == 0
             and meta.n_consistency_succeeded == 0
-            and meta.majority_count == 0
-            and meta.majority_answer_hash in (None, gold_hash)
+            and meta.majority_count in (0, 1)
+            and meta.majority_answer_hash in (None, gold_hash, truth_hash)
             and meta.gold_matches_majority == episode.verified
         )
         return [] if holds else [TRIANGULATION_MISMATCH]

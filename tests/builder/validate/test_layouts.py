@@ -452,3 +452,16 @@ def test_an_answer_tolerance_verifies_as_the_capture_code_does(tmp_path: Path) -
     too_tight = build_with(tmp_path, "tight", records[:1], answer_tolerance=0.01)
     (row,) = table(too_tight, "episodes")
     assert row["checks"] == ["triangulation_mismatch", "verified_mismatch"]
+
+
+def test_the_synthetic_generator_s_own_episode_trains(tmp_path: Path) -> None:
+    """The capture project's synthetic generator counts its gold trace as the majority (1,
+    not 0) and names the ground truth's hash as the majority's: verified by ground truth,
+    as its own code wrote it (``tests/data/capture``)."""
+    source = Path(__file__).resolve().parents[2] / "data" / "capture" / "synthetic_generator.jsonl"
+    record = json.loads(source.read_text(encoding="utf-8"))
+    assert record["triangulation"]["majority_count"] == 1 and not record["consistency_traces"]
+    out = build_file(tmp_path, "synthetic", [record])
+    (episode,) = table(out, "episodes")
+    assert episode["checks"] == [] and episode["verified_recomputed"]
+    assert [r["episode_id"] for r in table(out, "rl")] == [record["episode_id"]]
