@@ -137,8 +137,9 @@ def check_previous(spec: str) -> None:
 def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
     """The earlier assignment to keep: ``spec`` (``--previous``) or ``out``'s last build.
     With both, the named build's stands (unless made under other split settings), and
-    ``out``'s own keeps the questions the named one does not know: a question any earlier build assigned keeps its split (not recorded in
-    the manifest, which a rebuild into the same folder must write again byte for byte)."""
+    ``out``'s own keeps the questions the named one does not know: a question any earlier
+    build assigned keeps its split (not recorded in the manifest, which a rebuild into the
+    same folder must write again byte for byte)."""
     check_previous(spec)
     if not spec:  # named as such, not by its path: the manifest publishes no local folder name
         return _read_build(out, OWN_FOLDER, f"the last build in {out}", policy)
