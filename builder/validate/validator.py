@@ -83,6 +83,9 @@ def _shown(value: Any) -> str:
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
 
 
+_NO_ADDRESS = "0" * 16  # a valid id that stands in where none can be computed
+
+
 def with_content_question_id(question: Any, free: bool) -> Any:
     """The question (an episode's, or a bank line) with its id made the content address
     where the producer left it out (null or absent: the seeds define the id as that
@@ -91,12 +94,15 @@ def with_content_question_id(question: Any, free: bool) -> Any:
     later capture code's 16-hex fingerprint of a template and its parameters: it moves to
     ``capture_id``), so questions join and split as in every other layout. In the seeds'
     layout any other id is left to validation and the checks."""
-    if not isinstance(question, dict) or not isinstance(question.get("question_text"), str):
+    if not isinstance(question, dict):
         return question  # validation names what is missing
-    given, hint = question.get("id"), question.get("hint")
-    if not (hint is None or isinstance(hint, str)):
-        return question
-    content = question_id(question["question_text"], hint)
+    given, hint, text = question.get("id"), question.get("hint"), question.get("question_text")
+    if not isinstance(text, str) or not (hint is None or isinstance(hint, str)):
+        # no address can be computed: the id it would have replaced is no error of its own,
+        # so a stand-in lets validation name the text or hint alone (the line is a reject)
+        replaced = given is None or (free and isinstance(given, str))
+        return {**question, "id": _NO_ADDRESS} if replaced else question
+    content = question_id(text, hint)
     own = free and isinstance(given, str) and given != content
     if not (given is None or own):
         return question

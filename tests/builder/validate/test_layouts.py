@@ -110,6 +110,20 @@ def test_rejects_of_the_later_layout_use_its_own_names() -> None:
     assert [e.path for e in outcome.errors] == ["$.gold_trace.success"]
 
 
+@pytest.mark.parametrize("question_id", ["llm_gen_ins_0001", None])
+@pytest.mark.parametrize("text", [None, 7])
+def test_a_question_without_a_text_is_named_at_its_text_not_its_id(
+    question_id: str | None, text: object
+) -> None:
+    """The capture code writes ``question_text or question_mechanical``, null when both are:
+    the id is computed from the text, so the reject names the text alone."""
+    record = to_capture_v2(next(generate_episodes(1, 5)))
+    record["question"] |= {"id": question_id, "question_text": text}
+    outcome = validate(record)
+    assert isinstance(outcome, Reject)
+    assert [e.path for e in outcome.errors] == ["$.question.question_text"]
+
+
 def test_a_later_line_using_a_seeds_name_of_its_own_field_is_refused_at_that_key() -> None:
     """In a capture_v2 line the seeds' ``execution_success`` (for ``success``) or
     ``triangulation_metadata`` (for ``triangulation``) would be taken for the field, or
