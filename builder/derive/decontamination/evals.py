@@ -1,10 +1,12 @@
-"""Eval sets to decontaminate against: ``FILE[:FIELD]`` (JSONL, JSON, Parquet, or a Hugging
-Face dataset folder of such files or of ``save_to_disk`` Arrow files), ``FIELD`` the column
+"""Eval sets to decontaminate against: ``FILE[:FIELD]`` (JSONL or JSON, gzipped or not, CSV,
+TSV, Parquet, or a Hugging Face dataset folder of such files or of ``save_to_disk`` Arrow
+files), ``FIELD`` the column
 holding the question (``question`` by default). No eval set ships with the project: their
 licences differ; point the build at the files you evaluate on."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from dataclasses import dataclass
@@ -18,7 +20,10 @@ from builder.errors import UsageError
 
 DEFAULT_FIELD = "question"
 _FIELD = re.compile(r"^[\w.-]+$")
-_SUFFIXES = (".jsonl", ".json", ".parquet", ".arrow")
+_JSON = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+_TABLES = (".parquet", ".arrow", ".csv", ".tsv")
+# Data files of a kind not read here: in a folder they are refused, not passed over
+_UNREAD = (".gz", ".zst", ".bz2", ".xz", ".zip", ".tar", ".txt", ".xlsx")
 # Files a dataset folder holds beside its data
 _METADATA = {"dataset_info.json", "state.json", "dataset_dict.json"}
 
@@ -45,25 +50,50 @@ def parse_eval_spec(spec: str) -> tuple[str, str]:
     return path, field
 
 
+def _kind(path: Path) -> str | None:
+    name = path.name.lower()
+    if name.endswith(_JSON):
+        return "json"
+    if name.endswith(_TABLES):
+        return "table"
+    return "unread" if name.endswith(_UNREAD) else None
+
+
 def eval_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if path.is_dir():
-        found = sorted(
-            p
-            for p in path.rglob("*")
-            if p.is_file() and p.suffix in _SUFFIXES and p.name not in _METADATA
-        )
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.name not in _METADATA)
+        unread = [p for p in files if _kind(p) == "unread"]
+        if unread:
+            raise EvalSetUnreadable(
+                f"{unread[0]}: not a kind of file an eval set is read from (JSONL or JSON, "
+                "gzipped or not, CSV, TSV, Parquet, Arrow): convert it, or give each file to read to --decontaminate"
+            )
+        found = [p for p in files if _kind(p) is not None]
         if found:
             return found
-        raise EvalSetUnreadable(f"{path}: no .jsonl, .json, .parquet or .arrow file in it")
+        raise EvalSetUnreadable(f"{path}: no JSONL, JSON, CSV, TSV, Parquet or Arrow file in it")
     raise EvalSetUnreadable(f"{path}: no such eval file or folder (given to --decontaminate)")
 
 
 def _json_values(path: Path, field: str) -> tuple[list[object], set[str]]:
     data = path.read_bytes()
-    if data.lstrip()[:1] == b"[":
-        records = orjson.loads(data)
+    if path.name.lower().endswith(".gz"):
+        data = gzip.decompress(data)
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark
+    head = data.lstrip()[:1]
+    whole: object = None
+    if head in (b"[", b"{"):
+        try:
+            whole = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            if head == b"[":
+                raise
+    if isinstance(whole, list):
+        records = whole
+    elif isinstance(whole, dict):
+        records = _records_of_object(whole, field)
     else:
         records = []
         for number, line in enumerate(data.splitlines(), 1):
@@ -82,7 +112,27 @@ def _json_values(path: Path, field: str) -> tuple[list[object], set[str]]:
     return values, fields
 
 
+def _records_of_object(whole: dict[str, object], field: str) -> list[object]:
+    """One JSON object: columns (``{"question": [...], ...}``), records under one key
+    (``{"data": [{...}, ...]}``, as ``datasets``' JSON reader takes with ``field``), or a
+    single record."""
+    column = whole.get(field)
+    if isinstance(column, list):
+        columns = {k: v for k, v in whole.items() if isinstance(v, list) and len(v) == len(column)}
+        return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    lists = [v for v in whole.values() if isinstance(v, list)]
+    if field not in whole and len(lists) == 1 and all(isinstance(r, dict) for r in lists[0]):
+        return list(lists[0])
+    return [whole]
+
+
 def _column(path: Path, field: str) -> tuple[list[object], set[str]]:
+    if path.name.lower().endswith((".csv", ".tsv")):
+        separator = "\t" if path.name.lower().endswith(".tsv") else ","
+        frame = pl.read_csv(path, separator=separator, infer_schema=False)
+        if field not in frame.columns:
+            return [], set(frame.columns)
+        return frame.get_column(field).to_list(), set(frame.columns)
     if path.suffix == ".parquet":
         table = pl.read_parquet_schema(path)
         if field not in table:
@@ -104,11 +154,11 @@ def load_eval(spec: str) -> EvalSet:
     values: list[object] = []
     for part in eval_files(path):
         try:
-            if part.suffix in (".jsonl", ".json"):
+            if _kind(part) == "json":
                 found, fields = _json_values(part, field)
             else:
                 found, fields = _column(part, field)
-        except (OSError, pa.ArrowException, pl.exceptions.PolarsError, ValueError) as exc:
+        except (OSError, EOFError, pa.ArrowException, pl.exceptions.PolarsError, ValueError) as exc:
             if isinstance(exc, EvalSetUnreadable):
                 raise
             raise EvalSetUnreadable(f"{part}: cannot read as an eval set ({exc})") from exc

@@ -113,6 +113,41 @@ def test_eval_sets_are_read_from_jsonl_parquet_and_a_dataset_folder(tmp_path: Pa
     assert all(e.items == tuple(planted()) for e in loaded)
 
 
+def test_eval_sets_are_read_in_the_other_shapes_json_and_tables_come_in(tmp_path: Path) -> None:
+    """Columns in one JSON object, records under one key, one pretty-printed record, a
+    byte-order mark, gzipped JSON Lines, CSV and TSV: each item read, none as a whole file."""
+    import gzip
+
+    items = planted()
+    records = [{"question": q, "id": i} for i, q in enumerate(items)]
+    lines = "".join(json.dumps(r) + "\n" for r in records)
+    (tmp_path / "columns.json").write_text(json.dumps({"question": items, "id": [1] * len(items)}))
+    (tmp_path / "data.json").write_text(json.dumps({"data": records}, indent=2))
+    (tmp_path / "one.json").write_text(json.dumps(records[0], indent=2))
+    (tmp_path / "bom.jsonl").write_bytes("\ufeff".encode() + lines.encode())
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "part.jsonl.gz").write_bytes(gzip.compress(lines.encode()))
+    pl.DataFrame(records).write_csv(folder / "more.csv")
+    (folder / "README.md").write_text("an eval set")
+    pl.DataFrame(records).write_csv(tmp_path / "t.tsv", separator="\t")
+    names = ("columns.json", "data.json", "one.json", "bom.jsonl", "folder", "t.tsv")
+    loaded = load_evals(tuple(str(tmp_path / n) for n in names))
+    got = {e.name: e.items for e in loaded}
+    whole = tuple(items)
+    assert got == {
+        "columns": whole,
+        "data": whole,
+        "one": whole[:1],
+        "bom": whole,
+        "folder": whole + whole,
+        "t": whole,
+    }
+    (folder / "more.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd")
+    with pytest.raises(EvalSetUnreadable, match="more.jsonl.zst: not a kind of file"):
+        load_evals((str(folder),))
+
+
 def test_two_eval_files_of_one_name_are_told_apart(tmp_path: Path) -> None:
     for folder in ("x", "y"):
         (tmp_path / folder).mkdir()
