@@ -68,7 +68,8 @@ def eval_files(path: Path) -> list[Path]:
         if unread:
             raise EvalSetUnreadable(
                 f"{unread[0]}: not a kind of file an eval set is read from (JSONL or JSON, "
-                "gzipped or not, CSV, TSV, Parquet, Arrow): convert it, or give each file to read to --decontaminate"
+                "gzipped or not, CSV, TSV, Parquet, Arrow): convert it, or give each file "
+                "to read to --decontaminate"
             )
         found = [p for p in files if _kind(p) is not None]
         if found:
