@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import polars as pl
 
 from builder.errors import UsageError
-from builder.restore.folder import read_table
+from builder.restore.folder import read_files, read_table
 from schemas.lines import REBUILD_RULE, EpisodeRows, apply_patch, rebuild
 from schemas.manifest import read_manifest
 from schemas.vocabulary import DUPLICATE_JSON_KEY
@@ -64,12 +64,6 @@ def _part(name: str) -> str:
     return "-".join(name.split("-")[:2])
 
 
-def _read(files: list[Path]) -> pl.DataFrame | None:
-    if not files:
-        return None
-    return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
-
-
 def check_rule(folder: Path) -> None:
     """The folder's patches fit this builder's rebuild, or it says why not."""
     rule = (read_manifest(folder).get("round_trip") or {}).get("rule")
@@ -96,10 +90,10 @@ def episode_records(folder: Path) -> Iterator[EpisodeRecord]:
             texts.setdefault(q["question_id"], q)
     parts = sorted({_part(f.name) for f in (folder / "episodes").glob("*.parquet")})
     for part in parts:
-        episodes = _read(sorted((folder / "episodes").glob(f"{part}-*.parquet")))
+        episodes = read_files(sorted((folder / "episodes").glob(f"{part}-*.parquet")))
         assert episodes is not None
         children = {
-            name: _grouped(_read(sorted((folder / name).glob(f"{part}-*.parquet"))))
+            name: _grouped(read_files(sorted((folder / name).glob(f"{part}-*.parquet"))))
             for name in CHILD_TABLES
         }
         segment = part.split("-")[1]

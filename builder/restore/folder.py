@@ -44,15 +44,25 @@ class DamagedBuild(UsageError):
 def build_folder(spec: str, tables: tuple[str, ...]) -> Path:
     """The local folder holding ``spec``'s manifest and ``tables`` (downloaded for a
     release), each table's files those its manifest records (``check_files``)."""
-    if is_release(spec):
-        folder = _download(spec, tables)
-    else:
+    if not is_release(spec):
         folder = Path(spec)
         if not (folder / MANIFEST).is_file():
             raise NoBuild(
                 f"{spec}: no build there (no {MANIFEST}); give a build folder or org/name@version"
             )
-    check_files(folder, tables)
+        check_files(folder, tables)
+        return folder
+    folder = _download(spec, tables)
+    try:
+        check_files(folder, tables)
+    except DamagedBuild as exc:  # the Hub's copy was checked when published: the cache's changed
+        exc.args = (f"{spec}: {exc.args[0].removeprefix(f'{folder}: ')}",)
+        repo = spec.split("@", 1)[0]
+        exc.hint = (
+            f"its copy in the Hub's cache ({folder.parents[1]}) changed after the download: "
+            f"remove it (`hf cache rm dataset/{repo}`) and run again"
+        )
+        raise
     return folder
 
 
@@ -95,7 +105,23 @@ def _download(spec: str, tables: tuple[str, ...]) -> Path:
 
 def read_table(folder: Path, name: str) -> pl.DataFrame | None:
     """Every row of a table, its files in name order (None: the build has no such table)."""
-    files = sorted((folder / name).glob("*.parquet"))
+    return read_files(sorted((folder / name).glob("*.parquet")))
+
+
+def read_files(files: list[Path]) -> pl.DataFrame | None:
+    """The rows of ``files`` (None: no file). A file its manifest lists with the right
+    sha256 that is no Parquet (the build wrote it so, or it was listed again after an edit)
+    is a damaged build, said in one line."""
     if not files:
         return None
-    return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+    frames = []
+    for file in files:
+        try:
+            frames.append(pl.read_parquet(file))
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DamagedBuild(
+                f"{file.parent.parent}: {file.parent.name}/{file.name}: cannot be read as "
+                f"Parquet ({detail})"
+            ) from exc
+    return pl.concat(frames, how="diagonal_relaxed")

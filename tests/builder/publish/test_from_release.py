@@ -80,3 +80,25 @@ def test_a_release_that_is_not_there_is_one_line(
         assert main(["export-jsonl", spec, "--out", str(tmp_path / "x")]) == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "cannot read that release from the Hub" in err[0]
+
+
+def test_a_release_whose_cached_copy_changed_names_the_release_and_the_cache(
+    release: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file of the release's copy in the Hub's cache edited after the download: the
+    release is named (not the cache's folder) and the advice is to drop that copy."""
+    from builder.fs.releases import download_release
+    from builder.restore.folder import EPISODE_TABLES
+
+    folder = download_release(release, EPISODE_TABLES)
+    victim = sorted((folder / "turns").glob("*.parquet"))[0].resolve()  # the cache's blob
+    kept = victim.read_bytes()
+    try:
+        victim.write_bytes(kept[:-7])
+        assert main(["export-jsonl", release, "--out", str(tmp_path / "x.jsonl")]) == 1
+    finally:
+        victim.write_bytes(kept)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"episodes export-jsonl: {release}: turns/"), err[0]
+    assert "hf cache rm dataset/org/from-release" in err[0] and str(folder) not in err[0]

@@ -1,0 +1,43 @@
+"""A build folder's tables are read only when they are the files its manifest lists, and a
+listed file that is no Parquet is a damaged build said in one line, not an internal error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builder.cli.episodes import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("command", ["export-jsonl", "build"])
+def test_a_listed_file_that_is_no_parquet_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    source = tmp_path / "ds"
+    argv = ["build", "--config", "/dev/null", "--no-progress", "--max-reject-ratio", "1"]
+    episodes = str(ROOT / "data" / "episodes" / "episodes.jsonl")
+    assert main([*argv, "--episodes", episodes, "--out", str(source)]) == 0
+    victim = sorted((source / "hooks").glob("*.parquet"))[0]
+    damaged = victim.read_bytes()[: victim.stat().st_size // 2]
+    victim.chmod(0o644)
+    victim.write_bytes(damaged)
+    manifest = json.loads((source / "manifest.json").read_text())
+    manifest["files"][f"hooks/{victim.name}"] = hashlib.sha256(damaged).hexdigest()
+    (source / "manifest.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    if command == "export-jsonl":
+        code = main(["export-jsonl", str(source), "--out", str(tmp_path / "x.jsonl")])
+    else:
+        again = ["build", "--from", str(source), "--out", str(tmp_path / "b"), "--no-progress"]
+        code = main([*again, "--rejects", str(tmp_path / "r.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1, err
+    assert f"hooks/{victim.name}: cannot be read as Parquet" in err[0]
+    assert not (tmp_path / "b").exists()
+    shutil.rmtree(source)
