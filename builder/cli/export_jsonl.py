@@ -54,6 +54,12 @@ def run(args: argparse.Namespace) -> int:
         clear_leftovers("export-jsonl", Path(spec))
     tables = EPISODE_TABLES + (SESSION_TABLES if args.sessions_db else ())
     folder = build_folder(spec, tables)
+    if args.out is not None and args.out.resolve().is_relative_to(folder.resolve()):
+        from builder.errors import UsageError
+
+        error = UsageError(f"--out {args.out} is inside the build folder {folder}")
+        error.hint = "write it beside the folder: publish refuses files its manifest does not list"
+        raise error
     if args.sessions_db:
         n_sessions, n_actions = write_sessions(folder, args.sessions_db)
         print(f"{n_sessions} sessions, {n_actions} actions → {args.sessions_db}", file=sys.stderr)

@@ -41,3 +41,18 @@ def test_a_listed_file_that_is_no_parquet_is_one_line(
     assert f"hooks/{victim.name}: cannot be read as Parquet" in err[0]
     assert not (tmp_path / "b").exists()
     shutil.rmtree(source)
+
+
+def test_export_jsonl_into_the_build_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file the manifest does not list: publish would refuse the folder afterwards."""
+    source = tmp_path / "ds"
+    argv = ["build", "--config", "/dev/null", "--no-progress", "--max-reject-ratio", "1"]
+    episodes = str(ROOT / "data" / "episodes" / "episodes.jsonl")
+    assert main([*argv, "--episodes", episodes, "--out", str(source)]) == 0
+    capsys.readouterr()
+    assert main(["export-jsonl", str(source), "--out", str(source / "episodes.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is inside the build folder" in err[0], err
+    assert not (source / "episodes.jsonl").exists()
