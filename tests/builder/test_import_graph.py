@@ -82,7 +82,7 @@ def test_builder_has_no_import_cycle() -> None:
 # sessions a source whose rows the derive step makes, the cache wrapping the ingest and
 # the export); the pipeline and the commands come last. The readers of a build folder
 # (``report/``, ``publish/``) import the foundation only: never a stage.
-FOUNDATION = ("__init__", "errors", "fs", "config", "engine")
+FOUNDATION = ("__init__", "errors", "fs", "card_config", "config", "engine")
 STAGES = (
     "contract",
     "sources",

@@ -144,7 +144,7 @@ def test_eval_sets_are_read_in_the_other_shapes_json_and_tables_come_in(tmp_path
         "t": whole,
     }
     (folder / "more.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd")
-    with pytest.raises(EvalSetUnreadable, match="more.jsonl.zst: not a kind of file"):
+    with pytest.raises(EvalSetUnreadable, match=r"more\.jsonl\.zst: not a kind of file"):
         load_evals((str(folder),))
 
 
