@@ -30,6 +30,7 @@ from builder.derive.splits import SplitConfig
 from builder.derive.splits.plan import HeldOutPlan
 from builder.engine import ThreadEngine, default_workers
 from builder.export.buckets import LOOKUP, LOOKUP_COLUMNS, Bucket, Redact, load
+from builder.export.held_out import held_out_keys, mark_held, parted, removed_rows, without
 from builder.export.manifest import SplitTally
 from builder.export.writer import ConfigWriter, SplitKeys
 from builder.fs.parquet import CONVERSATION_GROUP_ROWS, TABLE_GROUP_ROWS, split_group_rows
@@ -223,14 +224,14 @@ class SegmentExporter:
         held = held_out_keys(self.plan, loaded["episodes"])
         derived = derived_from_tables(sources, self.options)
         if held.height:  # each objective's rows derived once, held-out ones marked, then parted
-            derived = {name: _held(frame, held) for name, frame in derived.items()}
+            derived = {name: mark_held(frame, held) for name, frame in derived.items()}
         frames = derived | {name: loaded[name] for name in TABLES}
         collected = pl.collect_all([keys.attach(f) for f in frames.values()], engine=PLAN_ENGINE)
         pieces = dict(zip(frames, collected, strict=True)) | {"splits": published}
         every = {name: pieces[name] for name in derived}
         counts: dict[str, dict[str, int]] = {}
         for name in derived if held.height else ():
-            pieces[name], counts[name] = _parted(every[name])
+            pieces[name], counts[name] = parted(every[name])
         for name, (source, _) in RESHAPED.items():
             rows = reshaped(name, pieces[source].lazy().drop("split"))
             pieces[name] = keys.attach(rows).collect(engine=PLAN_ENGINE)
@@ -261,84 +262,6 @@ class SegmentExporter:
             self._derive.close()
             self._thread.shutdown()
             self._writers.shutdown()
-
-
-def held_out_keys(plan: HeldOutPlan, episodes: pl.LazyFrame) -> pl.DataFrame:
-    """``episode_id``, ``question_id``, ``reason``: what the plan keeps out of training, for
-    one bucket (its episodes of excluded questions, and the episodes excluded themselves)."""
-    if not plan.excluded_questions.height and not plan.excluded_episodes.height:
-        return pl.DataFrame(
-            schema={"episode_id": pl.String, "question_id": pl.String, "reason": pl.String}
-        )
-    of_questions = (
-        episodes.select("episode_id", "question_id")
-        .collect()
-        .join(plan.excluded_questions, on="question_id")
-    )
-    return pl.concat(
-        [
-            of_questions,
-            plan.excluded_questions.select(
-                "question_id", "reason", episode_id=pl.lit(None, pl.String)
-            ),
-            plan.excluded_episodes.select(
-                "episode_id", question_id=pl.lit(None, pl.String), reason="reason"
-            ),
-        ],
-        how="diagonal_relaxed",
-    ).unique(["episode_id", "question_id"], keep="first", maintain_order=True)
-
-
-def _held(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
-    """Each row of ``frame`` with the reason it is held out, null when it trains."""
-    names = frame.collect_schema().names()
-    by_episode = (
-        held.filter(pl.col("episode_id").is_not_null())
-        .select("episode_id", r1="reason")
-        .unique("episode_id", keep="first", maintain_order=True)
-    )
-    by_question = (
-        held.filter(pl.col("episode_id").is_null())
-        .select("question_id", r2="reason")
-        .unique("question_id", keep="first", maintain_order=True)
-    )
-    if "episode_id" in names:
-        out = frame.join(by_episode.lazy(), on="episode_id", how="left", maintain_order="left")
-    else:
-        out = frame.with_columns(r1=pl.lit(None, pl.String))
-    if "question_id" in names:
-        out = out.join(by_question.lazy(), on="question_id", how="left", maintain_order="left")
-    else:
-        out = out.with_columns(r2=pl.lit(None, pl.String))
-    return out.with_columns(_held_out=pl.coalesce("r2", "r1")).drop("r1", "r2")
-
-
-def _parted(marked: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Rows marked by ``_held``: those that train, and those held out counted by reason
-    (``without`` and ``removed_rows`` of one collected frame)."""
-    out = marked.filter(pl.col("_held_out").is_not_null())
-    counts = out.group_by(reason="_held_out").len().sort("reason")
-    return marked.filter(pl.col("_held_out").is_null()).drop("_held_out"), dict(counts.iter_rows())
-
-
-def without(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
-    """``frame`` less the rows the plan holds out."""
-    if not held.height:
-        return frame
-    return _held(frame, held).filter(pl.col("_held_out").is_null()).drop("_held_out")
-
-
-def removed_rows(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
-    """``reason``, ``len``: the rows of ``frame`` held out, by reason."""
-    if not held.height:
-        return pl.LazyFrame(schema={"reason": pl.String, "len": pl.UInt32})
-    return (
-        _held(frame, held)
-        .filter(pl.col("_held_out").is_not_null())
-        .group_by(reason="_held_out")
-        .len()
-        .sort("reason")
-    )
 
 
 def export_sessions(

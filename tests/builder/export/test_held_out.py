@@ -1,4 +1,4 @@
-"""Rows held out of training, parted from one collected frame (``segment._parted``): the
+"""Rows held out of training, parted from one collected frame (``held_out.parted``): the
 same kept rows, in the same order, and the same counts by reason as ``without`` and
 ``removed_rows`` of the lazy frame."""
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from builder.export.segment import _held, _parted, removed_rows, without
+from builder.export.held_out import mark_held, parted, removed_rows, without
 
 IDS = st.sampled_from(["e1", "e2", "e3", "e4", None])
 QUESTIONS = st.sampled_from(["q1", "q2", "q3"])
@@ -37,12 +37,12 @@ def test_parted_rows_are_those_of_without_and_removed_rows(
         schema={"episode_id": pl.String, "question_id": pl.String, "reason": pl.String},
         orient="row",
     )
-    kept, counts = _parted(_held(frame, held).collect())
+    kept, counts = parted(mark_held(frame, held).collect())
     assert_frame_equal(kept, without(frame, held).collect())
     assert counts == dict(removed_rows(frame, held).collect().iter_rows())
 
 
 def test_nothing_held_out_parts_nothing() -> None:
     frame = pl.DataFrame({"question_id": ["q1", "q2"], "_held_out": [None, None]})
-    kept, counts = _parted(frame.cast({"_held_out": pl.String}))
+    kept, counts = parted(frame.cast({"_held_out": pl.String}))
     assert kept.columns == ["question_id"] and kept.height == 2 and counts == {}
