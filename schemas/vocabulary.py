@@ -31,6 +31,8 @@ GROUP_POLICIES = (
 BRIDGES_SPLITS = "bridges_splits"
 # Its prompt overlaps an item of a named eval set; the reason is ``eval:<name>``.
 EVAL_PREFIX = "eval:"
+# A training session's later instruction or chat input holds a validation or test question.
+HELD_OUT_COPY = "held_out_copy"
 
 # Reject kinds of an input line (``builder.validate``), in the order a line is examined.
 LINE_TOO_LONG = "line_too_long"

@@ -142,6 +142,8 @@ def _held_out(m: Mapping[str, Any], out: TextIO) -> None:
         ("nearest train ≥ 0.5 / 0.7 / 0.9", f"{at['0.5']} / {at['0.7']} / {at['0.9']}"),
         ("bridging two splits (held out)", groups.get("bridges_splits", 0)),
     ]
+    if splits.get("held_out_copies"):
+        rows.append(("sessions asking a held-out question", splits["held_out_copies"]))
     previous = splits.get("previous") or {}
     if previous.get("source"):
         kept = (
@@ -156,7 +158,13 @@ def _held_out(m: Mapping[str, Any], out: TextIO) -> None:
                 f"eval {found['name']}",
                 f"{found['matched_items']:,} of {found['items']:,} items matched "
                 f"({found['matched_share']:.1%}); {found['matched_questions']:,} questions, "
-                f"{found['matched_episodes']:,} episodes held out",
+                f"{found['matched_episodes']:,} episodes"
+                + (
+                    f", {found['matched_sessions']:,} sessions"
+                    if found.get("matched_sessions")
+                    else ""
+                )
+                + " held out",
             )
         )
     _section("held out", rows, out)

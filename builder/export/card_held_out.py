@@ -12,6 +12,7 @@ from schemas.vocabulary import (
     GROUP_BY_NEAR_DUPLICATE,
     GROUP_BY_QUESTION,
     GROUP_BY_TEMPLATE,
+    HELD_OUT_COPY,
 )
 
 _GROUPS = {
@@ -79,6 +80,12 @@ def assignment_section(split: Mapping[str, Any]) -> list[str]:
             "without unbalancing a held-out split went to train; "
             f"{groups.get('bridges_splits', 0)} questions bridge two splits and are held out "
             "of training.",
+        ]
+    if split.get("held_out_copies"):
+        lines += [
+            "",
+            f"{split['held_out_copies']} sessions whose later instruction or input holds a "
+            f"validation or test question are held out of training (`{HELD_OUT_COPY}`).",
         ]
     return [*lines, ""]
 

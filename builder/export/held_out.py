@@ -36,27 +36,26 @@ def held_out_keys(plan: HeldOutPlan, episodes: pl.LazyFrame) -> pl.DataFrame:
 
 
 def mark_held(frame: pl.LazyFrame, held: pl.DataFrame) -> pl.LazyFrame:
-    """Each row of ``frame`` with the reason it is held out, null when it trains."""
+    """Each row of ``frame`` with the reason it is held out, null when it trains. ``held``
+    names each exclusion by ``episode_id``, else by ``session_id`` (when it has the column),
+    else by ``question_id``; a row held by its question gives that reason first."""
     names = frame.collect_schema().names()
-    by_episode = (
-        held.filter(pl.col("episode_id").is_not_null())
-        .select("episode_id", r1="reason")
-        .unique("episode_id", keep="first", maintain_order=True)
-    )
-    by_question = (
-        held.filter(pl.col("episode_id").is_null())
-        .select("question_id", r2="reason")
-        .unique("question_id", keep="first", maintain_order=True)
-    )
-    if "episode_id" in names:
-        out = frame.join(by_episode.lazy(), on="episode_id", how="left", maintain_order="left")
-    else:
-        out = frame.with_columns(r1=pl.lit(None, pl.String))
-    if "question_id" in names:
-        out = out.join(by_question.lazy(), on="question_id", how="left", maintain_order="left")
-    else:
-        out = out.with_columns(r2=pl.lit(None, pl.String))
-    return out.with_columns(_held_out=pl.coalesce("r2", "r1")).drop("r1", "r2")
+    by_session = "session_id" in held.columns
+    of_session = pl.col("session_id").is_not_null() if by_session else pl.lit(False)
+    keys = {
+        "r1": ("episode_id", pl.col("episode_id").is_not_null()),
+        "r2": ("question_id", pl.col("episode_id").is_null() & ~of_session),
+        "r3": ("session_id", of_session),
+    }
+    out = frame
+    for label, (key, chosen) in keys.items():
+        if key not in names or key not in held.columns:
+            out = out.with_columns(pl.lit(None, pl.String).alias(label))
+            continue
+        reasons = held.filter(chosen).select(key, pl.col("reason").alias(label))
+        reasons = reasons.unique(key, keep="first", maintain_order=True)
+        out = out.join(reasons.lazy(), on=key, how="left", maintain_order="left")
+    return out.with_columns(_held_out=pl.coalesce("r2", "r1", "r3")).drop("r1", "r2", "r3")
 
 
 def parted(marked: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:

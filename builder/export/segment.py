@@ -289,9 +289,17 @@ def export_sessions(
         "sft_turns": sessions.sft_turns,
         "self_correction": sessions.self_correction.lazy(),
     }
-    held = plan.excluded_questions.select(
-        episode_id=pl.lit(None, pl.String), question_id="question_id", reason="reason"
-    )
+    held = pl.concat(
+        [
+            plan.excluded_questions.select(
+                "question_id", "reason", session_id=pl.lit(None, pl.Int64)
+            ),
+            plan.excluded_sessions.select(
+                "session_id", "reason", question_id=pl.lit(None, pl.String)
+            ),
+        ],
+        how="diagonal_relaxed",
+    ).with_columns(episode_id=pl.lit(None, pl.String))
     held_out = {}
     for name, frame in pieces.items():
         removed = dict(removed_rows(frame, held).collect(engine=PLAN_ENGINE).iter_rows())

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
 from tqdm import tqdm
 
 from builder import export
@@ -198,9 +199,20 @@ def plan_splits(work: Path, config: BuildConfig, cache: Any, validated: Any) -> 
             for stored in cache.segments.reused.values()
         ]
     sessions = validated.sessions.select("question_id", "split_text") if validated else None
-    plan = plan_held_out(work / "tables", config, sessions, reused)
+    plan = plan_held_out(work / "tables", config, sessions, reused, session_prompts(validated))
     if config.strict:
         problems = held_out_problems(plan, config)
         if problems:
             raise BuildFailed("; ".join(problems) + " (--strict)", strict_checks=True)
     return plan
+
+
+def session_prompts(validated: Any) -> pl.DataFrame | None:
+    """What each session says after its question: its ``set_instruction`` and ``input``
+    actions (user messages of its ``sft`` row), with its question (``SESSION_PROMPTS``)."""
+    if validated is None:
+        return None
+    said = (
+        pl.col("action_type").is_in(["set_instruction", "input"]) & pl.col("action").is_not_null()
+    )
+    return validated.actions.filter(said).select("session_id", "question_id", text="action")

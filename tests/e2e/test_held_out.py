@@ -469,3 +469,36 @@ def test_a_named_previous_build_made_under_other_settings_leaves_the_folder_s_ow
     now = read(ds, "splits").select("question_id", now="split")
     moved = v1.join(now, on="question_id").filter(pl.col("split") != pl.col("now"))
     assert v1.height == 200 and moved.is_empty(), moved
+
+
+def test_a_captured_system_prompt_is_decontaminated(tmp_path: Path) -> None:
+    """An eval item quoted in an episode's system prompt reaches every config that renders
+    it: that episode leaves training like one whose user message quotes it."""
+    import random as rnd
+
+    from samples.files import write_jsonl
+    from tests.e2e.held_out_data import episode_about
+
+    item = "Which three airlines had the most delayed departures on rainy mornings last winter?"
+    texts = [t for t, _, _ in questions(12, seed=9)]
+    rng = rnd.Random(2)
+    lines = [episode_about(t, rng, i) for i, t in enumerate(texts)]
+    lines[0]["conversation_for_sft"] = {
+        "system_prompt": f"You answer questions such as: {item}",
+        "messages": [
+            {"role": "user", "content": texts[0]},
+            {"role": "assistant", "content": "The answer is 3."},
+        ],
+    }
+    source = tmp_path / "e.jsonl"
+    write_jsonl(source, lines)
+    evals = tmp_path / "dev.jsonl"
+    evals.write_text(json.dumps({"question": item}) + "\n", encoding="utf-8")
+    out = tmp_path / "ds"
+    config = BuildConfig(episodes=(str(source),), out=out, rejects=tmp_path / "r.jsonl")
+    report = build(replace(config, decontamination_evals=(str(evals),)))
+    (found,) = report.manifest["decontamination"]["evals"]
+    assert found["matched_episodes"] == 1 and found["matched_items"] == 1
+    episode = lines[0]["episode_id"]
+    assert episode not in read(out, "sft").get_column("episode_id").to_list()
+    assert episode in read(out, "episodes").get_column("episode_id").to_list()

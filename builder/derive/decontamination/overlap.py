@@ -17,13 +17,14 @@ from schemas.vocabulary import EVAL_PREFIX
 MOST_MATCHED = 10
 CHUNK_BYTES = 1 << 20  # prompt text matched at once (``_chunks``)
 PROMPTS = {"kind": pl.String, "key": pl.String, "text": pl.String}
-QUESTION, EPISODE = "question", "episode"
+QUESTION, EPISODE, SESSION = "question", "episode", "session"  # a session's key: its id
 
 
 @dataclass(frozen=True)
 class Contamination:
     questions: pl.DataFrame  # question_id, reason (``eval:<name>``)
     episodes: pl.DataFrame  # episode_id, reason
+    sessions: pl.DataFrame  # session_id, reason
     summary: dict[str, Any]  # the manifest's ``decontamination`` section, rows aside
 
 
@@ -39,7 +40,9 @@ def _chunks(texts: pl.Series) -> Iterator[tuple[int, pl.Series]]:
         start = stop
 
 
-def _matches(prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: float) -> pl.DataFrame:
+def matched_items(
+    prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: float
+) -> pl.DataFrame:
     """``prompt`` (row of ``prompts``), ``eval``, ``item``, ``share``: every item matched."""
     items = pl.DataFrame(
         [(e.name, i, text) for e in evals for i, text in enumerate(e.items)],
@@ -84,11 +87,14 @@ def _matches(prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: flo
 def decontaminate(
     prompts: pl.DataFrame, evals: list[EvalSet], n: int, threshold: float
 ) -> Contamination:
-    """``prompts`` (``PROMPTS``: ``kind`` question or episode, its ``key``, its ``text``)."""
-    matches = _matches(prompts, evals, n, threshold)
+    """``prompts`` (``PROMPTS``: ``kind`` question, episode or session, its ``key``, its
+    ``text``)."""
+    # many prompts share a text (a system prompt, a templated question): each is matched once
+    texts = prompts.select("text").unique(maintain_order=True)
+    matches = matched_items(texts, evals, n, threshold)
     order = {e.name: i for i, e in enumerate(evals)}
     keyed = (
-        prompts.with_row_index("prompt")
+        prompts.join(texts.with_row_index("prompt"), on="text", maintain_order="left")
         .join(matches, on="prompt")
         .with_columns(rank=pl.col("eval").replace_strict(order, return_dtype=pl.Int64))
     )
@@ -101,6 +107,11 @@ def decontaminate(
     )
     questions = first.filter(pl.col("kind") == QUESTION).select(question_id="key", reason="reason")
     episodes = first.filter(pl.col("kind") == EPISODE).select(episode_id="key", reason="reason")
+    sessions = (
+        first.filter(pl.col("kind") == SESSION)
+        .select(session_id=pl.col("key").cast(pl.Int64), reason="reason")
+        .sort("session_id")
+    )
     per_eval = []
     for e in evals:
         mine = keyed.filter(pl.col("eval") == e.name)
@@ -117,6 +128,9 @@ def decontaminate(
                 .get_column("key")
                 .n_unique(),
                 "matched_episodes": mine.filter(pl.col("kind") == EPISODE)
+                .get_column("key")
+                .n_unique(),
+                "matched_sessions": mine.filter(pl.col("kind") == SESSION)
                 .get_column("key")
                 .n_unique(),
             }
@@ -140,4 +154,4 @@ def decontaminate(
             for r in most.iter_rows(named=True)
         ],
     }
-    return Contamination(questions, episodes, summary)
+    return Contamination(questions, episodes, sessions, summary)

@@ -10,19 +10,21 @@ reuses and of the previous build, and the sessions' questions; it hands the expo
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from builder.derive.decontamination import decontaminate, load_evals
-from builder.derive.decontamination.overlap import EPISODE, PROMPTS, QUESTION
+from builder.derive.decontamination.overlap import EPISODE, PROMPTS, QUESTION, SESSION
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.assign import QUESTION_COLUMNS, SplitPolicy, assign
 from builder.derive.splits.audit import audit
+from builder.derive.splits.copies import EXCLUDED_SESSIONS, SESSION_PROMPTS, held_out_copies
 from builder.derive.splits.previous import read_previous, settings_of, with_reused
 from builder.redact.split_key import split_key_texts
+from schemas.vocabulary import HELD_OUT_COPY
 
 # What differs between a first build and a rebuild of the same data into the same folder
 REBUILD_COUNTS = ("pinned", "joined_pinned_groups")
@@ -46,6 +48,10 @@ class HeldOutPlan:
     # earlier builds' questions this one does not hold (question_id, normalized_text, split,
     # reason): listed again so that one coming back in a later build keeps its split
     carried: pl.DataFrame
+    # session_id, reason: sessions out of every training config, their question aside
+    excluded_sessions: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(schema=EXCLUDED_SESSIONS)
+    )
 
     def split_of(self, ids: pl.DataFrame) -> pl.DataFrame:
         """``ids`` (with ``question_id``) and their ``split``."""
@@ -167,7 +173,7 @@ def _questions(
     )
 
 
-def _prompts(tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame | None) -> pl.DataFrame:
+def _prompts(tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
     folders = sorted(p for p in tables.glob("*") if p.is_dir())
     messages = _read([f / "messages.parquet" for f in folders], ["episode_id", "role", "content"])
     parts = [questions.select(kind=pl.lit(QUESTION), key="question_id", text="text")]
@@ -175,6 +181,15 @@ def _prompts(tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame | Non
         parts.append(
             messages.filter(pl.col("role") == "user").select(
                 kind=pl.lit(EPISODE), key="episode_id", text="content"
+            )
+        )
+    systems = _read([f / "episodes.parquet" for f in folders], ["episode_id", "system_prompt"])
+    if systems.height:  # a captured system prompt is a prompt too (the default is ours)
+        parts.append(systems.select(kind=pl.lit(EPISODE), key="episode_id", text="system_prompt"))
+    if sessions.height:  # what a session says after its question
+        parts.append(
+            sessions.select(
+                kind=pl.lit(SESSION), key=pl.col("session_id").cast(pl.String), text="text"
             )
         )
     return pl.concat([p.cast(PROMPTS) for p in parts]).filter(pl.col("text").is_not_null())
@@ -191,10 +206,14 @@ def plan_held_out(
     config: Any,
     sessions: pl.DataFrame | None = None,
     reused: Iterable[tuple[Path, list[str]]] = (),
+    session_prompts: pl.DataFrame | None = None,
 ) -> HeldOutPlan:
     """``tables``: the staging folder (a folder per segment being built); ``sessions``: the
     sessions' ``question_id`` and ``split_text``; ``reused``: (data folder, files) of every
-    segment the cache links in."""
+    segment the cache links in; ``session_prompts`` (``SESSION_PROMPTS``): what each session
+    says after its question (its ``set_instruction`` and ``input`` actions)."""
+    if session_prompts is None:
+        session_prompts = pl.DataFrame(schema=SESSION_PROMPTS)
     policy = policy_of(config)
     reused = list(reused)
     extra = dict(config.redaction_extra_patterns)
@@ -203,11 +222,19 @@ def plan_held_out(
     assigned = assign(questions, previous.pinned, policy)
     bridges = assigned.frame.filter(pl.col("reason").is_not_null()).select(list(EXCLUDED_QUESTIONS))
     excluded_questions, excluded_episodes = bridges, pl.DataFrame(schema=EXCLUDED_EPISODES)
+    excluded_sessions = held_out_copies(
+        session_prompts,
+        assigned.frame,
+        questions.select("question_id", "text"),
+        previous.pinned,
+        config.decontamination_ngram,
+        config.decontamination_threshold,
+    )
     decontamination = None
     if config.decontamination_evals:
         evals = load_evals(config.decontamination_evals)
         found = decontaminate(
-            _prompts(tables, questions, sessions),
+            _prompts(tables, questions, session_prompts),
             evals,
             config.decontamination_ngram,
             config.decontamination_threshold,
@@ -216,6 +243,8 @@ def plan_held_out(
             "question_id", keep="first", maintain_order=True
         )
         excluded_episodes = found.episodes.cast(EXCLUDED_EPISODES)
+        excluded_sessions = pl.concat([excluded_sessions, found.sessions.cast(EXCLUDED_SESSIONS)])
+        excluded_sessions = excluded_sessions.unique("session_id", keep="first").sort("session_id")
         decontamination = {
             "ngram": config.decontamination_ngram,
             "threshold": config.decontamination_threshold,
@@ -230,6 +259,7 @@ def plan_held_out(
         **settings_of(policy),
         **({"previous": previous.info} if _worth_recording(config, previous) else {}),
         "groups": stats,
+        "held_out_copies": excluded_sessions.filter(pl.col("reason") == HELD_OUT_COPY).height,
         "audit": audit(assigned, questions, policy, excluded),
     }
     carried = (
@@ -249,6 +279,7 @@ def plan_held_out(
         splits,
         decontamination,
         carried,
+        excluded_sessions,
     )
 
 

@@ -1,0 +1,62 @@
+"""Held-out questions copied into what a training session says after its question.
+
+A session's split is its question's (its initial instruction's), but it trains on everything
+it says: a later ``set_instruction`` or chat ``input`` holding a validation or test question
+would put that question into training. Such a session is kept out of every training config
+(``held_out_copy``), by the rule decontamination uses: more than ``threshold`` of the held-out
+question's word ``n``-grams occur in one of the session's messages.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from builder.derive.decontamination.evals import EvalSet
+from builder.derive.decontamination.overlap import SESSION, matched_items
+from schemas.vocabulary import HELD_OUT_COPY
+
+SESSION_PROMPTS = {"session_id": pl.Int64, "question_id": pl.String, "text": pl.String}
+EXCLUDED_SESSIONS = {"session_id": pl.Int64, "reason": pl.String}
+
+
+def held_out_copies(
+    prompts: pl.DataFrame,
+    assignment: pl.DataFrame,
+    questions: pl.DataFrame,
+    pinned: pl.DataFrame,
+    n: int,
+    threshold: float,
+) -> pl.DataFrame:
+    """``EXCLUDED_SESSIONS``: the training sessions whose ``prompts`` (``SESSION_PROMPTS``)
+    hold a held-out question. ``assignment``: this build's (``question_id``, ``split``,
+    ``reason``); ``questions``: its key texts (``question_id``, ``text``); ``pinned``: the
+    earlier builds' (``question_id``, ``text``, ``split``, ``reason``), whose held-out
+    questions this build lacks stay held out."""
+    empty = pl.DataFrame(schema=EXCLUDED_SESSIONS)
+    if not prompts.height:
+        return empty
+    held = assignment.filter((pl.col("split") != "train") & pl.col("reason").is_null())
+    ours = questions.join(held.select("question_id"), on="question_id").get_column("text")
+    earlier = pinned.filter(
+        (pl.col("split") != "train") & pl.col("reason").is_null() & pl.col("text").is_not_null()
+    ).join(questions, on="question_id", how="anti")
+    items = pl.concat([ours, earlier.get_column("text")]).drop_nulls().unique().sort()
+    training = assignment.filter((pl.col("split") == "train") & pl.col("reason").is_null())
+    checked = prompts.join(training.select("question_id"), on="question_id").filter(
+        pl.col("text").is_not_null()
+    )
+    if not items.len() or not checked.height:
+        return empty
+    found = matched_items(
+        checked.select(kind=pl.lit(SESSION), key=pl.col("session_id").cast(pl.String), text="text"),
+        [EvalSet("held-out questions", "", "", tuple(items.to_list()))],
+        n,
+        threshold,
+    )
+    sessions = checked.with_row_index("prompt").join(found.select("prompt"), on="prompt")
+    return (
+        sessions.select("session_id", reason=pl.lit(HELD_OUT_COPY))
+        .unique("session_id")
+        .sort("session_id")
+        .cast(EXCLUDED_SESSIONS)
+    )
