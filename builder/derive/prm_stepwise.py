@@ -16,6 +16,11 @@ A step is a turn (a code cell for flat traces), rendered as the assistant messag
   whose code contains the hook's code line, and to no step when none does (it still counts
   in the trace's order for the credit of later hooks).
 
+The last step is judged by where the trace ends instead: true when it ran and the trace's
+answer is one the ``rl`` reward accepts (``orm``'s label). A hint-free run names its hooks as
+it likes, so a right answer reached without the gold's intermediate hooks would otherwise end
+on a false step, and a wrong answer submitted by a step without hooks on a true one.
+
 The DAG-order credit is a fixpoint over each trace's hook order; it is computed for all the
 traces together by ``builder.derive.dag_credit`` (joins over the hooks table, one round per
 level of the gold DAG), which equals ``builder.contract.rewards.process_reward``'s ``matched`` — the
@@ -101,10 +106,11 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     traces = episode_traces(tables, options, hooks=True)
     steps_of_hooks = hook_steps(tables, traces, tables.get(MATCHED_HOOKS))
     hooks_ok = steps_of_hooks.group_by("trace_id", "turn_index").agg(pl.col("ok").all())
-    flat = traces.select("trace_id", "form", "execution_success")
+    flat = traces.select("trace_id", "form", "execution_success", "correct")
     last = pl.col("turn_index") == pl.col("turn_index").max().over("trace_id")
     flat_success = pl.when(last).then(pl.col("execution_success"))
     success = pl.when(pl.col("form") == "flat").then(flat_success).otherwise(pl.col("success"))
+    ran = success.fill_null(True)
     turns, assistant, _ = rendered(tables, options.max_output_chars)
     steps = (
         turns.join(flat, on="trace_id", how="inner")
@@ -113,7 +119,10 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
             "trace_id",
             "turn_index",
             step=assistant,
-            label=success.fill_null(True) & pl.col("ok").fill_null(True),
+            # the last step is judged by where the trace ends: its answer, as ``orm`` does
+            label=pl.when(last)
+            .then(ran & pl.col("correct"))
+            .otherwise(ran & pl.col("ok").fill_null(True)),
         )
         .group_by("trace_id")
         .agg(pl.col("step", "label").sort_by("turn_index"))

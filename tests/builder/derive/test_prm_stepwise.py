@@ -22,9 +22,9 @@ def test_labels_per_trace(derived) -> None:
         # wrong DataFrame-summary hash on turn 0, failed turn 1; turn 2's hook has gold m's
         # hash, but gold m depends on df, which this trace never matched: not credited
         "ep-a:c0": [False, False, False, True],
-        # flat: hooks attributed by code line; the median hook's hash is not gold's;
-        # the last cell takes the trace's success (true)
-        "ep-a:c1": [True, False, True],
+        # flat: hooks attributed by code line; the median hook's hash is not gold's; the
+        # last cell ran (the trace's success) but submitted a wrong answer
+        "ep-a:c1": [True, False, False],
         # flat, run failed, no hooks: only the last cell is known to have failed
         "ep-a:c2": [True, False],
         "ep-b:gold": [True, True],
@@ -80,6 +80,33 @@ def test_a_hook_before_its_dependency_is_not_matched(make) -> None:
         "ep-s:c0": [False, True, True],
         "ep-s:c1": [True, True, True],
     }
+
+
+def test_the_last_step_is_judged_by_the_trace_s_answer(make) -> None:
+    """A hint-free run computes the answer in one step, without the gold's intermediate hook:
+    its ``m`` is not credited (the gold's depends on ``df``), yet its answer is right, so
+    its one step is true; a run whose one step submits a wrong answer without a hook is
+    false."""
+    load, mean = "df = load()", "m = df.x.mean()"
+    gold = make.trace(
+        2.0,
+        turns=[
+            make.turn(0, load, hooks=[make.hook(load, {"rows": 4}, "df")]),
+            make.turn(1, mean, hooks=[make.hook(mean, 2.0, "m", depends_on=["df"])]),
+            make.turn(2, "submit(m)", submitted=2.0),
+        ],
+    )
+    direct = make.trace(
+        2.0,
+        turns=[
+            make.turn(0, f"{mean}\nsubmit(m)", hooks=[make.hook(mean, 2.0, "m")], submitted=2.0)
+        ],
+    )
+    wrong = make.trace(3.0, turns=[make.turn(0, "submit(3.0)", submitted=3.0)])
+    episode = make.episode("ep-o", "Mean x?", gold, [direct, wrong], expected=2.0)
+    frame = prm_stepwise.derive(make.build_tables([episode]), DeriveOptions()).collect()
+    got = dict(zip(frame["trace_id"], frame["labels"].to_list(), strict=True))
+    assert got == {"ep-o:gold": [True, True, True], "ep-o:c0": [True], "ep-o:c1": [False]}
 
 
 def test_hook_verdicts_are_process_reward_matches_on_the_rl_gold_hooks(derived, tables) -> None:
