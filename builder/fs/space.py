@@ -118,11 +118,14 @@ def disk_full(exc: BaseException, free: dict[Path, int], needed: dict[Path, int]
     command writes to, with the bytes free there before it started; ``needed``: the bytes
     it was estimated to need there (0: no estimate)."""
     candidates = list(free)
-    failed = getattr(exc, "filename", None)
-    if failed:
+    # a copy that failed names its source first and its target second: the target filled up
+    for failed in (getattr(exc, "filename2", None), getattr(exc, "filename", None)):
+        if not failed:
+            continue
         path = Path(failed).absolute()
         match = [f for f in candidates if path.is_relative_to(f.absolute())]
         if match:
             candidates = match
+            break
     folder = min(candidates, key=free_bytes)
     return DiskFull(folder, needed.get(folder, 0), free[folder], ran_out=True)

@@ -60,6 +60,10 @@ def test_the_folder_named_is_the_one_of_the_file_that_failed(
         f"the device of {cache} filled up during the build: it needs more than the 2.0 MB "
         "that were free, about 3.0 MB"
     )
+    # A copy from the output into the cache names its source first: the target filled up.
+    copied = OSError(errno.ENOSPC, "No space left on device", str(out / "a"), None, str(cache))
+    assert copied.filename2 == str(cache)
+    assert space.disk_full(copied, free, needed).folder == cache
     # A file no folder holds (pyarrow names none): the folder with the least room.
     unnamed = OSError(errno.ENOSPC, "No space left on device")
     assert space.disk_full(unnamed, free, needed).folder == out
