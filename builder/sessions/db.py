@@ -12,7 +12,9 @@ from __future__ import annotations
 import functools
 import importlib.util
 import math
+import os
 import re
+import shutil
 import signal
 import sqlite3
 import tempfile
@@ -165,6 +167,14 @@ def load_dump(dump: Path, target: Path) -> None:
                     return
                 raise
     except sqlite3.Error as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            size = target.stat().st_size if target.exists() else 0
+            full = EnvironmentProblem(
+                f"no space left on the device of {target.parent} loading the SQL dump {dump} "
+                f"into SQLite ({size / 1e6:.1f} MB written)"
+            )
+            full.hint = "free space there, or set TMPDIR to a folder on a larger disk"
+            raise full from exc
         if elsewhere:
             raise DatabaseError(
                 f"{dump}: the dump opens another file ({elsewhere[0]}): ATTACH and VACUUM "
@@ -215,11 +225,38 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
             wait_for_writers(conn)
             yield conn
         return
-    with tempfile.TemporaryDirectory(prefix="sessions-dump-") as tmp:
+    clear_stale_dumps()
+    with tempfile.TemporaryDirectory(prefix=f"{DUMP_PREFIX}{os.getpid()}-") as tmp:
         loaded = Path(tmp) / "loaded.db"
         load_dump(db.path, loaded)
         with sqlite.connect(str(loaded)) as conn:
             yield conn
+
+
+DUMP_PREFIX = "sessions-dump-"  # + the loading process's id: a killed one's is found again
+
+
+def clear_stale_dumps() -> list[Path]:
+    """Remove the loaded dumps of processes that are gone (killed while they read one: the
+    database may take gigabytes of the temporary folder); the folders removed."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{DUMP_PREFIX}*-*"):
+        pid = folder.name.removeprefix(DUMP_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def wait_for_writers(conn: Any) -> None:
