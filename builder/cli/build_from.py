@@ -75,9 +75,9 @@ def restored_build(
 
             sessions = f"sqlite:///{work / 'sessions.db'}"
             init_database(sessions)
-            ingest(sessions, "sessions", restored.sessions[0])
-            if restored.sessions[1].num_rows:
-                ingest(sessions, "actions", restored.sessions[1])
+            ingest(
+                sessions, [("sessions", restored.sessions[0]), ("actions", restored.sessions[1])]
+            )
             names[sessions] = restored.sessions_name or sessions
         yield replace(
             config,

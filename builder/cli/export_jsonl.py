@@ -74,18 +74,25 @@ def run(args: argparse.Namespace) -> int:
 def write_sessions(folder: Path, url: str) -> tuple[int, int]:
     """The build's sessions and actions appended to the database at ``url`` (its tables
     created where missing)."""
-    from builder.errors import UsageError
+    from builder.errors import UsageError, UserError
     from builder.restore.sessions import session_rows
     from builder.sessions.db import ingest, init_database
+    from builder.sessions.urls import parse_url
 
     rows = session_rows(folder)
     if rows is None:
         raise UsageError(f"--sessions-db {url}: {folder} holds no sessions")
     sessions, actions = rows
-    init_database(url)
-    ingest(url, "sessions", sessions)
-    if actions.num_rows:
-        ingest(url, "actions", actions)
+    db = parse_url(url)
+    made = db.dialect == "sqlite" and db.path is not None and not db.path.exists()
+    try:
+        init_database(url)
+        ingest(url, [("sessions", sessions), ("actions", actions)])
+    except UserError:
+        if made:  # no half database left where none was
+            for leftover in (db.path, db.path.with_name(db.path.name + "-journal")):
+                leftover.unlink(missing_ok=True)
+        raise
     return sessions.num_rows, actions.num_rows
 
 

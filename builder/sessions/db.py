@@ -341,6 +341,10 @@ def init_database(url: str | DatabaseURL) -> None:
             finally:
                 con.close()
         except (OSError, sqlite3.Error) as exc:  # not a database, or not writable
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+                full = EnvironmentProblem(f"{db.redacted}: no space left creating the tables")
+                full.hint = "free space on its device and run it again"
+                raise full from exc
             raise DatabaseError(f"{db.redacted}: cannot create the tables: {exc}") from exc
         return
     with connect(db) as conn:
@@ -359,21 +363,37 @@ def execute(conn: Any, sql: list[str]) -> None:
     conn.commit()
 
 
-def ingest(url: str | DatabaseURL, table: str, data: pa.Table) -> None:
-    """Append Arrow data to an existing table (ADBC bulk ingest: binary COPY on PostgreSQL).
+def ingest(url: str | DatabaseURL, tables: list[tuple[str, pa.Table]]) -> None:
+    """Append Arrow data to existing tables, in one transaction (ADBC bulk ingest: binary
+    COPY on PostgreSQL). A write that fails is one line: a full disk is the environment's
+    (exit 5), anything else the database's; a SQLite file this call created is removed.
 
     Binary COPY needs the exact column types (``INTEGER`` is int32), so on PostgreSQL the data
     is first cast to the table's own Arrow schema.
     """
     db = parse_url(url) if isinstance(url, str) else url
-    with connect(db) as conn:
-        with conn.cursor() as cur:
-            if db.dialect == "postgresql":
-                cur.execute(f'SELECT * FROM "{table}" LIMIT 0')
-                target = cur.fetch_arrow_table().schema
-                data = data.select(target.names).cast(target)
-            cur.adbc_ingest(table, data, mode="append")
-        conn.commit()
+    try:
+        with connect(db) as conn:
+            with conn.cursor() as cur:
+                for table, data in tables:
+                    if not data.num_rows:
+                        continue
+                    if db.dialect == "postgresql":
+                        cur.execute(f'SELECT * FROM "{table}" LIMIT 0')
+                        target = cur.fetch_arrow_table().schema
+                        data = data.select(target.names).cast(target)
+                    cur.adbc_ingest(table, data, mode="append")
+            conn.commit()
+    except DatabaseError:
+        raise
+    except Exception as exc:  # the driver's errors
+        detail = driver_error(exc, db.url)
+        if re.search(r"disk is full|no space left|could not extend file", detail, re.IGNORECASE):
+            said = detail.removeprefix("INTERNAL: ").removeprefix("failed to execute: ")
+            full = EnvironmentProblem(f"{db.redacted}: no space left writing the sessions ({said})")
+            full.hint = "free space on its device and run it again"
+            raise full from exc
+        raise DatabaseError(f"{db.redacted}: cannot write the sessions: {detail}") from exc
 
 
 def driver_error(exc: BaseException, url: str) -> str:

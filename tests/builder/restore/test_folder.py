@@ -56,3 +56,23 @@ def test_export_jsonl_into_the_build_folder_is_refused(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is inside the build folder" in err[0], err
     assert not (source / "episodes.jsonl").exists()
+
+
+def test_sessions_written_back_onto_a_full_disk_are_one_line_and_leave_no_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.small_disk import fill, small_disk
+
+    source = tmp_path / "ds"
+    argv = ["build", "--config", str(ROOT / "dataset.toml"), "--no-progress"]
+    assert main([*argv, "--out", str(source), "--rejects", str(tmp_path / "r.jsonl")]) == 0
+    for room in (0, 64 << 10):  # full at once; full while the rows are written
+        with small_disk(tmp_path / f"disk{room}", 1) as disk:
+            fill(disk, room)
+            capsys.readouterr()
+            url = f"sqlite:///{disk / 's.db'}"
+            out = str(tmp_path / "e.jsonl")
+            assert main(["export-jsonl", str(source), "--sessions-db", url, "--out", out]) == 5
+            err = capsys.readouterr().err.strip().splitlines()
+            assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+            assert len(err) == 1 and "no space left" in err[0], err

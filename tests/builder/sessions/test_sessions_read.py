@@ -22,8 +22,7 @@ def _sorted(table: pa.Table, key: str) -> pa.Table:
 def test_tiny_batches_give_the_same_rows(backend: Backend) -> None:
     backend.create("strict")
     sessions, actions = generate(20, 9, seed=3)
-    ingest(backend.url, "sessions", sessions)
-    ingest(backend.url, "actions", actions)
+    ingest(backend.url, [("sessions", sessions), ("actions", actions)])
     db = parse_url(backend.url)
     with connect(db) as conn:
         batches = list(iter_batches(conn, db.dialect, "actions", batch_rows=7))
@@ -100,8 +99,7 @@ def test_columns_no_table_holds_are_named(backend: Backend) -> None:
     # learns the dataset lacks them instead of finding out downstream.
     backend.create("strict")
     sessions, actions = generate(2, 3, seed=3)
-    ingest(backend.url, "sessions", sessions)
-    ingest(backend.url, "actions", actions)
+    ingest(backend.url, [("sessions", sessions), ("actions", actions)])
     backend.execute(
         "ALTER TABLE sessions ADD COLUMN reviewer TEXT",
         "ALTER TABLE actions ADD COLUMN latency_ms INTEGER",
