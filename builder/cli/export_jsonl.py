@@ -10,6 +10,7 @@ tables kept every field, an unwritable output: exit 1), printed in one line by
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import sys
 from pathlib import Path
@@ -119,10 +120,10 @@ def _write_file(out: Path, folder: Path) -> int:
             n = write_lines(episode_records(folder), f)
         part.replace(out)
     except OSError as exc:
-        part.unlink(missing_ok=True)
         if exc.errno in ENVIRONMENT_ERRORS:  # the disk's or the folder's: said as for any command
             raise OSError(exc.errno, exc.strerror, str(out)) from exc
         raise UsageError(f"--out {out}: cannot write it ({exc.strerror})") from exc
     finally:
-        part.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # none there, or no folder to hold one
+            part.unlink(missing_ok=True)
     return n

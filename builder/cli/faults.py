@@ -76,8 +76,11 @@ def set_timeout(seconds: float | None) -> None:
 
 
 # What the system says of a path the user named, not of the build: a name too long for it,
-# a place the user may not write (``/sys``, a read-only mount, another user's folder).
-PATH_PROBLEMS = frozenset({errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EROFS})
+# a place the user may not write (``/sys``, a read-only mount, another user's folder), a file
+# where the path needs a folder.
+PATH_PROBLEMS = frozenset(
+    {errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR}
+)
 
 
 def path_problem_line(command: str, exc: BaseException) -> str:
@@ -85,7 +88,10 @@ def path_problem_line(command: str, exc: BaseException) -> str:
     if not isinstance(exc, OSError) or exc.errno not in PATH_PROBLEMS or not exc.filename:
         return ""
     hint = "choose another path, or make it writable, and run it again"
-    return f"episodes {command}: cannot use {exc.filename}: {exc.strerror} — {hint}"
+    why = exc.strerror
+    if exc.errno == errno.ENOTDIR:
+        why, hint = "a part of its path is a file, not a folder", "choose another path"
+    return f"episodes {command}: cannot use {exc.filename}: {why} — {hint}"
 
 
 def disk_failed_line(command: str, exc: BaseException) -> str:

@@ -7,6 +7,7 @@ anything outside the file (no fonts, no CDN, no images by URL), so it opens offl
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
@@ -106,6 +107,9 @@ def write_report(
         temporary.write_text(text, encoding="utf-8")
         temporary.replace(target)
     except OSError as exc:
-        temporary.unlink(missing_ok=True)
-        raise ReportOutputError(f"cannot write {target}: {exc.strerror}") from exc
+        with contextlib.suppress(OSError):  # none there, or no folder to hold one
+            temporary.unlink(missing_ok=True)
+        blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker else exc.strerror
+        raise ReportOutputError(f"cannot write {target}: {why}") from exc
     return Written(target, len(text.encode()), time.perf_counter() - started)

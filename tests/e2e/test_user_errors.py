@@ -194,6 +194,18 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
         ("bad pattern", ["build", "--config", "pattern.toml", *out], 1, "regular expression"),
         ("report over a file", ["report", "out", "--out", "type.toml"], 1, "is not a page"),
         (
+            "report under a file",
+            ["report", "out", "--out", "type.toml/r.html"],
+            5,
+            "type.toml is a file, not a folder",
+        ),
+        (
+            "export under a file",
+            ["export-jsonl", "out", "--out", "type.toml/e.jsonl"],
+            1,
+            "cannot write it (Not a directory)",
+        ),
+        (
             "report with no such tokenizer",
             ["report", "out", "--tokenizer", "nothere"],
             1,
@@ -280,7 +292,7 @@ def _cases(tmp: Path) -> list[tuple[str, list[str], int, str]]:
     ]
 
 
-N_CASES = 62
+N_CASES = 64
 
 
 def test_there_are_as_many_cases_as_parameters(tmp_path: Path) -> None:
