@@ -24,6 +24,7 @@ from builder.engine.allocator import keep_freed_memory
 from builder.engine.import_path import children_import_from_here
 from builder.engine.interrupts import interrupts_deferred, interrupts_ignored
 from builder.engine.no_pandas import arrow_without_pandas
+from builder.engine.orphans import exit_with
 from builder.fs.uris import is_uri
 
 T = TypeVar("T")
@@ -77,6 +78,7 @@ class LocalEngine:
             workers,
             mp_context=multiprocessing.get_context("forkserver"),
             initializer=_worker_started,
+            initargs=(os.getpid(),),
         )
 
     def map(self, fn: Callable[..., R], items: Iterable[tuple[Any, ...]]) -> Iterator[R]:
@@ -113,12 +115,13 @@ def build_process() -> None:
     keep_freed_memory()
 
 
-def _worker_started() -> None:
+def _worker_started(build: int) -> None:
     """Ctrl-C reaches the whole process group: the build stops its pool and says so in one
     line, so a worker must not print a traceback of its own. A worker is the build's own
-    process (``build_process``)."""
+    process (``build_process``), and ends with it (``builder.engine.orphans``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     build_process()
+    exit_with(build)
 
 
 def _stop_fork_server() -> None:

@@ -287,6 +287,51 @@ def test_a_killed_builds_leftovers_go_with_the_next_command(
     assert names(tmp_path) == around
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (from ``/proc``)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def test_a_killed_builds_workers_end_with_it(inputs: dict[str, Path], tmp_path: Path) -> None:
+    """Workers come from the fork server, not from the build: killed outright, the build
+    takes them (and the server) with it, so nothing holds its stdout open."""
+    common = ["--out", str(tmp_path / "ds"), "--rejects", str(tmp_path / "r.jsonl")]
+    build = episodes(
+        "build", "--episodes", str(inputs["large"]), "--workers", "2", *common, cwd=tmp_path
+    )
+    deadline = time.monotonic() + 60
+    below: set[int] = set()
+    while len(below) < 4 and time.monotonic() < deadline:  # tracker, server, two workers
+        time.sleep(0.05)
+        below = _descendants(build.pid)
+    assert len(below) >= 4, below
+    build.send_signal(signal.SIGKILL)
+    build.communicate(timeout=30)  # the pipes close: no worker holds them
+    deadline = time.monotonic() + 15
+    while below and time.monotonic() < deadline:
+        time.sleep(0.1)
+        below = {p for p in below if Path(f"/proc/{p}").exists() and not _zombie(p)}
+    assert not below, below
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
 # ---------------------------------------------------------------------- a server that dies
 
 
