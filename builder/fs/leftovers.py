@@ -12,6 +12,7 @@ None is removed while a build holds the folder's lock: they are that build's.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -83,7 +84,8 @@ def find(out: Path, rejects: Path | None = None) -> list[Path]:
 def remove(out: Path, rejects: Path | None = None) -> list[tuple[Path, int]]:
     """Remove the leftovers of killed builds into ``out`` (and put back a previous build a
     swap left aside), unless a build into ``out`` runs: then nothing is touched. Returns
-    each removed path with the bytes it freed."""
+    each removed path with the bytes it freed. Beside a folder on a read-only mount no lock
+    can be taken, and nothing is there to remove: nothing is tried."""
     if not out.parent.is_dir():
         return []
     lock = out.parent / f".{out.name}.lock"
@@ -102,6 +104,10 @@ def remove(out: Path, rejects: Path | None = None) -> list[tuple[Path, int]]:
             recover_interrupted_swap(out)
     except BuildLocked:
         return []
+    except OSError as exc:  # beside a folder no one may write, nothing can be left to remove
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM) and not stale_lock:
+            return []
+        raise
     if stale_lock and not lock.exists():
         removed.append((lock, 0))
     return removed

@@ -76,3 +76,24 @@ def test_sessions_written_back_onto_a_full_disk_are_one_line_and_leave_no_databa
             err = capsys.readouterr().err.strip().splitlines()
             assert sorted(p.name for p in disk.iterdir()) == ["filler"]
             assert len(err) == 1 and "no space left" in err[0], err
+
+
+def test_a_build_on_a_read_only_disk_is_read(tmp_path: Path) -> None:
+    """Reading a build takes no lock where none can be made: ``export-jsonl`` and
+    ``report`` read a folder on a read-only mount."""
+    import subprocess
+
+    from tests.small_disk import small_disk
+
+    with small_disk(tmp_path / "disk", 8) as disk:
+        source = disk / "ds"
+        argv = ["build", "--config", "/dev/null", "--no-progress", "--max-reject-ratio", "1"]
+        episodes = str(ROOT / "data" / "episodes" / "episodes.jsonl")
+        assert main([*argv, "--episodes", episodes, "--out", str(source)]) == 0
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        out = tmp_path / "e.jsonl"
+        assert main(["export-jsonl", str(source), "--out", str(out)]) == 0
+        assert len(out.read_text().splitlines()) > 0
+        page = tmp_path / "r.html"
+        assert main(["report", str(source), "--out", str(page)]) == 0
+        assert page.stat().st_size > 0
