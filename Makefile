@@ -21,11 +21,29 @@ $(TRL_STAMP): $(STAMP)
 	$(PIP) install -e '.[test,trl,ray]'
 	touch $@
 
+# Axolotl pins other releases of datasets and transformers than the project's: it gets a venv
+# of its own, which the tests run its dataset preparation in (tests/builder/export/axolotl_check.py).
+# Its dependencies are those that preparation imports (a training run needs more).
+AXOLOTL_VENV ?= .venv-axolotl
+AXOLOTL_STAMP := $(AXOLOTL_VENV)/.installed
+AXOLOTL ?= axolotl==0.19.0
+AXOLOTL_DEPS := transformers==5.16.1 tokenizers==0.23.1 datasets==4.8.4 accelerate==1.13.0 \
+	peft==0.20.0 trl==1.9.0 huggingface_hub==1.17.0 pydantic==2.12.5 PyYAML==6.0.3 \
+	packaging==26.0 typer==0.25.1 posthog==6.7.11 python-dotenv==1.0.1 fire addict colorama \
+	einops requests sentencepiece pillow numba
+
+$(AXOLOTL_STAMP):
+	test -x $(AXOLOTL_VENV)/bin/python || $(PYTHON) -m venv $(AXOLOTL_VENV)
+	$(AXOLOTL_VENV)/bin/python -m pip --disable-pip-version-check -q install '$(TORCH)'
+	$(AXOLOTL_VENV)/bin/python -m pip --disable-pip-version-check -q install --no-deps '$(AXOLOTL)'
+	$(AXOLOTL_VENV)/bin/python -m pip --disable-pip-version-check -q install $(AXOLOTL_DEPS)
+	touch $@
+
 build: $(STAMP)  ## build the sample dataset into build/dataset, its report beside it
 	$(VENV)/bin/episodes build
 	$(VENV)/bin/episodes report
 
-test: $(TRL_STAMP) browser  ## the whole suite, TRL format checks, PostgreSQL and Chromium included
+test: $(TRL_STAMP) $(AXOLOTL_STAMP) browser  ## the whole suite: TRL, Axolotl, PostgreSQL and Chromium included
 	$(PY) -m pytest -q
 
 # The report's tests open it in Debian's Chromium: installed here when missing (as root, with

@@ -150,6 +150,62 @@ trainer.train()
 }
 
 
+AXOLOTL_TESTED_WITH = "Axolotl 0.19"
+# Axolotl's config per config it reads; the test suite prepares the sample's rows with each
+# (``tests/builder/export/test_axolotl_recipes.py``). Tool calls reach the template only when
+# mapped: without the mapping, a template Axolotl does not see use them loses them silently.
+AXOLOTL: dict[str, str] = {
+    "sft": """\
+base_model: Qwen/Qwen2.5-0.5B-Instruct
+chat_template: tokenizer_default
+datasets:
+  - path: {dataset}
+    name: sft
+    split: train
+    type: chat_template
+    field_messages: messages
+    message_field_training: weight
+    message_property_mappings:
+      role: role
+      content: content
+      tool_calls: tool_calls
+      tool_call_id: tool_call_id
+      name: name
+""",
+    "prm_stepwise": """\
+base_model: Qwen/Qwen2.5-0.5B-Instruct
+process_reward_model: true
+datasets:
+  - path: {dataset}
+    name: prm_stepwise
+    split: train
+    type: stepwise_supervised
+""",
+}
+
+
+def axolotl_section(dataset: str, configs: set[str] | None = None) -> list[str]:
+    """Axolotl's configs for the configs of ``configs`` it reads (None: all)."""
+    chosen = [name for name in AXOLOTL if configs is None or name in configs]
+    if not chosen:
+        return []
+    parts = [
+        "### Axolotl",
+        "",
+        f"The dataset part of an Axolotl config (tested with {AXOLOTL_TESTED_WITH}: its own "
+        "dataset preparation of this build's rows). In `sft`, an assistant message of "
+        "`weight` 0 gets no loss; in `prm_stepwise`, each step's label sits on its last token. "
+        "Add your training settings (`sequence_len`, `micro_batch_size`, `num_epochs`, "
+        "`learning_rate`, …; without a GPU `bf16: false`); pin a release with `revision:` "
+        "under the dataset.",
+        "",
+    ]
+    for name in chosen:
+        parts += [f"`{name}`:", "", "```yaml", AXOLOTL[name].format(dataset=dataset).rstrip()]
+        parts += ["```", ""]
+    return parts
+
+
 def recipes_section(dataset: str, configs: set[str] | None = None) -> list[str]:
     """The card's recipe section: the setup, then one block per config of ``configs`` (the
     configs with train rows, which every block loads: ``datasets`` cannot load a split
@@ -160,8 +216,8 @@ def recipes_section(dataset: str, configs: set[str] | None = None) -> list[str]:
         f"Each block below runs as written after this setup (tested with {TESTED_WITH}, one "
         "step with a tiny model; on a machine without a GPU, add `use_cpu=True, bf16=False` "
         "to `ARGS`, as the test does). `prm_stepwise` is the stepwise-supervision layout "
-        "(`prompt`, `completions`, `labels`) that Axolotl's `stepwise_supervised` type reads; "
-        "its layout is checked, not trained here. `prm` is for pointwise step scorers.",
+        "(`prompt`, `completions`, `labels`) that Axolotl's `stepwise_supervised` type reads "
+        "(below). `prm` is for pointwise step scorers.",
         "",
         "Tool calls keep OpenAI's layout: `function.arguments` is JSON text. A chat template "
         "that writes arguments with `tojson` (Qwen2.5's, Llama 3.1's) would write that text "
@@ -190,4 +246,4 @@ def recipes_section(dataset: str, configs: set[str] | None = None) -> list[str]:
     if absent:
         names = ", ".join(f"`{name}`" for name in dict.fromkeys(absent))
         parts += [f"No recipe for {names}: this build has no train rows there.", ""]
-    return parts
+    return parts + axolotl_section(dataset, configs)
