@@ -58,8 +58,7 @@ def load(url: str, n_actions: int, per_session: int) -> dict[str, Any]:
     sessions, actions = generate(n_sessions, per_session, seed=1)
     generated = time.perf_counter() - start
     init_database(url)
-    ingest(url, "sessions", sessions)
-    ingest(url, "actions", actions)
+    ingest(url, [("sessions", sessions), ("actions", actions)])
     with connect(url) as conn, conn.cursor() as cur:
         cur.execute("SELECT pg_total_relation_size('actions')")
         size = cur.fetchone()[0]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from builder.errors import EnvironmentProblem
-from builder.sessions.db import DUMP_PREFIX, clear_stale_dumps, load_dump
+from builder.sessions.dump import DUMP_PREFIX, clear_stale_dumps, load_dump
 from tests.small_disk import small_disk
 
 ROOT = Path(__file__).resolve().parents[3]
