@@ -9,6 +9,7 @@ import json
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,12 @@ def parquet_digests(folder: Path) -> dict[str, str]:
         p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in folder.rglob("*.parquet")
     }
+
+
+def sample_into(folder: Path, **settings: Any) -> BuildReport:
+    """The sample, with ``settings`` changed, built into ``folder``."""
+    config = load_config(ROOT / "dataset.toml")
+    return build(replace(config, out=folder / "ds", rejects=folder / "r.jsonl", **settings))
 
 
 @pytest.fixture(scope="module")
@@ -152,15 +159,7 @@ def test_build_from_takes_the_settings_the_build_recorded(
     """Rebuilt where its ``dataset.toml`` is not, a build keeps its own salt, hash scheme,
     answer tolerance and card: the same files, not the defaults' reshuffled splits."""
     config = load_config(ROOT / "dataset.toml")
-    source = build(
-        replace(
-            config,
-            out=tmp_path / "a" / "ds",
-            rejects=tmp_path / "a" / "r.jsonl",
-            hash_precision=2,
-            answer_tolerance=0.1,
-        )
-    )
+    source = sample_into(tmp_path / "a", hash_precision=2, answer_tolerance=0.1)
     monkeypatch.chdir(tmp_path)
     argv = ["build", "--from", str(source.out), "--out", "b/ds", "--rejects", "b/r.jsonl"]
     assert main([*argv, "--no-progress"]) == 0
@@ -202,15 +201,7 @@ def test_build_from_a_decontaminated_build_needs_its_eval_sets(
     item = json.loads(bank.read_text(encoding="utf-8").splitlines()[0])["question_text"]
     evals = tmp_path / "dev.jsonl"
     evals.write_text(json.dumps({"question": item}) + "\n", encoding="utf-8")
-    config = load_config(ROOT / "dataset.toml")
-    source = build(
-        replace(
-            config,
-            out=tmp_path / "a" / "ds",
-            rejects=tmp_path / "a" / "r.jsonl",
-            decontamination_evals=(str(evals),),
-        )
-    )
+    source = sample_into(tmp_path / "a", decontamination_evals=(str(evals),))
     assert source.manifest["decontamination"]["evals"][0]["matched_items"] == 1
     argv = ["build", "--from", str(source.out), "--config", str(ROOT / "dataset.toml")]
     argv += ["--out", str(tmp_path / "b" / "ds"), "--rejects", str(tmp_path / "b.jsonl")]

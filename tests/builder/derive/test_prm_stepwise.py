@@ -52,23 +52,30 @@ def test_traces_without_steps_give_no_row(make) -> None:
     assert list(frame["trace_id"]) == ["ep-g:gold", "ep-g:c1"]
 
 
-def test_a_hook_before_its_dependency_is_not_matched(make) -> None:
-    """The student computes m (depends on df) before df: m's step is false, df's is true,
-    and the ordered trace gets both."""
-    load, mean = "df = load()", "m = df.x.mean()"
-    gold = make.trace(
+LOAD, MEAN = "df = load()", "m = df.x.mean()"
+
+
+def _load_then_mean(make):
+    """A gold trace: ``df`` loaded, ``m`` (which depends on it) computed, then submitted."""
+    return make.trace(
         2.0,
         turns=[
-            make.turn(0, load, hooks=[make.hook(load, {"rows": 4}, "df")]),
-            make.turn(1, mean, hooks=[make.hook(mean, 2.0, "m", depends_on=["df"])]),
+            make.turn(0, LOAD, hooks=[make.hook(LOAD, {"rows": 4}, "df")]),
+            make.turn(1, MEAN, hooks=[make.hook(MEAN, 2.0, "m", depends_on=["df"])]),
             make.turn(2, "submit(m)", submitted=2.0),
         ],
     )
+
+
+def test_a_hook_before_its_dependency_is_not_matched(make) -> None:
+    """The student computes m (depends on df) before df: m's step is false, df's is true,
+    and the ordered trace gets both."""
+    gold = _load_then_mean(make)
     swapped = make.trace(
         2.0,
         turns=[
-            make.turn(0, mean, hooks=[make.hook(mean, 2.0, "m", depends_on=["df"])]),
-            make.turn(1, load, hooks=[make.hook(load, {"rows": 4}, "df")]),
+            make.turn(0, MEAN, hooks=[make.hook(MEAN, 2.0, "m", depends_on=["df"])]),
+            make.turn(1, LOAD, hooks=[make.hook(LOAD, {"rows": 4}, "df")]),
             make.turn(2, "submit(m)", submitted=2.0),
         ],
     )
@@ -87,19 +94,11 @@ def test_the_last_step_is_judged_by_the_trace_s_answer(make) -> None:
     its ``m`` is not credited (the gold's depends on ``df``), yet its answer is right, so
     its one step is true; a run whose one step submits a wrong answer without a hook is
     false."""
-    load, mean = "df = load()", "m = df.x.mean()"
-    gold = make.trace(
-        2.0,
-        turns=[
-            make.turn(0, load, hooks=[make.hook(load, {"rows": 4}, "df")]),
-            make.turn(1, mean, hooks=[make.hook(mean, 2.0, "m", depends_on=["df"])]),
-            make.turn(2, "submit(m)", submitted=2.0),
-        ],
-    )
+    gold = _load_then_mean(make)
     direct = make.trace(
         2.0,
         turns=[
-            make.turn(0, f"{mean}\nsubmit(m)", hooks=[make.hook(mean, 2.0, "m")], submitted=2.0)
+            make.turn(0, f"{MEAN}\nsubmit(m)", hooks=[make.hook(MEAN, 2.0, "m")], submitted=2.0)
         ],
     )
     wrong = make.trace(3.0, turns=[make.turn(0, "submit(3.0)", submitted=3.0)])
