@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import polars as pl
 from tqdm import tqdm
 
 from builder import export
 from builder.config import BuildConfig
+from builder.derive.splits.copies import later_messages
 from builder.derive.splits.plan import HeldOutPlan, held_out_problems, plan_held_out
 from builder.errors import DataRefused, EnvironmentProblem
 from builder.export.carried import export_carried
@@ -199,20 +199,10 @@ def plan_splits(work: Path, config: BuildConfig, cache: Any, validated: Any) -> 
             for stored in cache.segments.reused.values()
         ]
     sessions = validated.sessions.select("question_id", "split_text") if validated else None
-    plan = plan_held_out(work / "tables", config, sessions, reused, session_prompts(validated))
+    prompts = later_messages(validated.sessions, validated.actions) if validated else None
+    plan = plan_held_out(work / "tables", config, sessions, reused, prompts)
     if config.strict:
         problems = held_out_problems(plan, config)
         if problems:
             raise BuildFailed("; ".join(problems) + " (--strict)", strict_checks=True)
     return plan
-
-
-def session_prompts(validated: Any) -> pl.DataFrame | None:
-    """What each session says after its question: its ``set_instruction`` and ``input``
-    actions (user messages of its ``sft`` row), with its question (``SESSION_PROMPTS``)."""
-    if validated is None:
-        return None
-    said = (
-        pl.col("action_type").is_in(["set_instruction", "input"]) & pl.col("action").is_not_null()
-    )
-    return validated.actions.filter(said).select("session_id", "question_id", text="action")

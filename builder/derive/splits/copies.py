@@ -4,7 +4,8 @@ A session's split is its question's (its initial instruction's), but it trains o
 it says: a later ``set_instruction`` or chat ``input`` holding a validation or test question
 would put that question into training. Such a session is kept out of every training config
 (``held_out_copy``), by the rule decontamination uses: more than ``threshold`` of the held-out
-question's word ``n``-grams occur in one of the session's messages.
+question's word ``n``-grams occur in one of the session's messages. A held-out question of
+fewer than ``MIN_WORDS`` words is not looked for: "show the columns" is everyday chat.
 """
 
 from __future__ import annotations
@@ -13,10 +14,33 @@ import polars as pl
 
 from builder.derive.decontamination.evals import EvalSet
 from builder.derive.decontamination.overlap import SESSION, matched_items
+from builder.derive.splits.shingles import WORD, comparable
 from schemas.vocabulary import HELD_OUT_COPY
 
 SESSION_PROMPTS = {"session_id": pl.Int64, "question_id": pl.String, "text": pl.String}
 EXCLUDED_SESSIONS = {"session_id": pl.Int64, "reason": pl.String}
+MIN_WORDS = 6
+SAID = ("set_instruction", "input")  # the actions whose text is a user message
+
+
+def later_messages(sessions: pl.DataFrame, actions: pl.DataFrame) -> pl.DataFrame:
+    """``SESSION_PROMPTS``: what each verified session (the ones that train) says besides
+    its question: its ``set_instruction`` and ``input`` actions, less those that restate the
+    question (the action a session without an initial instruction took it from, among them;
+    compared word for word, as the split key is normalized)."""
+    verified = sessions.filter(pl.col("verified").fill_null(False))
+    said = actions.filter(pl.col("action_type").is_in(SAID) & pl.col("action").is_not_null())
+    said = said.join(verified.select("session_id", "split_text"), on="session_id")
+    if not said.height:
+        return pl.DataFrame(schema=SESSION_PROMPTS)
+
+    def words(texts: pl.Series) -> pl.Series:
+        return comparable(texts.fill_null("")).str.extract_all(WORD).list.join(" ")
+
+    other = words(said.get_column("action")) != words(said.get_column("split_text"))
+    return (
+        said.filter(other).select("session_id", "question_id", text="action").cast(SESSION_PROMPTS)
+    )
 
 
 def held_out_copies(
@@ -41,6 +65,7 @@ def held_out_copies(
         (pl.col("split") != "train") & pl.col("reason").is_null() & pl.col("text").is_not_null()
     ).join(questions, on="question_id", how="anti")
     items = pl.concat([ours, earlier.get_column("text")]).drop_nulls().unique().sort()
+    items = items.filter(comparable(items).str.count_matches(WORD) >= MIN_WORDS)
     training = assignment.filter((pl.col("split") == "train") & pl.col("reason").is_null())
     checked = prompts.join(training.select("question_id"), on="question_id").filter(
         pl.col("text").is_not_null()
