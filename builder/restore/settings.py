@@ -40,7 +40,10 @@ def recorded_settings(manifest: Manifest, path: Path) -> dict[str, Any]:
         if name in options:
             found[name] = options[name]
     splits = manifest.get("splits") or {}
-    for split, share in (splits.get("ratios") or {}).items():
+    ratios = splits.get("ratios") or {}
+    if not isinstance(ratios, Mapping) or not set(ratios) <= {"train", "validation", "test"}:
+        raise _unusable(path, "splits.ratios", ratios)
+    for split, share in ratios.items():
         found[f"split_{split}"] = share
     if splits.get("salt") is not None:
         found["split_salt"] = splits["salt"]
@@ -59,10 +62,22 @@ def recorded_settings(manifest: Manifest, path: Path) -> dict[str, Any]:
         if value is None and getattr(BuildConfig(), name) is None:
             settings[name] = None
         else:
-            settings[name] = coerce_setting(path, name, value, f"its manifest's {name}")
+            try:
+                settings[name] = coerce_setting(path, name, value, f"its manifest's {name}")
+            except ConfigError as exc:
+                raise _unusable(path, name, value) from exc
     if isinstance(manifest.get("card"), Mapping):
-        settings["card"] = card_config(path, dict(manifest["card"]))
+        try:
+            settings["card"] = card_config(path, dict(manifest["card"]))
+        except ConfigError as exc:
+            raise _unusable(path, "card", manifest["card"]) from exc
     return settings
+
+
+def _unusable(path: Path, name: str, value: Any) -> ConfigError:
+    error = ConfigError(f"{path}: the setting {name} it records cannot be used ({value!r})")
+    error.hint = "give that setting here (a flag or dataset.toml), or rebuild it from its JSONL"
+    return error
 
 
 def with_recorded(
@@ -80,10 +95,10 @@ def with_recorded(
         taken["card"] = dataclasses.replace(card, **{k: getattr(config.card, k) for k in here})
     rebuilt = dataclasses.replace(config, **taken)
     ratios = (rebuilt.split_train, rebuilt.split_validation, rebuilt.split_test)
-    if abs(sum(ratios) - 1.0) > 1e-9:  # some ratios given here, the others taken
+    if abs(sum(ratios) - 1.0) > 1e-9:  # some given here, the others recorded (or edited)
         raise ConfigError(
-            "the split ratios given here and those of the build rebuilt do not add up to 1: "
-            "give all three ([splits] train, validation, test)"
+            f"the split ratios (given here, or recorded by the build rebuilt) add up to "
+            f"{sum(ratios):g}, not 1: give all three ([splits] train, validation, test)"
         )
     return rebuilt, sorted(differ)
 

@@ -211,3 +211,33 @@ def test_build_from_a_decontaminated_build_needs_its_eval_sets(
     assert not (tmp_path / "b").exists()
     assert main([*argv, "--decontaminate", str(evals), "--no-progress"]) == 0
     assert parquet_digests(tmp_path / "b" / "ds") == parquet_digests(source.out)
+
+
+@pytest.mark.parametrize(
+    ("ratios", "says"),
+    [
+        ({"train": 0.8, "validation": 0.1, "test": 0.1, "dev": 0.1}, "splits.ratios"),
+        ([0.9, 0.05, 0.05], "splits.ratios"),
+        ({"train": 0.5, "validation": 0.1, "test": 0.1}, "add up to 0.7, not 1"),
+        ({"train": "most", "validation": 0.1, "test": 0.1}, "split_train"),
+    ],
+)
+def test_settings_a_manifest_records_that_cannot_be_used_are_one_line(
+    original: BuildReport,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    ratios: object,
+    says: str,
+) -> None:
+    import shutil
+
+    source = tmp_path / "src"
+    shutil.copytree(original.out, source)
+    manifest = json.loads((source / "manifest.json").read_text())
+    manifest["splits"]["ratios"] = ratios
+    (source / "manifest.json").write_text(json.dumps(manifest))
+    argv = ["build", "--from", str(source), "--out", str(tmp_path / "b"), "--no-progress"]
+    assert main([*argv, "--config", "/dev/null", "--rejects", str(tmp_path / "r.jsonl")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert not (tmp_path / "b").exists()
