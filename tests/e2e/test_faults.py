@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from builder.engine.orphans import alive
 from builder.errors import UNAVAILABLE
 from builder.fs import space
 from samples.episodes import generate_episodes
@@ -321,15 +322,8 @@ def test_a_killed_builds_workers_end_with_it(inputs: dict[str, Path], tmp_path: 
     deadline = time.monotonic() + 15
     while below and time.monotonic() < deadline:
         time.sleep(0.1)
-        below = {p for p in below if Path(f"/proc/{p}").exists() and not _zombie(p)}
+        below = {p for p in below if alive(p)}
     assert not below, below
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 # ---------------------------------------------------------------------- a server that dies
