@@ -6,11 +6,18 @@ from __future__ import annotations
 
 SPLITS = ("train", "validation", "test")
 
-# Characters that show nothing: soft hyphen, Mongolian vowel separator, zero-width spaces and
-# joiners, direction marks and embeddings, word joiner and invisible operators, isolates,
-# byte-order mark. A regex class body (Python's ``re`` and the Rust engines of pydantic and
-# Polars read it alike); text made only of them is blank, and comparisons drop them.
-INVISIBLE_CHARACTERS = r"\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+# Characters that show nothing: Unicode's default-ignorable code points (soft hyphen,
+# combining grapheme joiner, zero-width spaces and joiners, direction marks, embeddings and
+# isolates, invisible operators, variation selectors, Hangul fillers, tags, byte-order mark),
+# the Mongolian vowel separator and the blank braille pattern. A regex class body (Python's
+# ``re`` and the Rust engines of pydantic and Polars read it alike); text made only of them
+# is blank, and comparisons drop them: a copy of a question with one inside a word is still
+# the same question.
+INVISIBLE_CHARACTERS = (
+    r"\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    r"\U000e0000-\U000e0fff"
+)
 HELD_OUT = SPLITS[1:]
 
 # How questions are grouped so that a group never spans two splits ([splits] group_by).

@@ -301,6 +301,10 @@ def test_hashing_imports_neither_numpy_nor_pandas() -> None:
         ("Cafe\u200b\u0301", "caf\u00e9"),  # invisible characters dropped before NFKC
         ("me\u00adan\u2060 of\u200b \u200dprice\ufeff", "mean of price"),
         ("\u202ebackwards\u202c \u2066x\u2069", "backwards x"),
+        # every default-ignorable code point goes: grapheme joiner, Arabic letter mark,
+        # variation selector, tag space, Hangul fillers, Mongolian selector, blank braille
+        ("ci\u034fty\u061c ma\ufe0fx\U000e0020", "city max"),
+        ("a\u3164b\uffa0c\u180bd\u2800e \u115fx\U0001d173", "abcde x"),
         ("", ""),
     ],
 )

@@ -320,7 +320,10 @@ def test_question_validator_keys_on_id(make: SimpleNamespace) -> None:
 
 @pytest.mark.parametrize(
     "blank",
-    ["", " ", "\t\n", "\u3000\u00a0", "\x1c\x1f", "\u200b", " \ufeff\u200d\u2060", "\u00ad\u202e"],
+    [
+        *("", " ", "\t\n", "\u3000\u00a0", "\x1c\x1f", "\u200b", " \ufeff\u200d\u2060"),
+        *("\u00ad\u202e", "\u034f", "\ufe0f", "\U000e0020", "\u3164", "\u2800", "\u180b\uffa0"),
+    ],
 )
 def test_a_blank_question_text_is_a_reject_that_says_so(make: SimpleNamespace, blank: str) -> None:
     """Empty or only spaces (Python's, which count \\x1c-\\x1f too) or invisible characters,
