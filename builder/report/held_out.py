@@ -24,6 +24,7 @@ def _figure(name: str, fig: Any, caption: str) -> Raw:
 def _audit(audit: Mapping[str, Any]) -> list[Node]:
     threshold = audit["threshold"]
     leaking = audit["at_or_above_threshold"]
+    one_word = audit.get("one_word_from_train", 0)
     at = audit["nearest_train_at_least"]
     bins = {
         f"{b['from']:.1f}–{b['to']:.1f}" if b["from"] else f"<{b['to']:.1f}": b["questions"]
@@ -42,8 +43,8 @@ def _audit(audit: Mapping[str, Any]) -> list[Node]:
             "p",
             el(
                 "span",
-                "held out" if not leaking else "NEAR-COPIES",
-                class_="ok" if not leaking else "bad",
+                "held out" if not (leaking or one_word) else "NEAR-COPIES",
+                class_="ok" if not (leaking or one_word) else "bad",
             ),
             f": of {audit['held_out_questions']:,} validation and test questions, ",
             el("b", leaking, data_metric="held_out.at_or_above_threshold", data_value=leaking),
@@ -54,6 +55,8 @@ def _audit(audit: Mapping[str, Any]) -> list[Node]:
             num(at["0.7"], "held_out.nearest_at_least_0.7"),
             " / ",
             num(at["0.9"], "held_out.nearest_at_least_0.9"),
+            "; one word from a training question: ",
+            num(one_word, "held_out.one_word_from_train"),
             f". Sharing a CSV dataset with train: {dataset['questions']} of "
             f"{dataset['of_known']} known; a template: {template['questions']} of "
             f"{template['of_known']} known.",

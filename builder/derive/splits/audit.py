@@ -3,7 +3,9 @@
 For every validation and test question that trains (not excluded), its nearest training
 question by word 3-gram Jaccard (by the exact similarity join, ``nearest``: no training
 question at or above ``REPORT_FLOOR`` is missed, and none below it is reported),
-and whether it shares its CSV dataset or its template with a training question. The counts
+whether a training question is one word apart from it (``one_word``: short questions that
+differ by one word fall below any useful Jaccard threshold), and whether it shares its CSV
+dataset or its template with a training question. The counts
 go into the manifest, the card and the report; ``--strict`` refuses a build with any
 held-out question at or above the threshold.
 """
@@ -16,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from builder.derive.splits.assign import Assignment, SplitPolicy
+from builder.derive.splits.one_word import one_word_edges
 from builder.derive.splits.similarity_join import nearest
 from schemas.vocabulary import HELD_OUT
 
@@ -53,6 +56,17 @@ def _nearest(assignment: Assignment, sides: pl.DataFrame) -> pl.DataFrame:
         .group_by("a", maintain_order=True)
         .first()
     )
+
+
+def _one_word_from_train(assignment: Assignment, sides: pl.DataFrame) -> int:
+    """Held-out questions with a training question one word apart (an earlier build's
+    assignment kept, or a policy that does not group near-duplicates)."""
+    edges = one_word_edges(assignment.texts.get_column("text"))
+    both = pl.concat([edges, edges.select(a="b", b="a")])
+    train = sides.filter(pl.col("split") == "train").select(b="row").unique()
+    near = both.join(train, on="b").select(row="a").unique()
+    held = sides.filter(pl.col("split").is_in(HELD_OUT))
+    return held.join(near, on="row").height
 
 
 def audit(
@@ -100,6 +114,7 @@ def audit(
             f"{level:.1f}": int((similarity >= level).sum()) for level in LEVELS
         },
         "at_or_above_threshold": int((similarity >= policy.threshold).sum()),
+        "one_word_from_train": _one_word_from_train(assignment, sides),
         "share_dataset_with_train": _sharing(held, train, "dataset"),
         "share_template_with_train": _sharing(held, train, "template"),
         "histogram": histogram,

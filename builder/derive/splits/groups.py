@@ -2,8 +2,9 @@
 
 Every policy joins questions whose split key is the same text. Beyond that:
 
-- ``near_duplicate`` joins any two texts whose word 3-gram Jaccard reaches the threshold,
-  transitively (``similarity_join``: exact, no pair missed);
+- ``near_duplicate`` joins any two texts whose word 3-gram Jaccard reaches the threshold
+  (``similarity_join``: exact, no pair missed) or that are one word apart (``one_word``),
+  transitively;
 - ``dataset`` joins the questions about one CSV file, ``template`` those made from one
   template; a question whose label is unknown is joined to its near-duplicates instead
   (counted as having fallen back);
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from builder.derive.splits.one_word import one_word_edges
 from builder.derive.splits.similarity_join import components, connect
 from schemas.vocabulary import GROUP_BY_NEAR_DUPLICATE, GROUP_BY_QUESTION
 
@@ -28,7 +30,9 @@ def group_texts(
     if policy == GROUP_BY_QUESTION:
         return pl.Series("group", range(size), dtype=pl.UInt32), 0
     if policy == GROUP_BY_NEAR_DUPLICATE:
-        return components(grams, size, threshold).get_column("label").alias("group"), 0
+        one_word = one_word_edges(texts.get_column("text"))
+        joined = components(grams, size, threshold, connect(size, one_word))
+        return joined.get_column("label").alias("group"), 0
     rows = texts.select("labels").with_row_index("row").with_columns(pl.col("row").cast(pl.UInt32))
     unknown = rows.filter(pl.col("labels").list.len() == 0).get_column("row")
     same_label = (
@@ -37,6 +41,8 @@ def group_texts(
         .with_columns(first=pl.col("row").min().over("labels"))
         .select(a="first", b="row")
     )
-    by_label = connect(size, same_label.cast(pl.UInt32))
+    # a question of unknown label joins its near-duplicates, one word apart included
+    one_word = one_word_edges(texts.get_column("text"), among=unknown)
+    by_label = connect(size, pl.concat([same_label.cast(pl.UInt32), one_word]))
     joined = components(grams, size, threshold, by_label, unknown)
     return joined.get_column("label").alias("group"), unknown.len()

@@ -294,6 +294,12 @@ def held_out_problems(plan: HeldOutPlan, config: Any) -> list[str]:
             f"{leaking} held-out questions have a training question at or above similarity "
             f"{audit_['threshold']:g} (manifest.json splits.audit lists the closest)"
         )
+    one_word = audit_.get("one_word_from_train", 0)
+    if one_word:
+        problems.append(
+            f"{one_word} held-out questions have a training question one word apart "
+            "(manifest.json splits.audit.one_word_from_train)"
+        )
     for found in (plan.decontamination or {}).get("evals", []):
         if found["matched_share"] > config.decontamination_max_share:
             problems.append(

@@ -69,9 +69,23 @@ def no_pins() -> pl.DataFrame:
     return pl.DataFrame(schema=PINNED_COLUMNS)
 
 
-def brute_force_groups(texts: list[str], threshold: float) -> list[int]:
-    """Each text's group as its smallest index, joined through every pair at ``threshold``,
-    by comparing all pairs."""
+def one_word_apart(a: str, b: str) -> bool:
+    """Written again here from the definition: one word changed, added or left out, and at
+    least four words shared (or the same words, four or more)."""
+    x, y = words(a), words(b)
+    if len(x) > len(y):
+        x, y = y, x
+    if len(x) == len(y):
+        differ = sum(p != q for p, q in zip(x, y, strict=True))
+        return differ <= 1 and len(x) - differ >= 4
+    if len(y) - len(x) != 1 or len(x) < 4:
+        return False
+    return any(y[:i] + y[i + 1 :] == x for i in range(len(y)))
+
+
+def brute_force_groups(texts: list[str], threshold: float, one_word: bool = True) -> list[int]:
+    """Each text's group as its smallest index, joined through every pair at ``threshold``
+    (or one word apart, with ``one_word``), by comparing all pairs."""
     parent = list(range(len(texts)))
 
     def root(i: int) -> int:
@@ -81,7 +95,8 @@ def brute_force_groups(texts: list[str], threshold: float) -> list[int]:
 
     for i in range(len(texts)):
         for j in range(i + 1, len(texts)):
-            if similarity(texts[i], texts[j]) >= threshold:
+            near = one_word and one_word_apart(texts[i], texts[j])
+            if near or similarity(texts[i], texts[j]) >= threshold:
                 a, b = root(i), root(j)
                 parent[max(a, b)] = min(a, b)
     return [root(i) for i in range(len(texts))]

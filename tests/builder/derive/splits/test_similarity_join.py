@@ -95,7 +95,7 @@ def test_components_are_the_brute_force_groups_in_many_blocks_and_rounds(
     assert len(blocks) > 10
     label = components(grams, len(texts), threshold)
     assert label.get_column("row").to_list() == list(range(len(texts)))
-    expected = brute_force_groups(texts, threshold)
+    expected = brute_force_groups(texts, threshold, one_word=False)
     assert len(set(expected)) < len(texts) * 0.9  # groups of more than one text exist
     assert label.get_column("label").to_list() == expected
 
