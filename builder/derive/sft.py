@@ -180,6 +180,20 @@ def one_system_message(
     return captured.filter(~system_role), system
 
 
+def captured_content(max_output_chars: int) -> pl.Expr:
+    """A captured message's content as ``sft`` shows it (evaluated on ``messages`` rows of
+    whole conversations: ``episode_id``, ``message_index``, ``role``, ``content``,
+    ``content_parts``): list-of-parts content as its text, and the execution feedback (a
+    ``tool`` message, a ``user`` one after the first) ``bounded`` to ``max_output_chars``.
+    Decontamination reads the conversations' prompts with it."""
+    content = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
+    first_user = pl.col("message_index").filter(pl.col("role") == "user").min().over("episode_id")
+    feedback = (pl.col("role") == "tool") | (
+        (pl.col("role") == "user") & (pl.col("message_index") > first_user)
+    )
+    return pl.when(feedback).then(bounded(content, max_output_chars)).otherwise(content)
+
+
 def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.LazyFrame:
     context = episode_context(tables, options)
     # A captured conversation without an assistant message has nothing to train: the gold
@@ -206,12 +220,7 @@ def derive(tables: Mapping[str, pl.LazyFrame], options: DeriveOptions) -> pl.Laz
     # first, the two branches (filtered by role) each ran the matching once.
     captured, system = one_system_message(tables, context, captured)
     captured = captured.join(flagged, on=["episode_id", "message_index"], how="left")
-    content = pl.coalesce(pl.col("content"), parts_text(pl.col("content_parts")))
-    first_user = pl.col("message_index").filter(pl.col("role") == "user").min().over("episode_id")
-    feedback = (pl.col("role") == "tool") | (
-        (pl.col("role") == "user") & (pl.col("message_index") > first_user)
-    )
-    content = pl.when(feedback).then(bounded(content, options.max_output_chars)).otherwise(content)
+    content = captured_content(options.max_output_chars)
     rows = pl.concat(
         [
             system.select(

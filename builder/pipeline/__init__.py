@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from builder import export
 from builder.config import BuildConfig
+from builder.derive.sessions.replay import ReplayOptions
 from builder.derive.splits.copies import later_messages
 from builder.derive.splits.plan import HeldOutPlan, held_out_problems, plan_held_out
 from builder.errors import DataRefused, EnvironmentProblem
@@ -137,7 +138,6 @@ def derive_sessions(
     the values the episode segments assigned (the sessions segment comes after them, and a
     value assigned in one input is redacted in every later one) as well as their own."""
     from builder.derive.sessions import derive_sessions
-    from builder.derive.sessions.replay import ReplayOptions
     from builder.sessions.source import redacted
 
     counts: Mapping[str, int] = {}
@@ -199,7 +199,9 @@ def plan_splits(work: Path, config: BuildConfig, cache: Any, validated: Any) -> 
             for stored in cache.segments.reused.values()
         ]
     sessions = validated.sessions.select("question_id", "split_text") if validated else None
-    prompts = later_messages(validated.sessions, validated.actions) if validated else None
+    options = ReplayOptions(config.null_correct_trains, max_output_chars=config.max_output_chars)
+    # what the sessions config will train on, read as its replay will render it
+    prompts = later_messages(validated.sessions, validated.actions, options) if validated else None
     plan = plan_held_out(work / "tables", config, sessions, reused, prompts)
     if config.strict:
         problems = held_out_problems(plan, config)

@@ -23,6 +23,9 @@ PROJECTIONS = {
     # what the held-out plan reads of every question and episode, before any segment is derived
     ("builder/derive/splits/plan.py", "QUESTION_SOURCE"): "questions",
     ("builder/derive/splits/plan.py", "EPISODE_SOURCE"): "episodes",
+    # what decontamination reads of the messages and turns the configs render as prompts
+    ("builder/derive/splits/plan.py", "MESSAGE_SOURCE"): "messages",
+    ("builder/derive/splits/plan.py", "TURN_SOURCE"): "turns",
 }
 
 

@@ -1,6 +1,7 @@
-"""Eval sets to decontaminate against: ``FILE[:FIELD]`` (JSONL or JSON, gzipped or not, CSV,
-TSV, Parquet, or a Hugging Face dataset folder of such files or of ``save_to_disk`` Arrow
-files), ``FIELD`` the column
+"""Eval sets to decontaminate against: ``FILE[:FIELD]`` (JSONL — ``.jsonl``, ``.ndjson`` or
+``.jsonlines`` — or JSON, gzipped or not, CSV, TSV, Parquet, Arrow or Feather, or a Hugging
+Face dataset folder of such files or of ``save_to_disk`` Arrow files: a data file of another
+kind in it is refused, not passed over), ``FIELD`` the column
 holding the question (``question`` by default). No eval set ships with the project: their
 licences differ; point the build at the files you evaluate on."""
 
@@ -20,10 +21,22 @@ from builder.errors import UsageError
 
 DEFAULT_FIELD = "question"
 _FIELD = re.compile(r"^[\w.-]+$")
-_JSON = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
-_TABLES = (".parquet", ".arrow", ".csv", ".tsv")
+_JSONL = (".jsonl", ".ndjson", ".jsonlines")  # JSON Lines under its three names
+_JSON = (*_JSONL, ".json", *(f"{e}.gz" for e in (*_JSONL, ".json")))
+_PARQUET = (".parquet", ".pq")
+_ARROW = (".arrow", ".arrows", ".ipc", ".feather")  # Arrow IPC, stream or file (Feather 2)
+_TABLES = (*_PARQUET, *_ARROW, ".csv", ".tsv")
 # Data files of a kind not read here: in a folder they are refused, not passed over
-_UNREAD = (".gz", ".zst", ".bz2", ".xz", ".zip", ".tar", ".txt", ".xlsx")
+_UNREAD = (
+    *(".gz", ".zst", ".bz2", ".xz", ".lz4", ".zip", ".tar", ".tgz", ".7z"),
+    *(".txt", ".xlsx", ".xls", ".ods", ".orc", ".avro", ".h5", ".hdf5", ".npy", ".npz"),
+    *(".pkl", ".pickle", ".db", ".sqlite", ".sqlite3", ".duckdb", ".tfrecord", ".msgpack"),
+    ".lance",
+)
+READ = (
+    "JSONL (.jsonl, .ndjson, .jsonlines) or JSON, gzipped or not, CSV, TSV, Parquet "
+    "(.parquet, .pq), Arrow (.arrow, .arrows, .ipc, .feather)"
+)
 # Files a dataset folder holds beside its data
 _METADATA = {"dataset_info.json", "state.json", "dataset_dict.json"}
 
@@ -67,14 +80,13 @@ def eval_files(path: Path) -> list[Path]:
         unread = [p for p in files if _kind(p) == "unread"]
         if unread:
             raise EvalSetUnreadable(
-                f"{unread[0]}: not a kind of file an eval set is read from (JSONL or JSON, "
-                "gzipped or not, CSV, TSV, Parquet, Arrow): convert it, or give each file "
-                "to read to --decontaminate"
+                f"{unread[0]}: not a kind of file an eval set is read from ({READ}): "
+                "convert it, or give each file to read to --decontaminate"
             )
         found = [p for p in files if _kind(p) is not None]
         if found:
             return found
-        raise EvalSetUnreadable(f"{path}: no JSONL, JSON, CSV, TSV, Parquet or Arrow file in it")
+        raise EvalSetUnreadable(f"{path}: no eval set file in it ({READ})")
     raise EvalSetUnreadable(f"{path}: no such eval file or folder (given to --decontaminate)")
 
 
@@ -134,12 +146,12 @@ def _column(path: Path, field: str) -> tuple[list[object], set[str]]:
         if field not in frame.columns:
             return [], set(frame.columns)
         return frame.get_column(field).to_list(), set(frame.columns)
-    if path.suffix == ".parquet":
+    if path.name.lower().endswith(_PARQUET):
         table = pl.read_parquet_schema(path)
         if field not in table:
             return [], set(table)
         return pl.read_parquet(path, columns=[field]).get_column(field).to_list(), set(table)
-    with pa.memory_map(str(path)) as source:
+    with pa.memory_map(str(path)) as source:  # Feather (version 2) is an Arrow IPC file
         try:
             arrow = pa.ipc.open_stream(source).read_all()
         except pa.ArrowInvalid:

@@ -152,6 +152,15 @@ def conversation_rows(
     Columns: session_id, position (0-based), action_id (null on the two opening messages),
     action_type, action, correct, role, content, weight, output (of a ``set_code``'s run).
     """
+    return rows_of(v.actions, sessions, options)
+
+
+def rows_of(
+    actions: pl.DataFrame, sessions: pl.DataFrame, options: ReplayOptions = DEFAULT_OPTIONS
+) -> pl.DataFrame:
+    """``conversation_rows`` of ``sessions`` (``session_id`` and the ``initial_*`` columns)
+    from their ``actions`` (``session_id``, ``action_id``, ``action_type``, ``action``,
+    ``correct``): what else reads a session as the replay shows it starts here."""
     head = sessions.select(
         "session_id", "initial_instruction", "initial_code", "initial_exec_output"
     )
@@ -167,7 +176,7 @@ def conversation_rows(
         pl.lit("user").alias("role"),
         initial_message(options.max_output_chars),
     )
-    acts = v.actions.join(sessions.select("session_id"), on="session_id", how="semi").select(
+    acts = actions.join(sessions.select("session_id"), on="session_id", how="semi").select(
         "session_id",
         pl.lit(2).alias("_part"),
         "action_id",

@@ -18,6 +18,8 @@ import polars as pl
 
 from builder.derive.decontamination import decontaminate, load_evals
 from builder.derive.decontamination.overlap import EPISODE, PROMPTS, QUESTION, SESSION
+from builder.derive.messages import turn_messages
+from builder.derive.sft import captured_content, one_system_message
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.assign import QUESTION_COLUMNS, SplitPolicy, assign
 from builder.derive.splits.audit import audit
@@ -173,19 +175,50 @@ def _questions(
     )
 
 
-def _prompts(tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame) -> pl.DataFrame:
+MESSAGE_SOURCE = ["episode_id", "message_index", "role", "content", "content_parts"]
+MESSAGE_SCHEMA = {c: pl.Int32 if c == "message_index" else pl.String for c in MESSAGE_SOURCE}
+TURN_SOURCE = ["trace_id", "turn_index", "reasoning", "code", "success", "stdout", "stderr"]
+
+
+def _prompts(
+    tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame, max_output_chars: int
+) -> pl.DataFrame:
+    """``PROMPTS``: every text a training config shows as a prompt, read as the configs
+    render it (their own expressions): the questions, each episode's one system message
+    (``one_system_message``: its captured system prompt and system messages), the other
+    non-assistant messages of its captured conversation (``captured_content``: content
+    parts as text, feedback bounded), the execution output of its traces' turns
+    (``turn_messages``' user messages: an episode without a captured conversation trains
+    on its gold turns, and ``self_correction`` prompts hold any trace's), and what a
+    session says after its question."""
     folders = sorted(p for p in tables.glob("*") if p.is_dir())
-    messages = _read([f / "messages.parquet" for f in folders], ["episode_id", "role", "content"])
     parts = [questions.select(kind=pl.lit(QUESTION), key="question_id", text="text")]
-    if messages.height:
-        parts.append(
-            messages.filter(pl.col("role") == "user").select(
-                kind=pl.lit(EPISODE), key="episode_id", text="content"
-            )
+    messages = _read([f / "messages.parquet" for f in folders], MESSAGE_SOURCE)
+    episodes = _read([f / "episodes.parquet" for f in folders], ["episode_id", "system_prompt"])
+    if not messages.height:
+        messages = pl.DataFrame(schema=MESSAGE_SCHEMA)
+    if episodes.height:  # a captured system prompt is a prompt too (the default is ours)
+        others, system = one_system_message(
+            {"episodes": episodes.lazy()},
+            episodes.select("episode_id", system=pl.lit(None, pl.String)).lazy(),
+            messages.lazy(),
         )
-    systems = _read([f / "episodes.parquet" for f in folders], ["episode_id", "system_prompt"])
-    if systems.height:  # a captured system prompt is a prompt too (the default is ours)
-        parts.append(systems.select(kind=pl.lit(EPISODE), key="episode_id", text="system_prompt"))
+        parts.append(system.select(kind=pl.lit(EPISODE), key="episode_id", text="system").collect())
+        parts.append(
+            others.filter(pl.col("role") != "assistant")
+            .select(kind=pl.lit(EPISODE), key="episode_id", text=captured_content(max_output_chars))
+            .collect()
+        )
+    traces = _read([f / "traces.parquet" for f in folders], ["trace_id", "episode_id", "form"])
+    turns = _read([f / "turns.parquet" for f in folders], TURN_SOURCE)
+    if traces.height and turns.height:
+        rendered = turn_messages({"turns": turns.lazy(), "traces": traces.lazy()}, max_output_chars)
+        parts.append(
+            rendered.filter(pl.col("role") == "user")
+            .join(traces.lazy().select("trace_id", "episode_id"), on="trace_id")
+            .select(kind=pl.lit(EPISODE), key="episode_id", text="content")
+            .collect()
+        )
     if sessions.height:  # what a session says after its question
         parts.append(
             sessions.select(
@@ -234,7 +267,7 @@ def plan_held_out(
     if config.decontamination_evals:
         evals = load_evals(config.decontamination_evals)
         found = decontaminate(
-            _prompts(tables, questions, session_prompts),
+            _prompts(tables, questions, session_prompts, config.max_output_chars),
             evals,
             config.decontamination_ngram,
             config.decontamination_threshold,

@@ -11,22 +11,34 @@ TRAIN_Q = "what is the average fare paid by passengers who embarked at southampt
 HELD_Q = "how many passengers in third class survived the sinking of the ship"
 
 
-def _sessions(rows: list[tuple[int, bool | None, str]]) -> pl.DataFrame:
+def _sessions(rows: list[tuple[int, bool | None, str]], instruction: bool = False) -> pl.DataFrame:
+    """Sessions without an initial instruction (their question taken from an action), or
+    with their question as it (``instruction``)."""
     return pl.DataFrame(
-        rows,
-        schema={"session_id": pl.Int64, "verified": pl.Boolean, "split_text": pl.String},
+        [(s, f"q{s}", v, t, t if instruction else None, None, None) for s, v, t in rows],
+        schema={
+            "session_id": pl.Int64,
+            "question_id": pl.String,
+            "verified": pl.Boolean,
+            "split_text": pl.String,
+            "initial_instruction": pl.String,
+            "initial_code": pl.String,
+            "initial_exec_output": pl.String,
+        },
         orient="row",
     )
 
 
 def _actions(rows: list[tuple[int, str, str | None]]) -> pl.DataFrame:
     return pl.DataFrame(
-        [(s, f"q{s}", t, a) for s, t, a in rows],
+        [(s, i, f"q{s}", t, a, None) for i, (s, t, a) in enumerate(rows, 1)],
         schema={
             "session_id": pl.Int64,
+            "action_id": pl.Int32,
             "question_id": pl.String,
             "action_type": pl.String,
             "action": pl.String,
+            "correct": pl.Boolean,
         },
         orient="row",
     )
@@ -81,3 +93,72 @@ def test_a_held_out_question_is_found_inside_a_message_unless_it_is_a_few_words(
     found = held_out_copies(prompts, assignment, questions, pinned, 8, 0.5)
     # session 3's own question is held out: it does not train, so nothing is looked at
     assert found.to_dicts() == [{"session_id": 2, "reason": "held_out_copy"}]
+
+
+def _found(prompts: pl.DataFrame) -> list[int]:
+    """The sessions of ``prompts`` (all on training question ``q1`` … ) holding ``HELD_Q``."""
+    ids = prompts.get_column("question_id").unique().to_list()
+    assignment = pl.DataFrame(
+        {"question_id": [*ids, "h"], "split": ["train"] * len(ids) + ["test"]},
+        schema={"question_id": pl.String, "split": pl.String},
+    ).with_columns(reason=pl.lit(None, pl.String))
+    questions = pl.DataFrame({"question_id": [*ids, "h"], "text": [TRAIN_Q] * len(ids) + [HELD_Q]})
+    pinned = pl.DataFrame(
+        schema={
+            "question_id": pl.String,
+            "text": pl.String,
+            "split": pl.String,
+            "reason": pl.String,
+        }
+    )
+    found = held_out_copies(prompts, assignment, questions, pinned, 8, 0.5)
+    return found.get_column("session_id").to_list()
+
+
+def test_a_held_out_question_split_between_inputs_is_found_where_the_replay_joins_them() -> None:
+    """The replay shows consecutive ``input`` actions, and the output before them, as one
+    user message: a held-out question typed in two halves trains whole."""
+    words = HELD_Q.split()
+    first, second = " ".join(words[:6]), " ".join(words[6:])
+    sessions = _sessions([(1, True, TRAIN_Q), (2, True, TRAIN_Q), (3, True, TRAIN_Q)], True)
+    actions = _actions(
+        [
+            (1, "set_code", "x = 1"),
+            (1, "input", first),
+            (1, "input", second),
+            (1, "set_code", "y = 2"),
+            (2, "set_code", "x = 1"),
+            (2, "set_exec_output", first),  # the output and the input after it: one message
+            (2, "input", second),
+            (2, "set_code", "y = 2"),
+            (3, "set_code", "x = 1"),
+            (3, "input", first),
+            (3, "set_code", "print(1)"),  # code between: two messages, neither holds it
+            (3, "input", second),
+            (3, "set_code", "y = 2"),
+        ]
+    )
+    prompts = later_messages(sessions, actions)
+    assert prompts.filter(pl.col("session_id") == 1).get_column("text").to_list() == [
+        f"{first}\n\n{second}"
+    ]
+    assert _found(prompts) == [1, 2]
+
+
+def test_the_opening_instruction_is_not_looked_at_but_what_joins_it_is() -> None:
+    """An ``input`` right after the opening joins its message: the input is looked at, the
+    session's own question (the instruction, restated or not) is not."""
+    sessions = _sessions([(1, True, TRAIN_Q), (2, True, TRAIN_Q)], instruction=True)
+    actions = _actions(
+        [
+            (1, "input", f"and also {HELD_Q}"),
+            (1, "set_code", "x = 1"),
+            (2, "input", TRAIN_Q),  # the question again
+            (2, "set_code", "x = 1"),
+        ]
+    )
+    prompts = later_messages(sessions, actions)
+    assert prompts.to_dicts() == [
+        {"session_id": 1, "question_id": "q1", "text": f"and also {HELD_Q}"}
+    ]
+    assert _found(prompts) == [1]
