@@ -169,14 +169,25 @@ def _message(row: Named) -> dict[str, Any]:
     return out
 
 
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_PLAIN = re.compile(r"[A-Za-z_\x80-\U0010ffff][A-Za-z0-9_\x80-\U0010ffff]*")
+_STEP = re.compile(r'\.([^.\[]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+
+
+def path_key(key: str) -> str:
+    """A key as a JSON path step: ``.x_note`` for a plain name (RFC 9535's shorthand), else
+    the key as a JSON string in brackets (``["a.b[0]"]``), never read as several steps."""
+    plain = key.isidentifier() or _PLAIN.fullmatch(key)
+    return f".{key}" if plain else f"[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def path_steps(path: str) -> Path:  # the keys and indexes of a path, keys as ``path_key``s
+    return [json.loads(q) if q else int(i) if i else k for k, i, q in _STEP.findall(path[1:])]
 
 
 def _set_extra(line: dict[str, Any], path: str, value: Any) -> None:
-    """Put an unknown field back at its JSON path (``$.gold_trace.turns[0].x``). A key whose
-    name the path cannot spell unambiguously is put wherever it leads, or nowhere: the
-    patch, computed against this same rebuild, corrects it."""
-    steps: Path = [int(i) if i else k for k, i in _STEP.findall(path[1:])]
+    """Put an unknown field back at its JSON path (``$.gold_trace.turns[0].x``), or nowhere
+    if it cannot be followed: the patch, computed against this same rebuild, corrects it."""
+    steps = path_steps(path)
     node: Any = line
     for step in steps[:-1]:
         try:

@@ -58,6 +58,9 @@ VERIFIED_MISMATCH = "verified_mismatch"
 GROUND_TRUTH_MISMATCH = "ground_truth_mismatch"
 DUPLICATE_EPISODE_ID = "duplicate_episode_id"
 HOOK_LISTING_MISMATCH = "hook_listing_mismatch"
+# A trace given in both forms (``code_cells`` and ``turns``) whose code cells are not its
+# turns' code, in order: which code the trace ran is unknown.
+CODE_LISTING_MISMATCH = "code_listing_mismatch"
 HOOK_UNKNOWN_DEPENDENCY = "hook_unknown_dependency"
 HOOK_CYCLE = "hook_cycle"
 CORRECTION_TARGET_INVALID = "correction_target_invalid"
@@ -92,6 +95,10 @@ MEANINGS: dict[str, str] = {
     GROUND_TRUTH_MISMATCH: "the gold trace's answer is not the question's ground truth",
     DUPLICATE_EPISODE_ID: "an earlier line has the same episode_id",
     HOOK_LISTING_MISMATCH: "a trace's turn-level and trace-level hooks disagree",
+    CODE_LISTING_MISMATCH: (
+        "a trace's code_cells are not its turns' code, in order (it gives both forms, and "
+        "which code it ran is unknown)"
+    ),
     HOOK_UNKNOWN_DEPENDENCY: "a hook's depends_on names no hook of its trace",
     HOOK_CYCLE: "the depends_on edges of a trace's hooks form a cycle",
     CORRECTION_TARGET_INVALID: (

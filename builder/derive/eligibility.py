@@ -3,7 +3,8 @@
 Every other episode stays in the tables and is counted once, under the first reason that
 applies: ``not_verified`` (captured flag false), ``verified_mismatch`` (claimed verified but
 the recomputation fails), ``failed_checks`` (an integrity check failed, other than the
-hook checks below),
+hook checks below: ``code_listing_mismatch`` among them, a trace whose ``code_cells`` and
+``turns`` disagree, so which code it ran is unknown to every config),
 ``duplicate_turn_index`` (two turns of one trace share a ``turn_index``: the turns table
 keys turns by it, so their order and the corrections pointing at them are ambiguous, and a
 build would not be reproducible). ``prm`` trains on unverified episodes too, its label

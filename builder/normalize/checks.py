@@ -24,6 +24,7 @@ from builder.contract.hashing import (
 from builder.validate.fastpath import UNSET
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 from schemas.vocabulary import (
+    CODE_LISTING_MISMATCH,
     CORRECTION_TARGET_INVALID,
     EXPECTED_ANSWER_HASH_MISMATCH,
     EXPECTED_ANSWER_NOT_GOLD,
@@ -320,6 +321,18 @@ def check_ground_truth(episode: Episode, ground_truth_hash: str | None) -> list[
     gold_hash = episode.teacher_gold_trace.final_answer_hash
     if ground_truth_hash is not None and gold_hash is not None and gold_hash != ground_truth_hash:
         return [GROUND_TRUTH_MISMATCH]
+    return []
+
+
+def check_code_listing(trace: ExecutionTrace) -> list[str]:
+    """A trace that gives its code twice, as ``code_cells`` and as ``turns``, must give the
+    same code, in order: the turns' rows are made of the turns alone, so other cells would
+    be code the tables never show."""
+    cells, turns = trace.code_cells, trace.turns
+    if not cells or not turns:  # one form only (or empty turns beside cells: flat)
+        return []
+    if len(cells) != len(turns) or any(c != t.code for c, t in zip(cells, turns, strict=True)):
+        return [CODE_LISTING_MISMATCH]
     return []
 
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from types import SimpleNamespace
-from typing import Any, get_args
+from typing import Any
 
 import msgspec
-from pydantic import BaseModel
 
 from builder.contract.hashing import canonical_json, rehash_json_text
 from builder.normalize import checks
+from builder.normalize.extras import extra_fields, generic_path
 from builder.normalize.hooks import hook_rows
 from builder.normalize.line_patch import patch_of
 from builder.normalize.messages import message_rows
@@ -42,70 +41,6 @@ from builder.validate.fastpath import FastRecord
 from builder.validate.json_lines import LineJSON
 from schemas import vocabulary
 from schemas.layouts import LAYOUTS_BY_NAME, SEEDS, layout_path
-
-
-def extra_fields(model: BaseModel, path: str = "$") -> list[tuple[str, Any]]:
-    """Unknown input fields anywhere in the tree, keyed by JSON path, depth first."""
-    found: list[tuple[str, Any]] = []
-    _extras(model, (None, path), found)
-    return found
-
-
-# A JSON path as (parent, step): a model's path is spelled only when it has unknown fields,
-# where every nested model (≈ 50 an episode, hooks and turns) spelled its own, and passed
-# each extra up through a generator per level: most of what an episode with extras cost.
-_Path = tuple[Any, str]
-
-
-def _spelled(path: _Path) -> str:
-    steps = []
-    node: Any = path
-    while node is not None:
-        node, step = node
-        steps.append(step)
-    return "".join(reversed(steps))
-
-
-def _extras(model: BaseModel, path: _Path, found: list[tuple[str, Any]]) -> None:
-    extra = model.__pydantic_extra__
-    if extra:
-        where = _spelled(path)
-        found += [(f"{where}.{key}", value) for key, value in extra.items()]
-    for name in _nested_fields(type(model)):
-        value = getattr(model, name)
-        if isinstance(value, BaseModel):
-            _extras(value, (path, f".{name}"), found)
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                if isinstance(item, BaseModel):
-                    _extras(item, (path, f".{name}[{i}]"), found)
-
-
-@cache
-def _nested_fields(model: type[BaseModel]) -> tuple[str, ...]:
-    """The fields of ``model`` whose type names a model: the only ones that can hold one
-    (a validated value is of its field's type; an Any-typed one is plain JSON)."""
-    return tuple(name for name, info in model.model_fields.items() if _names_model(info.annotation))
-
-
-def _names_model(tp: Any) -> bool:
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return True
-    return any(_names_model(arg) for arg in get_args(tp))
-
-
-def generic_path(path: str) -> str:
-    """``$.consistency_traces[2].foo`` -> ``$.consistency_traces[*].foo`` for counting."""
-    out, depth = [], 0
-    for ch in path:
-        if ch == "[":
-            depth += 1
-            out.append("[*]")
-        elif ch == "]":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
 
 
 @dataclass(slots=True)
@@ -309,6 +244,8 @@ def _trace(
     failed = checks.check_final_answer(trace, answer, precision)
     turns = trace.turns or []
     failed += checks.check_corrections(turns)
+    if trace.code_cells and turns:  # both forms: they must agree
+        failed += checks.check_code_listing(trace)
     n_turns = _turns(out, trace_id, episode_id, trace, dump)
     submitted = checks.is_submitted(trace)
     n_hooks, hook_checks, bounded = hook_rows(out, trace_id, episode_id, trace, limit, dump)

@@ -278,6 +278,34 @@ def _keyed(listed: list[tuple[str, Hook]]) -> dict[tuple[str, int], tuple[str, H
     return dict(zip(occurrence_keys([h for _, h in listed]), listed, strict=True))
 
 
+def _code_listing(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
+    """Each code cell that is not the code of the turn at its position, and each turn or
+    cell the other form lacks (``checks.check_code_listing`` pairs them by position)."""
+    kind = vocabulary.CODE_LISTING_MISMATCH
+    out = []
+    for path, trace in traces(record):
+        cells, turns = trace.code_cells, trace.turns or []
+        if not cells or not turns:
+            continue
+        for i, cell in enumerate(cells[: len(turns)]):
+            if cell != turns[i].code:
+                said = f"{kind}: {_code(cell)} here, turns[{i}].code is {_code(turns[i].code)}"
+                out.append(FieldError(f"{path}.code_cells[{i}]", said))
+        for i in range(len(turns), len(cells)):
+            said = f"{kind}: {_code(cells[i])} is the code of no turn (turns lists {len(turns)})"
+            out.append(FieldError(f"{path}.code_cells[{i}]", said))
+        for i in range(len(cells), len(turns)):
+            said = (
+                f"{kind}: {_code(turns[i].code)} is in no code cell (code_cells lists {len(cells)})"
+            )
+            out.append(FieldError(f"{path}.turns[{i}].code", said))
+    return out
+
+
+def _code(code: str, limit: int = 60) -> str:
+    return repr(code if len(code) <= limit else code[: limit - 1] + "…")
+
+
 def _cycle(record: Episode, raw: bytes, precision: int | None) -> list[FieldError]:
     """The hooks left once every hook whose dependencies can all be met is peeled off: those
     on a cycle, and those waiting on one."""
@@ -321,6 +349,7 @@ _EXPLAINERS: dict[str, Explainer] = {
     vocabulary.HOOK_UNKNOWN_DEPENDENCY: _unknown_dependency,
     vocabulary.HOOK_CYCLE: _cycle,
     vocabulary.HOOK_LISTING_MISMATCH: _listing_mismatch,
+    vocabulary.CODE_LISTING_MISMATCH: _code_listing,
     vocabulary.CORRECTION_TARGET_INVALID: _corrections,
     vocabulary.DUPLICATE_JSON_KEY: _duplicate_keys,
 }

@@ -162,3 +162,33 @@ def test_a_bounded_hook_value_comes_back_as_its_summary_and_is_declared(tmp_path
     assert declared == {"$.teacher_gold_trace.turns[*].execution.hooks[*].value": 1}
     assert "1 hook value kept only as a bounded summary" in (folder / "README.md").read_text()
     assert_round_trip(folder, [line])
+
+
+def test_a_trace_in_both_forms_and_keys_no_path_step_can_spell_come_back(tmp_path: Path) -> None:
+    """A trace giving ``code_cells`` and ``turns`` (that disagree: a failed check, or agree)
+    and unknown keys holding dots, brackets and quotes come back as the lines gave them."""
+    from samples.variants import to_capture_v2
+    from tests.builder.conftest import episode, turns_trace
+
+    mixed = episode("ep-mixed")
+    mixed["teacher_gold_trace"]["code_cells"] = ["x = 1", "submit(x)"]
+    agreeing = episode("ep-agree")
+    gold = agreeing["teacher_gold_trace"]
+    gold["code_cells"] = [t["code"] for t in gold["turns"]]
+    keys = episode("ep-keys")
+    keys["a.b[0]"] = 1
+    keys["a"] = {"b": [2]}
+    keys["teacher_gold_trace"]["turns"][1]['say "hi" [0]'] = 3
+    later = to_capture_v2(episode("ep-v2", gold=turns_trace(42)))
+    later["gold_trace"]["code_cells"] = ["submit(42)"]
+    later["gold_trace"]["x.y"] = 4
+    lines = [mixed, agreeing, keys, later]
+    folder = _build(tmp_path, lines, redaction_enabled=False)
+    assert assert_round_trip(folder, lines) == 4
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["checks"]["episodes_by_kind"] == {"code_listing_mismatch": 2}
+    assert manifest["extra_fields"]['$["a.b[0]"]'] == 1
+    assert manifest["extra_fields"]["$.a"] == 1
+    assert manifest["extra_fields"]['$.teacher_gold_trace.turns[*]["say \\"hi\\" [0]"]'] == 1
+    assert manifest["extra_fields"]['$.gold_trace["x.y"]'] == 1
+    assert "$.a.b[*]" not in manifest["extra_fields"]

@@ -478,5 +478,5 @@ def test_check_corrections_direct(make: SimpleNamespace) -> None:
 
 def test_all_check_kinds_are_listed_with_their_meaning() -> None:
     used = {v for k, v in vars(checks).items() if isinstance(v, str) and v == k.lower()}
-    assert used <= set(vocabulary.ALL_CHECKS) and len(vocabulary.ALL_CHECKS) == 15
+    assert used <= set(vocabulary.ALL_CHECKS) and len(vocabulary.ALL_CHECKS) == 16
     assert all(vocabulary.MEANINGS[kind].strip() for kind in vocabulary.ALL_CHECKS)
