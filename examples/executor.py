@@ -76,11 +76,23 @@ def code_of(completion: Any) -> str:
             continue
         cells += FENCED.findall(message.get("content") or "")
         for call in message.get("tool_calls") or []:
-            try:
-                cells.append(json.loads(call["function"]["arguments"])["code"])
-            except (KeyError, TypeError, ValueError):
-                continue
+            code = _call_code(call)
+            if code is not None:
+                cells.append(code)
     return "\n".join(cells)
+
+
+def _call_code(call: Any) -> str | None:
+    """A tool call's ``code``: its arguments as the stored configs write them (a JSON
+    string) or as trainers parse a generated call (TRL's ``parse_response`` gives a dict)."""
+    try:
+        arguments = call["function"]["arguments"]
+        if isinstance(arguments, str | bytes):
+            arguments = json.loads(arguments)
+        code = arguments["code"]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return code if isinstance(code, str) else None
 
 
 def _limits(memory_mb: int, cpu_seconds: int) -> Any:

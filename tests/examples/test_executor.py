@@ -54,11 +54,16 @@ def test_the_captured_answer_scores_one_and_a_wrong_one_zero(data_dir: Path, pre
     assert scores == [1.0, 0.0, 0.0, 0.0]
 
 
-def test_tool_calls_run_too(data_dir: Path) -> None:
+@pytest.mark.parametrize(
+    "arguments",
+    [json.dumps({"code": "submit(6 * 7)"}), {"code": "submit(6 * 7)"}],
+    ids=["as stored", "as TRL parses a generated call"],
+)
+def test_tool_calls_run_too(data_dir: Path, arguments: object) -> None:
     call = {
         "id": "call_0",
         "type": "function",
-        "function": {"name": "run_python", "arguments": json.dumps({"code": "submit(6 * 7)"})},
+        "function": {"name": "run_python", "arguments": arguments},
     }
     completion = [{"role": "assistant", "content": None, "tool_calls": [call]}]
     assert code_of(completion) == "submit(6 * 7)"
