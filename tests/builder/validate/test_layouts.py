@@ -479,3 +479,18 @@ def test_the_synthetic_generator_s_own_episode_trains(tmp_path: Path) -> None:
     (episode,) = table(out, "episodes")
     assert episode["checks"] == [] and episode["verified_recomputed"]
     assert [r["episode_id"] for r in table(out, "rl")] == [record["episode_id"]]
+
+
+def test_a_nan_the_capture_code_wrote_as_null_keeps_its_hash(tmp_path: Path) -> None:
+    """pydantic's ``model_dump_json`` writes a NaN inside an answer as ``null`` after the
+    capture code hashed the NaN: the hashes hold for the value with its nulls read as NaN,
+    so the episode trains (``tests/data/capture``)."""
+    source = Path(__file__).resolve().parents[2] / "data" / "capture"
+    record = json.loads((source / "synthetic_generator_nan.jsonl").read_text(encoding="utf-8"))
+    assert record["gold_trace"]["final_answer"] == {"a": 1.4142135623730951, "b": None}
+    out = build_with(tmp_path, "nan", [record], hash_precision=2)
+    (episode,) = table(out, "episodes")
+    assert episode["checks"] == [] and episode["verified_recomputed"]
+    (question,) = table(out, "questions")
+    assert question["checks"] == []
+    assert [r["episode_id"] for r in table(out, "rl")] == [record["episode_id"]]
