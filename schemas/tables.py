@@ -150,6 +150,13 @@ QUESTIONS = table_schema(
     ),
     column("output_type", pa.string(), "Expected answer type, as captured", role=LABEL),
     column("output_schema", pa.string(), "Expected answer shape (canonical JSON)", role=JSON),
+    column(
+        "extra_fields",
+        pa.string(),
+        "A bank record's other fields, keyed by JSON path (canonical JSON); an episode's "
+        "question keeps its own in episodes.extra_fields",
+        role=JSON,
+    ),
     column("source_file", pa.string(), "Input file the row was read from", role=SOURCE),
     column("source_line", pa.int64(), "1-based line in source_file", role=SOURCE),
     CHECKS,

@@ -6,8 +6,9 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
-from builder.contract.hashing import normalize_question_text
+from builder.contract.hashing import canonical_json, normalize_question_text
 from builder.normalize import checks
+from builder.normalize.extras import extra_fields
 from builder.normalize.rows import QuestionRow
 from builder.normalize.values import json_text, utc
 from schemas import vocabulary
@@ -39,6 +40,14 @@ def bank_dataset(file: str, source: str) -> str | None:
         return None
     path = PurePosixPath(file.replace("\\", "/"))
     return path.parent.name or None if path.name == BANK_DOCUMENT else None
+
+
+def _bank_extras(question: Any, source: str) -> str | None:
+    """A bank record's unknown fields (the capture side's reference ``code``, its
+    ``dataset_description``, ...), kept as ``episodes.extra_fields`` keeps an episode's."""
+    if source == "episode" or not getattr(question, "model_extra", None):
+        return None
+    return canonical_json(dict(extra_fields(question)))
 
 
 def question_row(
@@ -77,6 +86,7 @@ def question_row(
         dataset=question.dataset or bank_dataset(file, source),
         output_type=question.output_type,
         output_schema=json_text(question, "output_schema"),
+        extra_fields=_bank_extras(question, source),
         source_file=file,
         source_line=line,
         checks=failed,

@@ -24,12 +24,14 @@ from builder.restore.episodes import episode_records, line_text
 from builder.restore.folder import read_table
 from builder.restore.sessions import session_rows
 from schemas.episode import Question
+from schemas.lines import path_steps
 from schemas.manifest import read_manifest
 from schemas.tables import JSON, QUESTIONS, columns_with_role
 
 # The fields of a bank's question that are ``questions`` columns: the JSON ones as canonical
-# JSON text, the others as they are; ``id``, ``capture_id`` and ``created_at`` apart
-_BANK_JSON = columns_with_role(QUESTIONS, JSON)
+# JSON text, the others as they are; ``id``, ``capture_id``, ``created_at`` and the record's
+# unknown fields (``extra_fields``, keyed by path) apart
+_BANK_JSON = tuple(c for c in columns_with_role(QUESTIONS, JSON) if c in Question.model_fields)
 _BANK_FIELDS = tuple(
     name
     for name in QUESTIONS.names
@@ -64,6 +66,9 @@ def bank_record(row: dict[str, Any]) -> dict[str, Any]:
     created: datetime | None = row["created_at"]
     if created is not None:
         record["created_at"] = created.isoformat()
+    for path, value in json.loads(row.get("extra_fields") or "{}").items():
+        (key,) = path_steps(path)  # a bank record's unknown fields are its own keys
+        record[key] = value
     return record
 
 
