@@ -109,6 +109,19 @@ def with_content_question_id(question: Any, free: bool) -> Any:
     return {**question, "id": content, "capture_id": given}
 
 
+def _repeated(record: Any, key: str, unique_key: str, where: str) -> FieldError:
+    """The error of a repeated key. A bank question's id is its content address (a
+    producer's own id is kept as ``capture_id``), so a repeat is the same question, its text
+    and hint, asked again."""
+    if isinstance(record, Question):
+        said = (
+            f"the same question_text and hint as {where} (question {key!r}): a question is "
+            "kept once"
+        )
+        return FieldError("$.question_text", said)
+    return FieldError(f"$.{unique_key}", f"{key!r} already seen at {where}")
+
+
 @dataclass
 class Validator(Generic[ModelT]):
     """Validates lines against one model; optionally rejects repeats of a key field.
@@ -168,8 +181,7 @@ class Validator(Generic[ModelT]):
             key = getattr(record, self.unique_key)
             first = self.first_seen.setdefault(key, (line.path, line.number))
             if first != (line.path, line.number):
-                where = f"{first[0]}:{first[1]}"
-                error = FieldError(f"$.{self.unique_key}", f"{key!r} already seen at {where}")
+                error = _repeated(record, key, self.unique_key, f"{first[0]}:{first[1]}")
                 kind = f"duplicate_{self.unique_key}"
                 return Reject(line.path, line.number, kind, (error,), line.raw)
         return Valid(line, record, layout)

@@ -318,6 +318,23 @@ def test_question_validator_keys_on_id(make: SimpleNamespace) -> None:
     assert isinstance(again, Reject) and again.kind == "duplicate_id"
 
 
+def test_a_bank_question_asked_again_under_another_id_says_so() -> None:
+    """A producer's own ids differ, the content address does not: the reject names the
+    repeated text at ``$.question_text``, not an id the line never gave."""
+    validator = Validator(Question, "id")
+    text = "What is the mean charges for each smoker?"
+    for number, own in ((2, "llm_insurance_0002"), (11, "llm_insurance_0011")):
+        record = {"id": own, "question_text": text, "hint": None}
+        outcome = validator.validate(SourceLine("bank.json", number, json.dumps(record).encode()))
+    assert isinstance(outcome, Reject) and outcome.kind == "duplicate_id"
+    assert outcome.path == "$.question_text"
+    address = question_id(text, None)
+    assert outcome.message == (
+        f"$.question_text: the same question_text and hint as bank.json:2 (question "
+        f"{address!r}): a question is kept once"
+    )
+
+
 @pytest.mark.parametrize(
     "blank",
     [
