@@ -31,7 +31,8 @@ def records(
 ) -> Iterator[SourceLine]:
     """The input's records: ``lines`` themselves for JSONL, one per record for a JSON
     document of at most ``limit`` bytes (None: any size) or a larger top-level list.
-    ``list_key``: the member of a top-level object that lists the records."""
+    ``list_key``: the member of a top-level object that lists the records. In a file named
+    JSONL, what is not one document that reads whole is its lines, never refused."""
     it = iter(lines)
     head: list[SourceLine] = []
     for line in it:
@@ -48,7 +49,7 @@ def records(
         head.append(line)
         size += len(line.raw) + 1
         over = (limit is not None and size > limit) or line.too_long
-        if over and opens_array:  # stream its items
+        if over and opens_array and not _stray_bracket(head):  # stream its items
             blank = next(i for i, line in enumerate(head) if line.raw.strip())
             yield from head[:blank]
             yield from _array_items(itertools.chain(head[blank:], it), limit)
@@ -59,6 +60,11 @@ def records(
             return
     split = _split(head, list_key)
     blank = next((i for i, line in enumerate(head) if line.raw.strip()), len(head))
+    if split is None and named_jsonl(head[-1].path):
+        # named JSONL, no document: lines, each bad one its own reject (a stray "{" or "["
+        # on line 1 costs that line, as anywhere else)
+        yield from head
+        return
     if split is None and opens_array:  # a broken list: item by item, to say where it broke
         yield from head[:blank]
         yield from _array_items(iter(head[blank:]), size)
@@ -164,6 +170,20 @@ def _may_be_document(first: SourceLine, list_key: str | None) -> bool:
         return list_key is not None and isinstance(value.get(list_key), list)
     # a list on one line: the whole of a .json file, but a bad line of a file named JSONL
     return isinstance(value, list) and not named_jsonl(first.path)
+
+
+def _stray_bracket(head: list[SourceLine]) -> bool:
+    """Whether the "[" that opens a file named JSONL is a stray line before records, not a
+    list: the next non-blank line is a JSON value on its own, where the first item of a list
+    ``json.dump(items, f, indent=2)`` writes ends in a comma or opens a container."""
+    after = list(itertools.islice((x for x in head if x.raw.strip() or x.too_long), 1, 2))
+    if not after or after[0].too_long or not named_jsonl(after[0].path):
+        return False
+    try:
+        orjson.loads(after[0].raw)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def named_jsonl(path: str) -> bool:

@@ -277,8 +277,8 @@ class InputFile:
         self.stats = InputStats(self.name)
 
     def lines(self, on_bytes: Callable[[int], None] | None = None) -> Iterator[SourceLine]:
-        """Yield every line. Terminators (LF, CRLF) and a UTF-8 BOM that starts a line are
-        stripped (a ``cat`` of files saved with one has one on each file's first line).
+        """Yield every line. Its terminator (one LF or CRLF) and a UTF-8 BOM that starts it
+        are stripped (a ``cat`` of files saved with one has one on each file's first line).
 
         A line longer than ``max_line_bytes`` is yielded as a short prefix with
         ``too_long=True`` and its rest skipped in chunks, so memory stays bounded.
@@ -304,7 +304,9 @@ class InputFile:
                 number += 1
                 whole = line.endswith(b"\n")
                 bom = len(BOM) if line.startswith(BOM) else 0  # a file's, or each of a ``cat``'s
-                body = line.rstrip(b"\r\n")
+                # one terminator (LF, CRLF, a CR that ends the file): ``\r\r\n`` keeps a CR
+                end = len(line) - whole
+                body = line[: end - line.endswith(b"\r", 0, end)]
                 too_long = len(body) - bom > limit
                 if too_long and not whole:
                     _skip_rest_of_line(stream, limit)

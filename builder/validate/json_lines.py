@@ -64,7 +64,9 @@ def parse_line(line: SourceLine, read: LineJSON | None = None) -> tuple[Any, Rej
             said = f"{beyond[1]} is beyond a double's range (±1.8e308): write it as a string"
             error = FieldError(beyond[0], said)
             return None, Reject(line.path, line.number, INVALID_JSON, (error,), line.raw)
-        error = FieldError(_raw_control_path(line.raw), f"invalid JSON: {exc}")
+        # where it broke, as a line of the file (a document's record spans several)
+        at = f"line {line.number + exc.lineno - 1} column {exc.colno}"
+        error = FieldError(_raw_control_path(line.raw), f"invalid JSON: {exc.msg}: {at}")
         return None, Reject(line.path, line.number, INVALID_JSON, (error,), line.raw)
 
 
@@ -83,7 +85,7 @@ def _lone_surrogates(raw: bytes, most: int = 5) -> list[tuple[str, int]]:
     if b"\\u" not in raw:
         return []
     try:
-        value = json.loads(raw)
+        value = _stdlib_loads(raw)
     except (ValueError, RecursionError):
         return []
     found: list[tuple[str, int]] = []
@@ -115,7 +117,7 @@ def _beyond_double_path(raw: bytes) -> tuple[str, str] | None:
         return _MARK
 
     try:
-        value = json.loads(raw, parse_float=marked)
+        value = _stdlib_loads(raw, parse_float=marked)
     except (ValueError, RecursionError):
         return None
     if not numbers:
@@ -178,10 +180,16 @@ def _python_dialect(raw: bytes) -> Any | None:
     if b"NaN" not in raw and b"Infinity" not in raw and not has_long_digit_run(raw):
         return None
     try:
-        value = json.loads(raw, parse_float=_finite_float)
+        value = _stdlib_loads(raw, parse_float=_finite_float)
     except (ValueError, RecursionError):
         return None
     return value  # never None: a line holding these tokens is not `null`
+
+
+def _stdlib_loads(raw: bytes, **options: Any) -> Any:
+    """``json.loads`` of a line's UTF-8 bytes, refusing a BOM that starts it as orjson does
+    (``json.loads`` of bytes skips one itself): one verdict whichever parser reads it."""
+    return json.loads(raw.decode("utf-8", "surrogatepass"), **options)
 
 
 def _finite_float(text: str) -> float:
@@ -219,7 +227,7 @@ def _exact_integers(raw: bytes, value: Any) -> Any:
     if not has_long_digit_run(raw):
         return value
     try:
-        return json.loads(raw)
+        return _stdlib_loads(raw)
     except (ValueError, RecursionError):
         return value
 
@@ -272,7 +280,7 @@ def duplicate_keys(raw: bytes | LineJSON) -> list[str]:
             if written == raw or _delimiters(raw) == _delimiters(written):
                 return []
     try:
-        value = json.loads(raw, object_pairs_hook=_Object)
+        value = _stdlib_loads(raw, object_pairs_hook=_Object)
     except (ValueError, RecursionError):
         return []
     found = [
