@@ -137,7 +137,12 @@ PRM = table_schema(
     "Process-reward samples: one row per hook of every gold trace, verified or not, "
     "without a failed integrity check",
     column("step", pa.string(), "The code line that produced the checkpoint"),
-    column("value", pa.string(), "Stored value or bounded summary (canonical JSON)"),
+    column(
+        "value",
+        pa.string(),
+        "Stored value or bounded summary (canonical JSON); null for a hook listed without one "
+        "(a flat trace's trace-level hooks)",
+    ),
     column("value_hash", pa.string(), "Hash of the full normalized value"),
     column(
         "label", pa.float64(), "1.0 when the episode's recomputed verified flag holds, else 0.0"

@@ -18,7 +18,12 @@ from typing import Any, NoReturn
 
 from builder import errors as exit_codes
 from builder.cli import faults
-from builder.cli.options import _add_check_options, _with_check_options, load_build_config
+from builder.cli.options import (
+    _add_check_options,
+    _with_check_options,
+    load_build_config,
+    published_name,
+)
 from builder.cli.preflight import (
     FolderProblem,
     check_default_config,
@@ -209,7 +214,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not Path(args.from_build).is_absolute() and not _is_release(args):
         args.from_build = os.path.abspath(args.from_build)  # the build may run elsewhere
     given = given_settings(args)  # before the config is read (it may move into its folder)
-    with restored_build(load_build_config(args), args.from_build, given) as restored:
+    config = load_build_config(args)
+    with restored_build(config, published_name(args.from_build), given) as restored:
         return _build(args, restored)
 
 

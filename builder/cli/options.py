@@ -71,6 +71,15 @@ def _local(spec: str | None) -> str | None:
     return os.path.abspath(spec)
 
 
+def published_name(spec: str) -> str:
+    """A path given on the command line (made absolute, as the build may move into the
+    config's folder) as the manifest records it: relative to the folder the build runs in
+    when it lies inside it, so no local folder name is published; else as it is."""
+    if not os.path.isabs(spec) or not _inside(spec, Path.cwd()):
+        return spec
+    return Path(os.path.abspath(spec)).relative_to(Path.cwd()).as_posix()
+
+
 def load_build_config(args: argparse.Namespace) -> BuildConfig:
     if args.upload_to is not None and not is_uri(args.upload_to):
         raise ConfigError(f"--upload-to {args.upload_to}: not an object-store URI (s3://…)")
@@ -105,6 +114,11 @@ def load_build_config(args: argparse.Namespace) -> BuildConfig:
     config, folder = relative_to_config_folder(config)
     if folder is not None and folder != Path.cwd():  # it reads inputs by the names it publishes
         os.chdir(folder)
+    config = replace(
+        config,
+        decontamination_evals=tuple(map(published_name, config.decontamination_evals)),
+        split_previous=config.split_previous and published_name(config.split_previous),
+    )
     inputs = (config.episodes, config.synthetic_questions, config.llm_questions, config.sessions)
     if not any(inputs) and not getattr(args, "from_build", None):  # --from gives them after
         raise ConfigError("nothing to build: give --episodes ([inputs] episodes in dataset.toml)")

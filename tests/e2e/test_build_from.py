@@ -241,3 +241,26 @@ def test_settings_a_manifest_records_that_cannot_be_used_are_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err
     assert not (tmp_path / "b").exists()
+
+
+def test_paths_given_on_the_command_line_are_published_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative ``--decontaminate`` file, ``--from`` folder and ``--previous`` build are
+    recorded relative to the folder the build runs in, as the config's own inputs are: no
+    local folder name reaches the manifest."""
+    monkeypatch.chdir(tmp_path)
+    episodes = ROOT / "data" / "episodes" / "groups.jsonl"
+    (tmp_path / "ev.jsonl").write_text('{"text": "a question nobody asks in the sample"}\n')
+    common = ["--no-progress", "--config", str(tmp_path / "none.toml")]
+    (tmp_path / "none.toml").write_text("")
+    first = ["build", "--episodes", str(episodes), "--out", "a/ds", "--rejects", "a/r.jsonl"]
+    assert main([*first, "--decontaminate", "ev.jsonl:text", *common]) == 0
+    manifest = json.loads((tmp_path / "a" / "ds" / "manifest.json").read_text())
+    assert [e["file"] for e in manifest["decontamination"]["evals"]] == ["ev.jsonl"]
+    again = ["build", "--from", "a/ds", "--out", "b/ds", "--rejects", "b/r.jsonl"]
+    assert main([*again, "--decontaminate", "ev.jsonl:text", *common]) == 0
+    manifest = json.loads((tmp_path / "b" / "ds" / "manifest.json").read_text())
+    assert manifest["built_from"]["source"] == "a/ds"
+    assert manifest["splits"]["previous"]["source"] == "a/ds"
+    assert str(tmp_path) not in (tmp_path / "b" / "ds" / "manifest.json").read_text()

@@ -263,6 +263,8 @@ def test_strict_refuses_held_out_near_copies(grown: dict, tmp_path: Path) -> Non
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "held-out questions have a training question" in lines[0]
     assert not (tmp_path / "d").exists()
+    # nothing was written, so the line itself names the closest pair and where to see all
+    assert ", the closest '" in lines[0] and "build without --strict to see every pair" in lines[0]
 
 
 def test_strict_refuses_an_eval_matched_above_its_share(grown: dict, tmp_path: Path) -> None:

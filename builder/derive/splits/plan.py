@@ -323,16 +323,22 @@ def held_out_problems(plan: HeldOutPlan, config: Any) -> list[str]:
     audit_ = plan.splits["audit"]
     leaking = audit_["at_or_above_threshold"]
     if leaking:
+        closest = (audit_.get("closest") or [{}])[0]
+        pair = (
+            f", the closest {_quoted(closest['question'])} ({closest['split']}) and "
+            f"{_quoted(closest['nearest_train_question'])} at {closest['similarity']:.2f}"
+            if closest
+            else ""
+        )
         problems.append(
             f"{leaking} held-out questions have a training question at or above similarity "
-            f"{audit_['threshold']:g} (manifest.json splits.audit lists the closest)"
+            f"{audit_['threshold']:g}{pair}"
         )
     one_word = audit_.get("one_word_from_train", 0)
     if one_word:
-        problems.append(
-            f"{one_word} held-out questions have a training question one word apart "
-            "(manifest.json splits.audit.one_word_from_train)"
-        )
+        problems.append(f"{one_word} held-out questions have a training question one word apart")
+    if leaking or one_word:  # nothing is written: the manifest that lists them is not there
+        problems.append("build without --strict to see every pair in manifest.json splits.audit")
     for found in (plan.decontamination or {}).get("evals", []):
         if found["matched_share"] > config.decontamination_max_share:
             problems.append(
@@ -341,6 +347,10 @@ def held_out_problems(plan: HeldOutPlan, config: Any) -> list[str]:
                 f"{config.decontamination_max_share:.1%}"
             )
     return problems
+
+
+def _quoted(text: str, width: int = 60) -> str:
+    return repr(text if len(text) <= width else text[: width - 1] + "…")
 
 
 def check_held_out_inputs(config: Any) -> None:
