@@ -18,12 +18,7 @@ from typing import Any, NoReturn
 
 from builder import errors as exit_codes
 from builder.cli import faults
-from builder.cli.options import (
-    _add_check_options,
-    _with_check_options,
-    load_build_config,
-    published_name,
-)
+from builder.cli.options import _add_check_options, _with_check_options, load_build_config
 from builder.cli.preflight import (
     FolderProblem,
     check_default_config,
@@ -209,6 +204,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if not args.from_build:
         return _build(args, load_build_config(args))
     from builder.cli.build_from import check_no_inputs, given_settings, restored_build
+    from builder.cli.options import published_name
 
     check_no_inputs(args.from_build, _named_inputs(args))
     if not Path(args.from_build).is_absolute() and not _is_release(args):
