@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from builder.config import BuildConfig, find_config, given_keys
-from builder.errors import UsageError
+from builder.errors import EnvironmentProblem, UsageError
 from builder.fs.leftovers import restored_inputs
+from builder.fs.space import is_disk_full
 from builder.restore.folder import EPISODE_TABLES, SESSION_TABLES, build_folder
 from builder.restore.inputs import restore_inputs
 from builder.restore.settings import check_decontaminated, recorded_settings, with_recorded
@@ -65,9 +67,10 @@ def restored_build(
     out = config.out.resolve()
     work = restored_inputs(out)
     shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    made = _first_missing(work.parent)  # the folders made for it go again if left empty
     try:
-        restored = restore_inputs(folder, work)
+        work.mkdir(parents=True)
+        restored = _restored_inputs(folder, work)
         names = dict(restored.names)
         sessions = ""
         if restored.sessions is not None:
@@ -95,6 +98,45 @@ def restored_build(
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        _remove_if_empty(work.parent, made)
+
+
+def _restored_inputs(folder: Path, work: Path) -> Any:
+    """``restore_inputs``; a full disk there is one line naming the folder (exit 5)."""
+    try:
+        return restore_inputs(folder, work)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        full = EnvironmentProblem(f"no space left on the device writing {exc.filename or work}")
+        full.hint = (
+            "free space there (the inputs written back take about the size of the build's "
+            "tables), or choose another --out, and run it again"
+        )
+        raise full from exc
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost of ``folder`` and its parents that does not exist yet, if any."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists():
+            break
+        missing = path
+    return missing
+
+
+def _remove_if_empty(folder: Path, made: Path | None) -> None:
+    """``folder`` and its parents up to ``made``, those this command made, when empty."""
+    if made is None:
+        return
+    for path in (folder, *folder.parents):
+        try:
+            path.rmdir()
+        except OSError:
+            return  # not empty (the build is there), or gone
+        if path == made:
+            return
 
 
 def _provenance(spec: str, folder: Path, given_here: list[str]) -> dict[str, str]:

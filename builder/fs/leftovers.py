@@ -6,7 +6,8 @@ A build that stops by itself removes its own work files; one that is killed cann
 ``NAME`` it may leave ``.NAME.work`` (the staged build, as large as a build), ``.NAME.lock``,
 ``.NAME.old`` (the previous build, between the two renames of a swap where the OS has no
 atomic exchange), ``.NAME.from.PID`` (the inputs ``build --from`` wrote back from a build's
-tables, before it takes the lock) and ``.REJECTS.PID.partial`` (its partial rejects file).
+tables, before it takes the lock) and ``.REJECTS.PID.partial`` (its partial rejects file);
+a publish killed outright, ``.NAME.release.PID.XXXXXXXX`` (the copy it staged the release in).
 None is removed while a build holds the folder's lock: they are that build's.
 """
 
@@ -50,6 +51,12 @@ def restored_inputs(out: Path) -> Path:
     return out.parent / f".{out.name}.from.{os.getpid()}"
 
 
+def staged_release(name: str) -> re.Pattern[str]:
+    """The name of the copy ``publish`` stages a release in, beside the build ``name``
+    (``builder.publish.release.stage``): ``.NAME.release.PID.XXXXXXXX``."""
+    return re.compile(rf"^\.{re.escape(name)}\.release\.(?P<pid>\d+)\.\w+$")
+
+
 def _of_dead_processes(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
     """The entries of ``folder`` whose name ``pattern`` matches with the ``pid`` of a
     process that no longer runs."""
@@ -75,6 +82,7 @@ def find(out: Path, rejects: Path | None = None) -> list[Path]:
         found.remove(parent / f".{out.name}.old")  # the previous build itself: put back
     restored = re.compile(rf"^\.{re.escape(out.name)}\.from\.(?P<pid>\d+)$")
     found += _of_dead_processes(parent, restored)
+    found += _of_dead_processes(parent, staged_release(out.name))
     found += dead_partials(parent)
     if rejects is not None:
         found += [p for p in dead_partials(rejects.parent, rejects.name) if p not in found]

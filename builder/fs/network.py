@@ -28,6 +28,9 @@ DEFAULT_RETRIES = 2
 STALL_TIMEOUTS = 4
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
+# A remote that asks for a pause (``Retry-After``) is given it up to this long; one that asks
+# for more is given up at once, the pause it asked for said.
+MAX_RETRY_AFTER_S = 60.0
 T = TypeVar("T")
 
 
@@ -90,9 +93,12 @@ def retrying(
     action: Callable[[], T],
     transient: Callable[[BaseException], bool],
     sleep: Callable[[float], None] = time.sleep,
+    asked: Callable[[BaseException], float | None] | None = None,
 ) -> T:
     """``action()``, tried again after a pause while it fails with an error ``transient``
-    accepts, ``retries()`` times at most; the last error is raised."""
+    accepts, ``retries()`` times at most; the last error is raised. ``asked``: the pause the
+    remote asked for with the error (``Retry-After``), if any, which stands instead of the
+    backoff (more than ``MAX_RETRY_AFTER_S``: given up at once)."""
     tries = retries()
     for attempt in range(tries + 1):
         try:
@@ -100,5 +106,11 @@ def retrying(
         except Exception as exc:
             if attempt == tries or not transient(exc):
                 raise
-        sleep(backoff(attempt))
+            pause = backoff(attempt)
+            wanted = asked(exc) if asked is not None else None
+            if wanted is not None:
+                if wanted > MAX_RETRY_AFTER_S:
+                    raise
+                pause = wanted
+        sleep(pause)
     raise AssertionError("unreachable")  # the loop returns or raises

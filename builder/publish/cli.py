@@ -114,6 +114,7 @@ def _progress_bars(shown: bool) -> contextlib.AbstractContextManager[object]:
 
 def run(args: argparse.Namespace) -> int:
     from builder.config import ConfigError
+    from builder.fs.releases import hub_client
     from builder.publish.release import (
         GateRefused,
         HubUnavailable,
@@ -164,18 +165,14 @@ def run(args: argparse.Namespace) -> int:
         allow_unredacted=args.allow_unredacted,
     )
     try:
-        with _progress_bars(not args.no_progress and sys.stderr.isatty()):
-            publish(options)
+        with _progress_bars(not args.no_progress and sys.stderr.isatty()), hub_client():
+            publish(options)  # the Hub client's own notices silenced, its retries ours
     except VersionError as exc:
         return fail(EXIT_USAGE, str(exc))
     except (GateRefused, VersionRefused, VisibilityRefused, TokenError) as exc:
         return fail(EXIT_REFUSED, f"refused: {exc} — nothing was uploaded")
     except HubUnavailable as exc:
-        return fail(
-            EXIT_FAILED,
-            f"{exc} — nothing was uploaded; check the network and HF_ENDPOINT, then run the "
-            "same command again",
-        )
+        return fail(EXIT_FAILED, f"{exc} — nothing was uploaded; {exc.hint}")
     except PublishFailed as exc:
         return fail(EXIT_FAILED, str(exc))
     return EXIT_OK

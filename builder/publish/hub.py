@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from builder.errors import DataRefused, EnvironmentProblem
-from builder.fs import network
+from builder.fs import releases
 from builder.publish.plan import LocalFile, Plan, RemoteFile, RemoteState
 from builder.publish.versions import latest
 from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
@@ -33,6 +33,8 @@ class TokenError(DataRefused, RuntimeError):
 
 class HubUnavailable(EnvironmentProblem, RuntimeError):
     """The Hub could not be reached or answered with an error."""
+
+    hint = "check the network and HF_ENDPOINT, then run the same command again"
 
 
 def find_token() -> str | None:
@@ -51,37 +53,27 @@ def is_http_error(exc: BaseException, *statuses: int) -> bool:
     )
 
 
-def transient(exc: BaseException) -> bool:
-    """A failure another try may not meet: no connection, a dropped or timed-out one, the
-    Hub overloaded or failing (429, 5xx)."""
-    import httpx2
-
-    if isinstance(exc, httpx2.TransportError):
-        return True
-    response = getattr(exc, "response", None)
-    status = getattr(response, "status_code", 0) or 0
-    return is_http_error(exc) and (status == 429 or status >= 500)
-
-
 def retried(read: Callable[..., T]) -> Callable[..., T]:
-    """A read of the Hub, tried again on a transient failure (``builder.fs.network``).
-    Writes are not: a commit is checked against the Hub's state before it is sent again."""
+    """A read of the Hub, tried again on a transient failure (``builder.fs.network``; a
+    429's ``Retry-After`` honoured). Writes are not: a commit is checked against the Hub's
+    state before it is sent again."""
 
     @functools.wraps(read)
     def wrapper(*args: Any, **kwargs: Any) -> T:
-        return network.retrying(lambda: read(*args, **kwargs), transient)
+        return releases.retrying_here(lambda: read(*args, **kwargs))
 
     return wrapper
 
 
-def with_timeout() -> None:
-    """Every request of ``huggingface_hub`` waits at most the network timeout (its shared
-    client waits forever by default: a Hub that takes the connection and never answers
-    would hold the release)."""
-    import httpx2
-    from huggingface_hub.utils import get_session
-
-    get_session().timeout = httpx2.Timeout(network.timeout())
+def unavailable(what: str, exc: BaseException) -> HubUnavailable:
+    """``exc``, a call to the Hub that failed every time it was tried, in one line: what
+    failed, why (a 429 with the pause the Hub asked for), and what to do."""
+    error = HubUnavailable(f"{what}: {releases.describe(exc)}{releases.retried_note(exc)}")
+    asked = releases.retry_after(exc)
+    if any(releases.status_of(c) == 429 for c in releases.causes(exc)):
+        wait = f"wait {asked:g} s" if asked is not None else "wait a while"
+        error.hint = f"{wait}, then run the same command again"
+    return error
 
 
 class Hub:
@@ -90,7 +82,7 @@ class Hub:
 
         from builder import __version__
 
-        with_timeout()
+        releases.install_client()
         self.repo = repo
         # token=False: anonymous (a dry run without a token can still read public repos).
         self.api = HfApi(
@@ -114,7 +106,7 @@ class Hub:
                 "(a token with write access to the repository is needed)"
             )
         try:
-            info = network.retrying(self.api.whoami, transient)
+            info = releases.retrying_here(self.api.whoami)
         except Exception as exc:
             if is_http_error(exc, 401):
                 raise TokenError(
@@ -127,7 +119,7 @@ class Hub:
                     f"{exc.response.status_code} on its token check): HF_ENDPOINT names "  # type: ignore[attr-defined]
                     "another server"
                 ) from exc
-            raise HubUnavailable(f"cannot check the token at {self.endpoint}: {exc}") from exc
+            raise unavailable(f"cannot check the token at {self.endpoint}", exc) from exc
         role = ((info.get("auth") or {}).get("accessToken") or {}).get("role")
         if role == "read":
             raise TokenError("the token is read-only: a token with write access is needed")

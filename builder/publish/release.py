@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from builder.errors import DataRefused, EnvironmentProblem
+from builder.fs.releases import causes, describe
 from builder.publish.changelog import (
     changelog_markdown,
     default_config,
@@ -33,7 +34,14 @@ from builder.publish.gate import (
     check_build,
     read_manifest,
 )
-from builder.publish.hub import Hub, HubUnavailable, TokenError, find_token, is_http_error
+from builder.publish.hub import (
+    Hub,
+    HubUnavailable,
+    TokenError,
+    find_token,
+    is_http_error,
+    unavailable,
+)
 from builder.publish.plan import LocalFile, Plan, format_plan, make_plan, totals
 from builder.publish.versions import (
     Version,
@@ -105,8 +113,10 @@ def _local_files(
 def stage(build_dir: Path, digests: Mapping[str, str]) -> Path:
     """A copy of the build to publish from: data files are hard links (copies across file
     systems), so staging costs no disk and the build itself is never touched; the card and
-    manifest are copies, replaced by the release's own before the upload."""
-    prefix = f".{build_dir.name}.release-"
+    manifest are copies, replaced by the release's own before the upload. Its name holds
+    the process's id: a publish killed outright leaves it, and the next command into the
+    folder (``builder.fs.leftovers``) removes it once that process is gone."""
+    prefix = f".{build_dir.name}.release.{os.getpid()}."
     try:  # beside the build, where hard links work
         staged = Path(tempfile.mkdtemp(prefix=prefix, dir=build_dir.parent))
     except OSError:  # a read-only parent (a CI artifact): the system's temporary folder
@@ -199,9 +209,13 @@ def _run(
         previous_manifest = hub.manifest(previous[1]) if previous else None
     except (TokenError, VersionRefused, VisibilityRefused):
         raise
+    except HubUnavailable as exc:
+        exc.args = (_scrub(str(exc), token),)
+        raise
     except Exception as exc:
-        message = _scrub(f"cannot read {options.repo} on the Hub: {exc}", token)
-        raise HubUnavailable(message) from exc
+        error = unavailable(f"cannot read {options.repo} on the Hub", exc)
+        error.args = (_scrub(str(error), token),)
+        raise error from exc
 
     release, card, new_manifest = make_release(
         options.repo, version, previous, previous_manifest, manifest, card_text, config_name
@@ -301,14 +315,16 @@ def _push(hub: Hub, plan: Plan, options: PublishOptions, release: Mapping[str, A
             if attempt == 2:
                 raise PublishFailed(
                     f"the release commit {commit[:12]} is on main but tagging it {plan.tag} "
-                    f"failed ({type(exc).__name__}: {exc}); run the same command again to add "
+                    f"failed ({describe(exc)}); run the same command again to add "
                     "the tag (nothing is uploaded twice)"
                 ) from exc
     raise AssertionError("unreachable")
 
 
 def _interrupted(hub: Hub, plan: Plan, baseline: str | None, exc: BaseException) -> str:
-    reason = f"{type(exc).__name__}: {exc}".strip()
+    import httpx2
+
+    reason = describe(exc)
     try:
         head = hub.head()
     except Exception:
@@ -316,6 +332,15 @@ def _interrupted(hub: Hub, plan: Plan, baseline: str | None, exc: BaseException)
             f"publishing {plan.tag} failed ({reason}); the repository state could not be "
             "checked. The Hub applies a commit entirely or not at all: run the same command "
             "again to finish (files already uploaded are not sent twice)"
+        )
+    if head == baseline and any(isinstance(c, httpx2.TimeoutException) for c in causes(exc)):
+        # the Hub has the whole commit and may still apply it after the answer timed out
+        at = f"commit {head[:12]}" if head else "its first commit"
+        return (
+            f"publishing {plan.tag} failed ({reason}): the Hub did not answer the commit in "
+            f"time, and it may still be committed ({plan.repo} was still at {at} when "
+            "checked). Running the same command again is safe: the commit names its parent, "
+            "so it lands once or not at all, and the rerun tags it if it landed"
         )
     if head == baseline:
         at = f"still at commit {head[:12]}" if head else "unchanged"

@@ -94,13 +94,14 @@ def check_files(folder: Path, tables: tuple[str, ...]) -> None:
 
 
 def _download(spec: str, tables: tuple[str, ...]) -> Path:
+    """The release's files (the Hub out of reach, a token it refuses, a full cache: said
+    by ``download_release``, each in one line)."""
     try:
         return download_release(spec, tables)
     except ReleaseUnreadable as exc:
-        raise NoBuild(
-            f"{spec}: cannot read that release from the Hub ({exc}); check the "
-            "repository and revision, or give a local build folder"
-        ) from exc
+        missing = NoBuild(f"{spec}: cannot read that release from the Hub: {exc}")
+        missing.hint = exc.hint
+        raise missing from exc
 
 
 def read_table(folder: Path, name: str) -> pl.DataFrame | None:

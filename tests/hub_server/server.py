@@ -36,7 +36,9 @@ import math
 import re
 import secrets
 import socket
+import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -80,7 +82,11 @@ class Fault:
     ``die``: as ``drop``, and the whole server goes down with it: both listeners close, so
     every later request is refused until ``revive()`` (the state is kept, as a real Hub's
     is on disk).
-    ``status``: answer with that HTTP status instead of handling the request.
+    ``status``: answer with that HTTP status instead of handling the request (with
+    ``Retry-After: seconds`` when ``seconds`` is set).
+    ``truncate``: handle the request, send the headers and half the body, then close.
+    ``delay``: wait ``seconds`` before handling the request (a Hub slower than the client's
+    timeout: its effects still happen).
     """
 
     method: str
@@ -89,6 +95,7 @@ class Fault:
     times: int = 1
     status: int = 500
     hits: int = 0
+    seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,9 @@ class _Server(ThreadingHTTPServer):
         self.listener = listener
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        if not self.hub.down:  # a request cut off by ``stop`` is no error of the server's
+        # a request cut off by ``stop``, or a client gone before its answer (it timed out
+        # waiting for a ``delay``), is no error of the server's
+        if not self.hub.down and not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)
 
 
@@ -197,8 +206,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._drop()
             return
         body = self._read_body() if method in ("POST", "PUT", "DELETE") else b""
+        if fault is not None and fault.action == "delay":
+            time.sleep(fault.seconds or 0)
         if fault is not None and fault.action == "status":
             response = Response.json({"error": "injected failure"}, fault.status)
+            if fault.seconds is not None:
+                response.headers["Retry-After"] = f"{fault.seconds:g}"
         else:
             try:
                 response = hub._dispatch(listener, method, raw.path, raw.query, self.headers, body)
@@ -222,8 +235,14 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        if method != "HEAD":
-            self.wfile.write(response.body)
+        if method == "HEAD":
+            return
+        if fault is not None and fault.action == "truncate" and response.body:
+            self.wfile.write(response.body[: len(response.body) // 2])
+            self.wfile.flush()
+            self._drop()
+            return
+        self.wfile.write(response.body)
 
 
 def _bool(value: str | None) -> bool:
@@ -288,9 +307,17 @@ class HubServer:
 
     # ------------------------------------------------------------------ test helpers
 
-    def fail(self, method: str, path: str, action: str = "drop", times: int = 1, status: int = 500):
+    def fail(
+        self,
+        method: str,
+        path: str,
+        action: str = "drop",
+        times: int = 1,
+        status: int = 500,
+        seconds: float | None = None,
+    ) -> Fault:
         """Inject a fault into the next ``times`` requests matching (see ``Fault``)."""
-        fault = Fault(method, path, action, times, status)
+        fault = Fault(method, path, action, times, status, seconds=seconds)
         with self._lock:
             self.faults.append(fault)
         return fault

@@ -1,0 +1,242 @@
+"""A release read back (``export-jsonl``, ``build --from``) from a Hub that fails: each
+fault ends in one line with the documented exit code, after the retries the builder's
+settings ask for, and leaves no partial file in the Hub's cache or beside the output.
+
+Faults are injected into the local Hub (``tests.hub_server``); retries and timeouts are
+kept short with ``EPISODES_RETRIES`` and ``EPISODES_TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from builder import errors as exit_codes
+from builder.cli.episodes import main
+from builder.fs import network
+from builder.pipeline import BuildReport
+from tests.builder.publish.helpers import run_publish
+from tests.hub_server import HubServer
+
+REPO = "org/download-faults"
+RELEASE = f"{REPO}@v1.0.0"
+OBJECTS = r"^/objects/"  # the LFS objects (the tables' Parquet files), on the storage listener
+MANIFEST = r"/resolve/[^/]+/manifest\.json$"
+REVISION = rf"^/api/datasets/{REPO}/revision/"
+
+
+@pytest.fixture(scope="module")
+def release(hub: HubServer, build_a: BuildReport, tmp_path_factory: pytest.TempPathFactory) -> str:
+    from tests.builder.publish.conftest import WRITE_TOKEN
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_TOKEN", WRITE_TOKEN)
+    folder = tmp_path_factory.mktemp("download-faults") / "dataset"
+    shutil.copytree(build_a.out, folder)
+    code, _, err = run_publish(folder, "--repo", REPO, "--version", "1.0.0", "--no-progress")
+    mp.undo()
+    assert code == 0, err
+    return RELEASE
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty Hub cache for the test (each download starts from nothing), one retry after
+    half a second, and a timeout of 2 s."""
+    from huggingface_hub import constants
+
+    folder = tmp_path / "hub-cache"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(folder))
+    monkeypatch.setenv(network.RETRIES_ENV, "1")
+    monkeypatch.setenv(network.TIMEOUT_ENV, "2")
+    return folder
+
+
+def export(spec: str, out: Path, capfd: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = main(["export-jsonl", spec, "--out", str(out)])
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return code, err.strip().splitlines()
+
+
+def partial_files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.name.endswith(".incomplete")]
+
+
+@pytest.mark.parametrize("path", [OBJECTS, MANIFEST], ids=["parquet", "manifest"])
+def test_a_download_cut_short_every_time_is_one_line_and_exit_5(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, path: str, capfd
+) -> None:
+    hub.fail("GET", path, "truncate", times=100)
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err) == 1 and "tried again 1 time" in err[0] and "run " in err[0], err
+    assert "sig=" not in err[0]
+    assert partial_files(cache) == [] and not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_download_cut_short_once_is_tried_again(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    hub.fail("GET", OBJECTS, "truncate")
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == 0, err
+    assert (tmp_path / "x.jsonl").stat().st_size > 0
+
+
+def test_a_hub_dying_during_build_from_is_one_line_and_exit_5(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    hub.fail("GET", OBJECTS, "die")
+    try:
+        code = main(
+            [
+                *("build", "--from", release, "--out", str(tmp_path / "rf" / "ds")),
+                *("--rejects", str(tmp_path / "rf" / "r.jsonl"), "--no-progress", "--timeout", "2"),
+            ]
+        )
+    finally:
+        hub.revive()
+        hub.clear()
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err) == 1 and err[0].startswith("episodes build: "), err
+    assert "cannot download the release" in err[0] and "Trying to resume" not in err[0]
+    assert partial_files(cache) == [] and not (tmp_path / "rf").exists()
+
+
+def test_a_hub_that_does_not_answer_times_out(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    monkeypatch.setenv(network.TIMEOUT_ENV, "0.5")
+    monkeypatch.setenv(network.RETRIES_ENV, "0")
+    hub.fail("GET", REVISION, "delay", seconds=3)
+    started = time.monotonic()
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err) == 1 and "Timeout" in err[0], err
+    assert time.monotonic() - started < 2.5
+
+
+@pytest.mark.parametrize("status", [503, 500])
+def test_a_failing_hub_is_tried_again_then_exit_5(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, status: int, capfd
+) -> None:
+    fault = hub.fail("GET", REVISION, "status", times=100, status=status)
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert fault.hits == 2  # the first try and one more (EPISODES_RETRIES=1)
+    assert len(err) == 1 and str(status) in err[0] and "check the network" in err[0], err
+    assert "check the repository" not in err[0]
+
+
+def test_a_hub_out_of_reach_is_exit_5(
+    release: str, cache: Path, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    code, err = export(release, tmp_path / "x.jsonl", capfd)
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err) == 1 and "ConnectError" in err[0] and "HF_ENDPOINT" in err[0], err
+
+
+def test_a_429_waits_as_retry_after_says(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    hub.fail("GET", REVISION, "status", status=429, seconds=1)
+    started = time.monotonic()
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == 0, err
+    assert time.monotonic() - started >= 1.0  # not the 0.5 s of the first backoff
+
+
+def test_a_429_asking_too_long_a_wait_is_said(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    fault = hub.fail("GET", REVISION, "status", times=100, status=429, seconds=3600)
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert fault.hits == 1 and len(err) == 1, err
+    assert "rate limited" in err[0] and "3600 s" in err[0] and "wait 3600 s" in err[0]
+
+
+def test_a_rejected_token_is_said(
+    release: str, cache: Path, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    monkeypatch.setenv("HF_TOKEN", "hf_not_a_token_at_all")
+    code, err = export(release, tmp_path / "x.jsonl", capfd)
+    assert code == exit_codes.REFUSED, err
+    assert len(err) == 1 and "rejected the token" in err[0] and "HF_TOKEN" in err[0], err
+
+
+def test_a_missing_repository_and_a_missing_tag_are_told_apart(
+    release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    code, err = export("org/no-such-repo@v1.0.0", tmp_path / "x.jsonl", capfd)
+    assert code == exit_codes.USAGE and len(err) == 1, err
+    assert "no dataset repository org/no-such-repo" in err[0], err
+    code, err = export(f"{REPO}@v9.9.9", tmp_path / "x.jsonl", capfd)
+    assert code == exit_codes.USAGE and len(err) == 1, err
+    assert f"{REPO} has no tag or revision v9.9.9" in err[0] and "v1.0.0" in err[0], err
+
+
+def test_a_full_disk_under_the_cache_names_it_and_leaves_nothing(
+    release: str, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    from huggingface_hub import constants
+
+    from tests.small_disk import fill, small_disk
+
+    monkeypatch.setenv(network.RETRIES_ENV, "1")
+    with small_disk(tmp_path / "disk", 4) as disk:
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(disk / "hub"))
+        fill(disk, 40_000)
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+        left = sorted(p.relative_to(disk).as_posix() for p in disk.rglob("*") if p.is_file())
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err) == 1 and f"no space left on the device writing {disk / 'hub'}" in err[0]
+    assert f"hf cache rm dataset/{REPO}" in err[0] and "HF_HOME" in err[0], err
+    assert left == ["filler", "hub/CACHEDIR.TAG"]  # the cache's partial download is gone
+
+
+def test_a_full_disk_under_the_output_names_it_and_removes_what_it_made(
+    release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    from tests.small_disk import fill, small_disk
+
+    with small_disk(tmp_path / "disk", 4) as disk:
+        fill(disk, 60_000)
+        out = disk / "rf" / "ds"
+        code = main(
+            [
+                *("build", "--from", release, "--out", str(out)),
+                *("--rejects", str(disk / "rf" / "r.jsonl"), "--no-progress"),
+            ]
+        )
+        left = sorted(p.name for p in disk.iterdir())
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err) == 1 and f"no space left on the device writing {disk}/rf/" in err[0], err
+    assert left == ["filler"]  # no empty rf/ left behind
