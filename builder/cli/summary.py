@@ -145,6 +145,8 @@ def _held_out(m: Mapping[str, Any], out: TextIO) -> None:
     ]
     if splits.get("held_out_copies"):
         rows.append(("sessions asking a held-out question", splits["held_out_copies"]))
+    if splits.get("held_out_copy_episodes"):
+        rows.append(("episodes asking a held-out question", splits["held_out_copy_episodes"]))
     previous = splits.get("previous") or {}
     if previous.get("source"):
         kept = (

@@ -87,6 +87,13 @@ def assignment_section(split: Mapping[str, Any]) -> list[str]:
             f"{split['held_out_copies']} sessions whose later instruction or input holds a "
             f"validation or test question are held out of training (`{HELD_OUT_COPY}`).",
         ]
+    if split.get("held_out_copy_episodes"):
+        lines += [
+            "",
+            f"{split['held_out_copy_episodes']} episodes whose prompts (a captured message, "
+            "the system message, an execution output, or their question itself) hold a "
+            f"validation or test question are held out of training (`{HELD_OUT_COPY}`).",
+        ]
     return [*lines, ""]
 
 

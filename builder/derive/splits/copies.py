@@ -7,6 +7,10 @@ would put that question into training. Such a session is kept out of every train
 question's word ``n``-grams occur in one of the session's user messages as the replay shows
 them (consecutive ``input`` actions, and the output before them, are one). A held-out question of
 fewer than ``MIN_WORDS`` words is not looked for: "show the columns" is everyday chat.
+
+An episode is checked the same way (``held_out_episodes``): a training episode whose prompts
+(its question, system message, captured non-assistant messages, rendered turn output) hold a
+held-out question leaves every training config too; a held-out episode is not looked at.
 """
 
 from __future__ import annotations
@@ -14,13 +18,15 @@ from __future__ import annotations
 import polars as pl
 
 from builder.derive.decontamination.evals import EvalSet
-from builder.derive.decontamination.overlap import SESSION, matched_items
+from builder.derive.decontamination.overlap import matched_items
 from builder.derive.sessions.replay import DEFAULT_OPTIONS, ReplayOptions, adjacent_merged, rows_of
 from builder.derive.splits.shingles import WORD, comparable
 from schemas.vocabulary import HELD_OUT_COPY
 
 SESSION_PROMPTS = {"session_id": pl.Int64, "question_id": pl.String, "text": pl.String}
 EXCLUDED_SESSIONS = {"session_id": pl.Int64, "reason": pl.String}
+EPISODE_PROMPTS = {"episode_id": pl.String, "question_id": pl.String, "text": pl.String}
+EXCLUDED_EPISODES = {"episode_id": pl.String, "reason": pl.String}
 MIN_WORDS = 6
 SAID = ("set_instruction", "input")  # the actions that may restate the question
 
@@ -59,6 +65,58 @@ def later_messages(
     return said.select("session_id", "question_id", text="content").cast(SESSION_PROMPTS)
 
 
+def held_out_items(
+    assignment: pl.DataFrame, questions: pl.DataFrame, pinned: pl.DataFrame
+) -> pl.Series:
+    """The held-out questions looked for: this build's validation and test questions
+    (``assignment``: ``question_id``, ``split``, ``reason``; ``questions``: ``question_id``,
+    ``text``) and the earlier builds' (``pinned``: ``question_id``, ``text``, ``split``,
+    ``reason``) this build lacks, which stay held out; bridges aside, of ``MIN_WORDS``+."""
+    held = assignment.filter((pl.col("split") != "train") & pl.col("reason").is_null())
+    ours = questions.join(held.select("question_id"), on="question_id").get_column("text")
+    earlier = pinned.filter(
+        (pl.col("split") != "train") & pl.col("reason").is_null() & pl.col("text").is_not_null()
+    ).join(questions, on="question_id", how="anti")
+    items = pl.concat([ours, earlier.get_column("text")]).drop_nulls().unique().sort()
+    return items.filter(comparable(items).str.count_matches(WORD) >= MIN_WORDS)
+
+
+def _keys(items: pl.Series, n: int) -> list[str]:
+    """Words of which a prompt holding one of ``items`` holds one (as text: a cheap filter
+    before n-grams are built): an item of fewer than ``n`` words is one n-gram, its longest
+    word; a longer one's every ``n``-th word from the offset whose shortest is longest, as
+    each run of ``n`` words has one of them, and a match holds at least one run."""
+    keys = set()
+    for words in comparable(items).str.extract_all(WORD).to_list():
+        offset = max(range(min(n, len(words))), key=lambda o: min(map(len, words[o::n])))
+        keys.update([max(words, key=len)] if len(words) < n else words[offset::n])
+    return sorted(keys)
+
+
+def _copying(
+    prompts: pl.DataFrame, key: str, assignment: pl.DataFrame, items: pl.Series, n: int, t: float
+) -> pl.DataFrame:
+    """``key``, ``reason``: the ``prompts`` (``key``, ``question_id``, ``text``) whose question
+    trains and that hold one of ``items``. Each distinct text is matched once (a system
+    prompt, a question asked by many episodes)."""
+    training = assignment.filter((pl.col("split") == "train") & pl.col("reason").is_null())
+    checked = prompts.join(training.select("question_id"), on="question_id", how="semi").filter(
+        pl.col("text").is_not_null()
+    )
+    if not items.len() or not checked.height:
+        return pl.DataFrame(schema={key: prompts.schema[key], "reason": pl.String})
+    texts = checked.select("text").unique(maintain_order=True)
+    texts = texts.filter(comparable(texts.get_column("text")).str.contains_any(_keys(items, n)))
+    found = matched_items(texts, [EvalSet("held-out questions", "", "", tuple(items))], n, t)
+    copying = texts.with_row_index("prompt").join(found.select("prompt").unique(), on="prompt")
+    return (
+        checked.join(copying.select("text"), on="text", how="semi")
+        .select(key, reason=pl.lit(HELD_OUT_COPY))
+        .unique(key)
+        .sort(key)
+    )
+
+
 def held_out_copies(
     prompts: pl.DataFrame,
     assignment: pl.DataFrame,
@@ -68,36 +126,25 @@ def held_out_copies(
     threshold: float,
 ) -> pl.DataFrame:
     """``EXCLUDED_SESSIONS``: the training sessions whose ``prompts`` (``SESSION_PROMPTS``)
-    hold a held-out question. ``assignment``: this build's (``question_id``, ``split``,
-    ``reason``); ``questions``: its key texts (``question_id``, ``text``); ``pinned``: the
-    earlier builds' (``question_id``, ``text``, ``split``, ``reason``), whose held-out
-    questions this build lacks stay held out."""
-    empty = pl.DataFrame(schema=EXCLUDED_SESSIONS)
-    if not prompts.height:
-        return empty
-    held = assignment.filter((pl.col("split") != "train") & pl.col("reason").is_null())
-    ours = questions.join(held.select("question_id"), on="question_id").get_column("text")
-    earlier = pinned.filter(
-        (pl.col("split") != "train") & pl.col("reason").is_null() & pl.col("text").is_not_null()
-    ).join(questions, on="question_id", how="anti")
-    items = pl.concat([ours, earlier.get_column("text")]).drop_nulls().unique().sort()
-    items = items.filter(comparable(items).str.count_matches(WORD) >= MIN_WORDS)
-    training = assignment.filter((pl.col("split") == "train") & pl.col("reason").is_null())
-    checked = prompts.join(training.select("question_id"), on="question_id").filter(
-        pl.col("text").is_not_null()
-    )
-    if not items.len() or not checked.height:
-        return empty
-    found = matched_items(
-        checked.select(kind=pl.lit(SESSION), key=pl.col("session_id").cast(pl.String), text="text"),
-        [EvalSet("held-out questions", "", "", tuple(items.to_list()))],
-        n,
-        threshold,
-    )
-    sessions = checked.with_row_index("prompt").join(found.select("prompt"), on="prompt")
-    return (
-        sessions.select("session_id", reason=pl.lit(HELD_OUT_COPY))
-        .unique("session_id")
-        .sort("session_id")
-        .cast(EXCLUDED_SESSIONS)
-    )
+    hold a held-out question (``held_out_items`` of the other arguments)."""
+    items = held_out_items(assignment, questions, pinned)
+    found = _copying(prompts, "session_id", assignment, items, n, threshold)
+    return found.cast(EXCLUDED_SESSIONS)
+
+
+def held_out_episodes(
+    prompts: pl.DataFrame,
+    assignment: pl.DataFrame,
+    questions: pl.DataFrame,
+    pinned: pl.DataFrame,
+    n: int,
+    threshold: float,
+) -> pl.DataFrame:
+    """``EXCLUDED_EPISODES``: the training episodes whose ``prompts`` (``EPISODE_PROMPTS``:
+    every text a training config shows of the episode, its question's included) hold a
+    held-out question (``held_out_items``). Its own question trains, so it is no item: an
+    episode that asks only its own question is never excluded, unless that question itself
+    holds a held-out one (a long question quoting a short one whole, too unlike to group)."""
+    items = held_out_items(assignment, questions, pinned)
+    found = _copying(prompts, "episode_id", assignment, items, n, threshold)
+    return found.cast(EXCLUDED_EPISODES)

@@ -23,7 +23,14 @@ from builder.derive.sft import captured_content, one_system_message
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.assign import QUESTION_COLUMNS, SplitPolicy, assign
 from builder.derive.splits.audit import audit
-from builder.derive.splits.copies import EXCLUDED_SESSIONS, SESSION_PROMPTS, held_out_copies
+from builder.derive.splits.copies import (
+    EPISODE_PROMPTS,
+    EXCLUDED_EPISODES,
+    EXCLUDED_SESSIONS,
+    SESSION_PROMPTS,
+    held_out_copies,
+    held_out_episodes,
+)
 from builder.derive.splits.previous import read_previous, settings_of, with_reused
 from builder.redact.split_key import split_key_texts
 from schemas.vocabulary import HELD_OUT_COPY
@@ -31,7 +38,6 @@ from schemas.vocabulary import HELD_OUT_COPY
 # What differs between a first build and a rebuild of the same data into the same folder
 REBUILD_COUNTS = ("pinned", "joined_pinned_groups")
 EXCLUDED_QUESTIONS = {"question_id": pl.String, "reason": pl.String}
-EXCLUDED_EPISODES = {"episode_id": pl.String, "reason": pl.String}
 CARRIED_COLUMNS = {
     "question_id": pl.String,
     "normalized_text": pl.String,
@@ -181,7 +187,7 @@ TURN_SOURCE = ["trace_id", "turn_index", "reasoning", "code", "success", "stdout
 
 
 def _prompts(
-    tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame, max_output_chars: int
+    tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame, chars: int, outputs: bool
 ) -> pl.DataFrame:
     """``PROMPTS``: every text a training config shows as a prompt, read as the configs
     render it (their own expressions): the questions, each episode's one system message
@@ -190,7 +196,8 @@ def _prompts(
     parts as text, feedback bounded), the execution output of its traces' turns
     (``turn_messages``' user messages: an episode without a captured conversation trains
     on its gold turns, and ``self_correction`` prompts hold any trace's), and what a
-    session says after its question."""
+    session says after its question; the execution output (most of the text, and no place
+    a question is asked) only with ``outputs``. ``chars``: ``max_output_chars``."""
     folders = sorted(p for p in tables.glob("*") if p.is_dir())
     parts = [questions.select(kind=pl.lit(QUESTION), key="question_id", text="text")]
     messages = _read([f / "messages.parquet" for f in folders], MESSAGE_SOURCE)
@@ -206,13 +213,13 @@ def _prompts(
         parts.append(system.select(kind=pl.lit(EPISODE), key="episode_id", text="system").collect())
         parts.append(
             others.filter(pl.col("role") != "assistant")
-            .select(kind=pl.lit(EPISODE), key="episode_id", text=captured_content(max_output_chars))
+            .select(kind=pl.lit(EPISODE), key="episode_id", text=captured_content(chars))
             .collect()
         )
     traces = _read([f / "traces.parquet" for f in folders], ["trace_id", "episode_id", "form"])
-    turns = _read([f / "turns.parquet" for f in folders], TURN_SOURCE)
+    turns = _read([f / "turns.parquet" for f in folders] if outputs else [], TURN_SOURCE)
     if traces.height and turns.height:
-        rendered = turn_messages({"turns": turns.lazy(), "traces": traces.lazy()}, max_output_chars)
+        rendered = turn_messages({"turns": turns.lazy(), "traces": traces.lazy()}, chars)
         parts.append(
             rendered.filter(pl.col("role") == "user")
             .join(traces.lazy().select("trace_id", "episode_id"), on="trace_id")
@@ -226,6 +233,19 @@ def _prompts(
             )
         )
     return pl.concat([p.cast(PROMPTS) for p in parts]).filter(pl.col("text").is_not_null())
+
+
+def _episode_prompts(tables: Path, prompts: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
+    """``EPISODE_PROMPTS``: each episode's prompts of ``prompts`` (``_prompts``) and its
+    question's text (``questions``), with its ``question_id``."""
+    folders = sorted(p for p in tables.glob("*") if p.is_dir())
+    episodes = _read([f / "episodes.parquet" for f in folders], ["episode_id", "question_id"])
+    if not episodes.height:
+        return pl.DataFrame(schema=EPISODE_PROMPTS)
+    said = prompts.filter(pl.col("kind") == EPISODE).select(episode_id="key", text="text")
+    asked = episodes.join(questions.select("question_id", "text"), on="question_id")
+    said = said.join(episodes, on="episode_id")
+    return pl.concat([said.select(list(EPISODE_PROMPTS)), asked.select(list(EPISODE_PROMPTS))])
 
 
 def _worth_recording(config: Any, previous: Any) -> bool:
@@ -254,9 +274,18 @@ def plan_held_out(
     previous = with_reused(read_previous(config.split_previous, config.out, policy), reused)
     assigned = assign(questions, previous.pinned, policy)
     bridges = assigned.frame.filter(pl.col("reason").is_not_null()).select(list(EXCLUDED_QUESTIONS))
-    excluded_questions, excluded_episodes = bridges, pl.DataFrame(schema=EXCLUDED_EPISODES)
+    excluded_questions = bridges
     excluded_sessions = held_out_copies(
         session_prompts,
+        assigned.frame,
+        questions.select("question_id", "text"),
+        previous.pinned,
+        config.decontamination_ngram,
+        config.decontamination_threshold,
+    )
+    asked = _prompts(tables, questions, session_prompts, config.max_output_chars, outputs=False)
+    excluded_episodes = held_out_episodes(
+        _episode_prompts(tables, asked, questions),
         assigned.frame,
         questions.select("question_id", "text"),
         previous.pinned,
@@ -267,7 +296,7 @@ def plan_held_out(
     if config.decontamination_evals:
         evals = load_evals(config.decontamination_evals)
         found = decontaminate(
-            _prompts(tables, questions, session_prompts, config.max_output_chars),
+            _prompts(tables, questions, session_prompts, config.max_output_chars, outputs=True),
             evals,
             config.decontamination_ngram,
             config.decontamination_threshold,
@@ -275,7 +304,8 @@ def plan_held_out(
         excluded_questions = pl.concat([bridges, found.questions.cast(EXCLUDED_QUESTIONS)]).unique(
             "question_id", keep="first", maintain_order=True
         )
-        excluded_episodes = found.episodes.cast(EXCLUDED_EPISODES)
+        excluded_episodes = pl.concat([excluded_episodes, found.episodes.cast(EXCLUDED_EPISODES)])
+        excluded_episodes = excluded_episodes.unique("episode_id", keep="first").sort("episode_id")
         excluded_sessions = pl.concat([excluded_sessions, found.sessions.cast(EXCLUDED_SESSIONS)])
         excluded_sessions = excluded_sessions.unique("session_id", keep="first").sort("session_id")
         decontamination = {
@@ -293,6 +323,9 @@ def plan_held_out(
         **({"previous": previous.info} if _worth_recording(config, previous) else {}),
         "groups": stats,
         "held_out_copies": excluded_sessions.filter(pl.col("reason") == HELD_OUT_COPY).height,
+        "held_out_copy_episodes": excluded_episodes.filter(
+            pl.col("reason") == HELD_OUT_COPY
+        ).height,
         "audit": audit(assigned, questions, policy, excluded),
     }
     carried = (

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from builder.derive.splits.copies import MIN_WORDS, held_out_copies, later_messages
+from builder.derive.splits.copies import (
+    MIN_WORDS,
+    held_out_copies,
+    held_out_episodes,
+    later_messages,
+)
 
 TRAIN_Q = "what is the average fare paid by passengers who embarked at southampton"
 HELD_Q = "how many passengers in third class survived the sinking of the ship"
@@ -162,3 +167,36 @@ def test_the_opening_instruction_is_not_looked_at_but_what_joins_it_is() -> None
         {"session_id": 1, "question_id": "q1", "text": f"and also {HELD_Q}"}
     ]
     assert _found(prompts) == [1]
+
+
+def test_an_episode_is_found_by_any_prompt_but_never_by_its_own_question() -> None:
+    """Episodes: ``e1`` (train) asks a held-out question in a later message and is found;
+    ``e2`` (train) says only its own question; ``e3`` is held out, so it is not looked at."""
+    prompts = pl.DataFrame(
+        {
+            "episode_id": ["e1", "e1", "e2", "e2", "e3"],
+            "question_id": ["t", "t", "t", "t", "h"],
+            "text": [
+                f"Dataset: titanic.csv\n\n{TRAIN_Q}",
+                f"[stdout]:\n891\nNext: {HELD_Q.upper()}?",
+                f"Dataset: titanic.csv\n\n{TRAIN_Q}",
+                TRAIN_Q,
+                f"{HELD_Q} and then {TRAIN_Q}",
+            ],
+        }
+    )
+    assignment = pl.DataFrame(
+        {"question_id": ["t", "h"], "split": ["train", "test"], "reason": [None, None]},
+        schema={"question_id": pl.String, "split": pl.String, "reason": pl.String},
+    )
+    questions = pl.DataFrame({"question_id": ["t", "h"], "text": [TRAIN_Q, HELD_Q]})
+    pinned = pl.DataFrame(
+        schema={
+            "question_id": pl.String,
+            "text": pl.String,
+            "split": pl.String,
+            "reason": pl.String,
+        }
+    )
+    found = held_out_episodes(prompts, assignment, questions, pinned, 8, 0.5)
+    assert found.to_dicts() == [{"episode_id": "e1", "reason": "held_out_copy"}]
