@@ -58,10 +58,10 @@ def _nearest(assignment: Assignment, sides: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _one_word_from_train(assignment: Assignment, sides: pl.DataFrame) -> int:
+def _one_word_from_train(assignment: Assignment, sides: pl.DataFrame, threshold: float) -> int:
     """Held-out questions with a training question one word apart (an earlier build's
     assignment kept, or a policy that does not group near-duplicates)."""
-    edges = one_word_edges(assignment.texts.get_column("text"))
+    edges = one_word_edges(assignment.texts.get_column("text"), threshold)
     both = pl.concat([edges, edges.select(a="b", b="a")])
     train = sides.filter(pl.col("split") == "train").select(b="row").unique()
     near = both.join(train, on="b").select(row="a").unique()
@@ -114,7 +114,7 @@ def audit(
             f"{level:.1f}": int((similarity >= level).sum()) for level in LEVELS
         },
         "at_or_above_threshold": int((similarity >= policy.threshold).sum()),
-        "one_word_from_train": _one_word_from_train(assignment, sides),
+        "one_word_from_train": _one_word_from_train(assignment, sides, policy.threshold),
         "share_dataset_with_train": _sharing(held, train, "dataset"),
         "share_template_with_train": _sharing(held, train, "template"),
         "histogram": histogram,

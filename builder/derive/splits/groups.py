@@ -30,7 +30,7 @@ def group_texts(
     if policy == GROUP_BY_QUESTION:
         return pl.Series("group", range(size), dtype=pl.UInt32), 0
     if policy == GROUP_BY_NEAR_DUPLICATE:
-        one_word = one_word_edges(texts.get_column("text"))
+        one_word = one_word_edges(texts.get_column("text"), threshold)
         joined = components(grams, size, threshold, connect(size, one_word))
         return joined.get_column("label").alias("group"), 0
     rows = texts.select("labels").with_row_index("row").with_columns(pl.col("row").cast(pl.UInt32))
@@ -42,7 +42,7 @@ def group_texts(
         .select(a="first", b="row")
     )
     # a question of unknown label joins its near-duplicates, one word apart included
-    one_word = one_word_edges(texts.get_column("text"), among=unknown)
+    one_word = one_word_edges(texts.get_column("text"), threshold, among=unknown)
     by_label = connect(size, pl.concat([same_label.cast(pl.UInt32), one_word]))
     joined = components(grams, size, threshold, by_label, unknown)
     return joined.get_column("label").alias("group"), unknown.len()

@@ -15,27 +15,47 @@ wildcard (two texts sharing one differ in that word alone) and its words with on
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 
 from builder.derive.splits.shingles import WORD
 
 # Words two texts one word apart must share: fewer, and a changed word is much of the text.
 MIN_SHARED = 4
+# The longest text looked at whatever the threshold: the keys of a text of n words hold n²
+# words (a pasted table, or a long question in a script where each character is a word,
+# would cost gigabytes), and past this length the n-gram join sees one word apart at any
+# threshold below 0.9.
+MAX_WORDS = 64
 _WILDCARD = "\x00"
 _SEPARATOR = "\x1f"
 
 
-def one_word_edges(texts: pl.Series, among: pl.Series | None = None) -> pl.DataFrame:
+def words_needed(threshold: float) -> int:
+    """The most words a text may have for one word changed or added to take its word 3-gram
+    Jaccard below ``threshold`` (a change in the middle: ``(n - 5) / (n + 1)``; one word
+    more: ``(n - 4) / (n + 1)``); longer texts one word apart the n-gram join groups itself.
+    At most ``MAX_WORDS``."""
+    if threshold >= 1:
+        return MAX_WORDS
+    return min(MAX_WORDS, math.ceil((5 + threshold) / (1 - threshold)) + 1)
+
+
+def one_word_edges(
+    texts: pl.Series, threshold: float, among: pl.Series | None = None
+) -> pl.DataFrame:
     """``a``, ``b`` (rows of ``texts``, ``a < b``): every two texts one word apart that share
-    at least ``MIN_SHARED`` words, and those with the same words; each pair that way at
-    least once (transitively: enough to make the groups). ``among``: only the pairs with a
-    row of it (each of them joined to every text one word from it)."""
+    at least ``MIN_SHARED`` words, and those with the same words, of texts no longer than
+    ``words_needed(threshold)``; each pair that way at least once (transitively: enough to
+    make the groups). ``among``: only the pairs with a row of it (each of them joined to
+    every text one word from it)."""
     words = (
         texts.to_frame("text")
         .with_row_index("row")
         .select(pl.col("row").cast(pl.UInt32), word=pl.col("text").str.extract_all(WORD))
         .with_columns(n=pl.col("word").list.len())
-        .filter(pl.col("n") >= MIN_SHARED)
+        .filter(pl.col("n").is_between(MIN_SHARED, words_needed(threshold)))
     )
     whole = words.select("row", key=_key(pl.col("word")))
     longer = (

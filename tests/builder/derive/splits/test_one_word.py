@@ -11,7 +11,7 @@ import polars as pl
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.assign import SplitPolicy, assign
 from builder.derive.splits.audit import audit
-from builder.derive.splits.one_word import one_word_edges
+from builder.derive.splits.one_word import MAX_WORDS, one_word_edges, words_needed
 from tests.builder.derive.splits.test_assign import (
     brute_force_groups,
     frame,
@@ -103,7 +103,7 @@ def test_edges_give_the_brute_force_groups_of_one_word_pairs() -> None:
     texts = sorted(
         {" ".join(rng.choice(vocabulary) for _ in range(rng.randint(3, 7))) for _ in range(400)}
     )
-    edges = one_word_edges(pl.Series(texts))
+    edges = one_word_edges(pl.Series(texts), 0.5)
     for a, b in edges.iter_rows():
         assert a < b and one_word_apart(texts[a], texts[b]), (texts[a], texts[b])
     # the edges' components are those of every pair one word apart (threshold past 1: none)
@@ -123,4 +123,24 @@ def test_edges_give_the_brute_force_groups_of_one_word_pairs() -> None:
 
 def test_short_texts_and_texts_sharing_too_few_words_are_not_joined() -> None:
     texts = pl.Series(["mean age", "mean bmi", "what is the mean", "what is the mode", "x y z w v"])
-    assert one_word_edges(texts).height == 0
+    assert one_word_edges(texts, 0.5).height == 0
+
+
+def test_only_texts_the_n_gram_join_would_miss_are_keyed() -> None:
+    """Past ``words_needed`` words the 3-gram join groups one word apart itself (a text's
+    keys cost the square of its length: a pasted table, or a long question in a script
+    where each character is a word, is never keyed)."""
+    for threshold in (0.3, 0.5, 0.7, 0.9):
+        n = words_needed(threshold) + 1
+        a = [f"w{i}" for i in range(n)]
+        b = [*a[: n // 2], "changed", *a[n // 2 + 1 :]]
+        assert similarity(" ".join(a), " ".join(b)) >= threshold
+        c = [*a[: n // 2], "more", *a[n // 2 :]]
+        assert similarity(" ".join(a), " ".join(c)) >= threshold
+    assert words_needed(0.5) == 12 and words_needed(0.99) == MAX_WORDS
+    long = "".join(chr(0x4E00 + i) for i in range(3000))  # 3,000 words: one per character
+    texts = pl.Series(
+        [long, long[:-1] + "\u4e00", *(f"short text number {i} here" for i in range(3))]
+    )
+    edges = one_word_edges(texts, 0.5)
+    assert edges.sort("a", "b").rows() == [(2, 3), (2, 4)]  # the short ones only
