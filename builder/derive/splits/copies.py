@@ -93,28 +93,42 @@ def _keys(items: pl.Series, n: int) -> list[str]:
     return sorted(keys)
 
 
+def _matches(prompts: pl.DataFrame, items: pl.Series, n: int, t: float) -> pl.DataFrame:
+    """``text``, ``item``: each distinct text of ``prompts`` and the ``items`` it holds,
+    matched once (a system prompt, a question asked by many episodes)."""
+    texts = prompts.select("text").unique(maintain_order=True)
+    texts = texts.filter(comparable(texts.get_column("text")).str.contains_any(_keys(items, n)))
+    found = matched_items(texts, [EvalSet("held-out questions", "", "", tuple(items))], n, t)
+    return texts.with_row_index("prompt").join(found, on="prompt").select("text", "item")
+
+
 def _copying(
-    prompts: pl.DataFrame, key: str, assignment: pl.DataFrame, items: pl.Series, n: int, t: float
+    prompts: pl.DataFrame,
+    key: str,
+    assignment: pl.DataFrame,
+    items: pl.Series,
+    n: int,
+    t: float,
+    excused: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """``key``, ``reason``: the ``prompts`` (``key``, ``question_id``, ``text``) whose question
-    trains and that hold one of ``items``. Each distinct text is matched once (a system
-    prompt, a question asked by many episodes)."""
+    trains and that hold one of ``items``; with ``excused`` (``question_id``, ``text``), not
+    for an item its own question's text holds too."""
     training = assignment.filter((pl.col("split") == "train") & pl.col("reason").is_null())
     checked = prompts.join(training.select("question_id"), on="question_id", how="semi").filter(
         pl.col("text").is_not_null()
     )
     if not items.len() or not checked.height:
         return pl.DataFrame(schema={key: prompts.schema[key], "reason": pl.String})
-    texts = checked.select("text").unique(maintain_order=True)
-    texts = texts.filter(comparable(texts.get_column("text")).str.contains_any(_keys(items, n)))
-    found = matched_items(texts, [EvalSet("held-out questions", "", "", tuple(items))], n, t)
-    copying = texts.with_row_index("prompt").join(found.select("prompt").unique(), on="prompt")
-    return (
-        checked.join(copying.select("text"), on="text", how="semi")
-        .select(key, reason=pl.lit(HELD_OUT_COPY))
-        .unique(key)
-        .sort(key)
-    )
+    copying = checked.join(_matches(checked, items, n, t), on="text")
+    if excused is not None:  # what the prompt's own question says is not a copy
+        own = excused.join(checked.select("question_id").unique(), on="question_id")
+        copying = copying.join(
+            own.join(_matches(own, items, n, t), on="text").select("question_id", "item"),
+            on=["question_id", "item"],
+            how="anti",
+        )
+    return copying.select(key, reason=pl.lit(HELD_OUT_COPY)).unique(key).sort(key)
 
 
 def held_out_copies(
@@ -139,12 +153,17 @@ def held_out_episodes(
     pinned: pl.DataFrame,
     n: int,
     threshold: float,
+    own_questions_excused: bool = False,
 ) -> pl.DataFrame:
     """``EXCLUDED_EPISODES``: the training episodes whose ``prompts`` (``EPISODE_PROMPTS``:
     every text a training config shows of the episode, its question's included) hold a
     held-out question (``held_out_items``). Its own question trains, so it is no item: an
     episode that asks only its own question is never excluded, unless that question itself
-    holds a held-out one (a long question quoting a short one whole, too unlike to group)."""
+    holds a held-out one (a long question quoting a short one whole, too unlike to group).
+    ``own_questions_excused``: that too is left to the audit, under a policy that lets
+    paraphrases of held-out questions train by choice (an item an episode's own question
+    holds is no copy of it)."""
     items = held_out_items(assignment, questions, pinned)
-    found = _copying(prompts, "episode_id", assignment, items, n, threshold)
+    excused = questions if own_questions_excused else None
+    found = _copying(prompts, "episode_id", assignment, items, n, threshold, excused)
     return found.cast(EXCLUDED_EPISODES)

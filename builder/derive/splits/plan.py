@@ -33,7 +33,7 @@ from builder.derive.splits.copies import (
 )
 from builder.derive.splits.previous import read_previous, settings_of, with_reused
 from builder.redact.split_key import split_key_texts
-from schemas.vocabulary import HELD_OUT_COPY
+from schemas.vocabulary import GROUP_BY_NEAR_DUPLICATE, HELD_OUT_COPY
 
 # What differs between a first build and a rebuild of the same data into the same folder
 REBUILD_COUNTS = ("pinned", "joined_pinned_groups")
@@ -291,6 +291,7 @@ def plan_held_out(
         previous.pinned,
         config.decontamination_ngram,
         config.decontamination_threshold,
+        own_questions_excused=policy.group_by != GROUP_BY_NEAR_DUPLICATE,
     )
     decontamination = None
     if config.decontamination_evals:

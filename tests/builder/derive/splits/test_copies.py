@@ -14,6 +14,7 @@ from builder.derive.splits.copies import (
 
 TRAIN_Q = "what is the average fare paid by passengers who embarked at southampton"
 HELD_Q = "how many passengers in third class survived the sinking of the ship"
+OTHER_HELD_Q = "which port of embarkation had the highest median age among the women"
 
 
 def _sessions(rows: list[tuple[int, bool | None, str]], instruction: bool = False) -> pl.DataFrame:
@@ -200,3 +201,40 @@ def test_an_episode_is_found_by_any_prompt_but_never_by_its_own_question() -> No
     )
     found = held_out_episodes(prompts, assignment, questions, pinned, 8, 0.5)
     assert found.to_dicts() == [{"episode_id": "e1", "reason": "held_out_copy"}]
+
+
+def test_under_a_policy_that_lets_paraphrases_train_an_episode_s_own_question_is_excused() -> None:
+    """A training question that paraphrases a held-out one (``question``, ``dataset`` and
+    ``template`` policies allow it, and the audit reports it): its episodes, which say it in
+    their conversation, are excused under those policies, not under ``near_duplicate``
+    (where such a question quotes the held-out one: it cannot be a mere paraphrase); an
+    episode that asks another held-out question is found under both."""
+    near = "how many passengers in third class survived the sinking of that ship"
+    prompts = pl.DataFrame(
+        {
+            "episode_id": ["e1", "e2", "e2"],
+            "question_id": ["t", "t", "t"],
+            "text": [
+                f"Dataset: titanic.csv\n\n{near}",
+                f"Dataset: titanic.csv\n\n{near}",
+                f"Also: {OTHER_HELD_Q}?",
+            ],
+        }
+    )
+    assignment = pl.DataFrame(
+        {"question_id": ["t", "h", "o"], "split": ["train", "test", "validation"]},
+        schema={"question_id": pl.String, "split": pl.String},
+    ).with_columns(reason=pl.lit(None, pl.String))
+    questions = pl.DataFrame({"question_id": ["t", "h", "o"], "text": [near, HELD_Q, OTHER_HELD_Q]})
+    pinned = pl.DataFrame(
+        schema={
+            "question_id": pl.String,
+            "text": pl.String,
+            "split": pl.String,
+            "reason": pl.String,
+        }
+    )
+    strict = held_out_episodes(prompts, assignment, questions, pinned, 8, 0.5)
+    assert strict.get_column("episode_id").to_list() == ["e1", "e2"]
+    excused = held_out_episodes(prompts, assignment, questions, pinned, 8, 0.5, True)
+    assert excused.get_column("episode_id").to_list() == ["e2"]
