@@ -32,7 +32,8 @@ def records(
     """The input's records: ``lines`` themselves for JSONL, one per record for a JSON
     document of at most ``limit`` bytes (None: any size) or a larger top-level list.
     ``list_key``: the member of a top-level object that lists the records. In a file named
-    JSONL, what is not one document that reads whole is its lines, never refused."""
+    JSONL, a stray "{" or "[" line before records, not one document that reads whole, is
+    read with its lines; any other broken document is read (or refused) as in a .json."""
     it = iter(lines)
     head: list[SourceLine] = []
     for line in it:
@@ -60,9 +61,9 @@ def records(
             return
     split = _split(head, list_key)
     blank = next((i for i, line in enumerate(head) if line.raw.strip()), len(head))
-    if split is None and named_jsonl(head[-1].path):
-        # named JSONL, no document: lines, each bad one its own reject (a stray "{" or "["
-        # on line 1 costs that line, as anywhere else)
+    if split is None and _stray_bracket(head):
+        # named JSONL, no document, a stray "{" or "[" before records: lines, each bad one
+        # its own reject (that line costs itself only, as anywhere else)
         yield from head
         return
     if split is None and opens_array:  # a broken list: item by item, to say where it broke
@@ -173,14 +174,17 @@ def _may_be_document(first: SourceLine, list_key: str | None) -> bool:
 
 
 def _stray_bracket(head: list[SourceLine]) -> bool:
-    """Whether the "[" that opens a file named JSONL is a stray line before records, not a
-    list: the next non-blank line is a JSON value on its own, where the first item of a list
-    ``json.dump(items, f, indent=2)`` writes ends in a comma or opens a container."""
-    after = list(itertools.islice((x for x in head if x.raw.strip() or x.too_long), 1, 2))
-    if not after or after[0].too_long or not named_jsonl(after[0].path):
+    """Whether the "[" or "{" that opens a file named JSONL is a stray line before records,
+    not a document: the next non-blank line is a JSON value on its own, where the first item
+    of a list ``json.dump(items, f, indent=2)`` writes ends in a comma or opens a container,
+    and the first member of a pretty-printed object is ``"key": value``."""
+    shown = list(itertools.islice((x for x in head if x.raw.strip() or x.too_long), 2))
+    if len(shown) < 2 or any(x.too_long for x in shown) or not named_jsonl(shown[0].path):
+        return False
+    if shown[0].raw.strip() not in (b"[", b"{"):
         return False
     try:
-        orjson.loads(after[0].raw)
+        orjson.loads(shown[1].raw)
     except orjson.JSONDecodeError:
         return False
     return True

@@ -97,3 +97,32 @@ def test_a_reject_keeps_a_carriage_return_before_its_crlf(tmp_path: Path) -> Non
         (4, "schema", '{"episode_id": "y"}'),
     ]
     assert (stats["lines"], stats["blank"], stats["rejected"]) == (4, 2, 2)
+
+
+def test_a_pretty_printed_list_named_jsonl_with_one_broken_item_costs_that_item(
+    tmp_path: Path,
+) -> None:
+    """Only a stray line before records reads line by line: a pretty-printed list whose third
+    item of five breaks (an unclosed string) is read item by item, that item one reject."""
+    episodes = [json.loads(line) for line in episode_lines(5)]
+    text = json.dumps(episodes, indent=2)
+    key = f'"episode_id": "{episodes[2]["episode_id"]}"'
+    assert text.count(key) == 1
+    path = tmp_path / "pretty.jsonl"
+    path.write_text(text.replace(key, key[:-1]))  # item 3's string left open
+    rejects, stats = build_rejects(path, tmp_path / "out")
+    assert [r["kind"] for r in rejects] == ["invalid_json"]
+    assert rejects[0]["line"] == text[: text.index(key)].count("\n")  # item 3 opens there
+    assert (stats["records"], stats["valid"], stats["rejected"]) == (5, 4, 1)
+
+
+def test_a_cut_short_list_or_broken_object_named_jsonl_is_refused(tmp_path: Path) -> None:
+    """No stray line before records: refused, naming where it ends or breaks, as in a .json."""
+    episodes = [json.loads(line) for line in episode_lines(3)]
+    cut, broken = tmp_path / "cut.jsonl", tmp_path / "broken.ndjson"
+    cut.write_text(json.dumps(episodes, indent=2)[:-200])
+    broken.write_text(json.dumps(episodes[0], indent=2)[:-50])
+    with pytest.raises(InputError, match="is not closed"):
+        list(records(InputFile(str(cut), 1 << 26).lines(), 1 << 26))
+    with pytest.raises(InputError, match="breaks at line"):
+        list(records(InputFile(str(broken), 1 << 26).lines(), 1 << 26))
