@@ -1,9 +1,9 @@
 """A published release, ``org/name@revision`` on the Hub, downloaded in part: what
-``--previous`` and ``build --from`` / ``export-jsonl`` read of one; and how every call to the
-Hub is made (``hub_client``), publish's too.
+``--previous`` and ``build --from`` / ``export-jsonl`` read of one; and what a failed call to
+the Hub (publish's too, each made by ``hub_http.hub_client``) is said to be.
 
 A download is tried again as any read of a remote (``builder.fs.network``: the timeout, the
-retries, a 429's ``Retry-After``); what it cannot get is one line: the Hub out of reach
+retries, the pause a 429 asks for); what it cannot get is one line: the Hub out of reach
 (exit 5), a token it refuses (exit 2), a repository or a revision it does not have (exit 1),
 a full disk under the Hub's cache (exit 5). A failed download leaves no partial file in the
 cache.
@@ -12,18 +12,17 @@ cache.
 from __future__ import annotations
 
 import contextlib
-import functools
-import logging
 import re
 import shutil
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from builder.errors import DataRefused, EnvironmentProblem
 from builder.fs import network
+from builder.fs.hub_http import OUTER, asked_wait, hub_client
+from builder.fs.hub_http import install_client as install_client  # publish's Hub client
 from builder.fs.space import is_disk_full
 from schemas.manifest import MANIFEST
 
@@ -86,13 +85,23 @@ def transient(exc: BaseException) -> bool:
 
 
 def retry_after(exc: BaseException) -> float | None:
-    """The seconds a 429 or 503 asked the client to wait (``Retry-After``), if it did."""
+    """The seconds a 429 or 503 asked the client to wait (``RateLimit``'s ``t=`` or
+    ``Retry-After``: ``hub_http.asked_wait``), if it did."""
     for cause in causes(exc):
         response = getattr(cause, "response", None)
-        value = getattr(response, "headers", {}).get("Retry-After", "") if response else ""
-        if str(value).strip().isdigit():
-            return float(value)
+        headers = getattr(response, "headers", None) if response is not None else None
+        wanted = asked_wait(status_of(cause), headers) if headers is not None else None
+        if wanted is not None:
+            return wanted
     return None
+
+
+def from_the_hub(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the Hub, the network or the disk (the Hub client's own
+    errors, a connection's, an ``OSError``), not one of the client's own bugs or of its use
+    (a ``TypeError``...): those are the builder's internal errors, not network failures."""
+    module = type(exc).__module__
+    return isinstance(exc, OSError) or module.startswith(("huggingface_hub", "httpx"))
 
 
 def describe(exc: BaseException) -> str:
@@ -123,122 +132,17 @@ def retried_note(exc: BaseException) -> str:
     return f" (tried again {tries} time{'s' if tries > 1 else ''})" if tries else ""
 
 
-# ------------------------------------------------------------------ the client
-
-
-def _bounded(request: Any) -> None:
-    """Every request waits at most the network timeout, whatever the Hub client asked for
-    (its default client waits forever; some calls pass ``timeout=None``)."""
-    seconds = network.timeout()
-    request.extensions = {
-        **request.extensions,
-        "timeout": dict.fromkeys(("connect", "read", "write", "pool"), seconds),
-    }
-
-
-def install_client() -> None:
-    """The Hub client's shared HTTP client, made with the network timeout on every request."""
-    import huggingface_hub.utils._http as http
-    from huggingface_hub.utils import set_client_factory
-
-    if getattr(http, "_GLOBAL_CLIENT_FACTORY", None) is not _client_factory:
-        set_client_factory(_client_factory)
-
-
-def _client_factory() -> Any:
-    from huggingface_hub.utils._http import default_client_factory
-
-    client = default_client_factory()
-    client.event_hooks = {
-        **client.event_hooks,
-        "request": [*client.event_hooks["request"], _bounded],
-    }
-    return client
-
-
-_OUTER = [0]  # > 0 while a call is tried again here: the client then does not retry it too
-
-
-def _our_retries(base: Any) -> Any:
-    @functools.wraps(base)
-    def backoff(*args: Any, **kwargs: Any) -> Any:
-        kwargs["max_retries"] = 0 if _OUTER[0] else network.retries()
-        kwargs["base_wait_time"] = network.FIRST_BACKOFF_S
-        kwargs["max_wait_time"] = network.MAX_BACKOFF_S
-        return base(*args, **kwargs)
-
-    return backoff
-
-
-def _capped(parse: Any) -> Any:
-    @functools.wraps(parse)
-    def parsed(*args: Any, **kwargs: Any) -> Any:
-        seconds = parse(*args, **kwargs)
-        return None if seconds is None else min(seconds, int(network.MAX_RETRY_AFTER_S))
-
-    return parsed
-
-
-def _no_resume_here(get: Any) -> Any:
-    @functools.wraps(get)
-    def http_get(*args: Any, **kwargs: Any) -> Any:
-        if _OUTER[0]:  # the download is tried again here, where it resumes its partial file
-            kwargs["_nb_retries"] = 0
-        return get(*args, **kwargs)
-
-    return http_get
-
-
-@contextlib.contextmanager
-def hub_client() -> Iterator[None]:
-    """While it lasts, ``huggingface_hub`` waits at most the network timeout for an answer,
-    tries a failed request again as often and after the same pauses as the builder does
-    (``EPISODES_RETRIES``; a ``Retry-After`` at most ``MAX_RETRY_AFTER_S``), and says
-    nothing on stderr: no retry notices, no warnings (the command says what matters in one
-    line)."""
-    import huggingface_hub.file_download as download
-    import huggingface_hub.utils._http as http
-
-    install_client()
-    wrapped = (
-        (http, "_http_backoff_base", _our_retries),
-        (http, "_parse_retry_after", _capped),
-        (download, "http_get", _no_resume_here),
-    )
-    # private names: a later client may not have them (its own retries then stand)
-    saved = [
-        (module, name, getattr(module, name))
-        for module, name, _ in wrapped
-        if hasattr(module, name)
-    ]
-    patched = [
-        (module, name, wrap(getattr(module, name)))
-        for module, name, wrap in wrapped
-        if hasattr(module, name)
-    ]
-    logger = logging.getLogger("huggingface_hub")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", module=r"huggingface_hub(\.|$)")
-            for module, name, value in patched:
-                setattr(module, name, value)
-            yield
-    finally:
-        for module, name, value in saved:
-            setattr(module, name, value)
-        logger.setLevel(level)
+# ------------------------------------------------------------------ the retries
 
 
 def retrying_here(action: Any) -> Any:
-    """``action()`` tried again here (``network.retrying``, ``Retry-After`` honoured), the
-    client's own retries of its requests off meanwhile."""
-    _OUTER[0] += 1
+    """``action()`` tried again here (``network.retrying``, the pause the Hub asks for
+    honoured: ``retry_after``), the client's own retries of its requests off meanwhile."""
+    OUTER[0] += 1
     try:
         return network.retrying(action, transient, asked=retry_after)
     finally:
-        _OUTER[0] -= 1
+        OUTER[0] -= 1
 
 
 # ------------------------------------------------------------------ the download
@@ -278,7 +182,10 @@ def download_release(spec: str, folders: tuple[str, ...]) -> Path:
             return retrying_here(either)
     except Exception as exc:
         _clear_partial(storage, existed)
-        raise _said(spec, repo, revision, storage, exc) from exc
+        said = _said(spec, repo, revision, storage, exc)
+        if said is exc:
+            raise
+        raise said from exc
 
 
 def _clear_partial(storage: Path, existed: bool) -> None:
@@ -340,6 +247,8 @@ def _said(spec: str, repo: str, revision: str, storage: Path, exc: Exception) ->
         missing = ReleaseUnreadable(f"no dataset repository {repo} at {endpoint}{private}")
         missing.hint = "check the repository's name and HF_ENDPOINT"
         return missing
+    if not transient(exc) and not status and not from_the_hub(exc):
+        return exc  # raised as it is: an internal error
     if transient(exc) or not status:
         error = HubUnreachable(
             f"{spec}: cannot download the release from {endpoint}: {describe(exc)}"
@@ -358,11 +267,11 @@ def _tags(repo: str) -> str:
         from huggingface_hub import HfApi
 
         with hub_client():
-            _OUTER[0] += 1
+            OUTER[0] += 1
             try:
                 refs = HfApi().list_repo_refs(repo, repo_type="dataset")
             finally:
-                _OUTER[0] -= 1
+                OUTER[0] -= 1
     except Exception:
         return ""
     names = sorted(t.name for t in refs.tags)

@@ -83,7 +83,7 @@ class Fault:
     every later request is refused until ``revive()`` (the state is kept, as a real Hub's
     is on disk).
     ``status``: answer with that HTTP status instead of handling the request (with
-    ``Retry-After: seconds`` when ``seconds`` is set).
+    ``Retry-After: seconds`` when ``seconds`` is set, and ``headers``, e.g. a ``RateLimit``).
     ``truncate``: handle the request, send the headers and half the body, then close.
     ``delay``: wait ``seconds`` before handling the request (a Hub slower than the client's
     timeout: its effects still happen).
@@ -96,6 +96,7 @@ class Fault:
     status: int = 500
     hits: int = 0
     seconds: float | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
             response = Response.json({"error": "injected failure"}, fault.status)
             if fault.seconds is not None:
                 response.headers["Retry-After"] = f"{fault.seconds:g}"
+            response.headers.update(fault.headers)
         else:
             try:
                 response = hub._dispatch(listener, method, raw.path, raw.query, self.headers, body)
@@ -315,9 +317,10 @@ class HubServer:
         times: int = 1,
         status: int = 500,
         seconds: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Fault:
         """Inject a fault into the next ``times`` requests matching (see ``Fault``)."""
-        fault = Fault(method, path, action, times, status, seconds=seconds)
+        fault = Fault(method, path, action, times, status, seconds=seconds, headers=headers or {})
         with self._lock:
             self.faults.append(fault)
         return fault

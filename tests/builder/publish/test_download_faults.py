@@ -182,6 +182,110 @@ def test_a_429_asking_too_long_a_wait_is_said(
     assert "rate limited" in err[0] and "3600 s" in err[0] and "wait 3600 s" in err[0]
 
 
+def rate_limit(seconds: int) -> dict[str, str]:
+    """The Hub's own 429 headers: no request left in the window, which resets in ``seconds``."""
+    return {
+        "RateLimit": f'"api";r=0;t={seconds}',
+        "RateLimit-Policy": '"fixed window";"api";q=500;w=300',
+    }
+
+
+def test_a_429_waits_as_its_ratelimit_header_says(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    hub.fail("GET", REVISION, "status", status=429, headers=rate_limit(2))
+    started = time.monotonic()
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == 0, err
+    assert time.monotonic() - started >= 2.0  # not the 0.5 s of the first backoff
+
+
+def test_a_ratelimit_asking_too_long_a_wait_is_said_at_once(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    fault = hub.fail("GET", REVISION, "status", times=100, status=429, headers=rate_limit(300))
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert fault.hits == 1 and len(err) == 1, err
+    assert "rate limited" in err[0] and "asked to wait 300 s" in err[0], err
+    assert "more than the 60 s" in err[0] and "wait 300 s, then run" in err[0], err
+
+
+def test_a_file_rate_limited_too_long_is_not_waited_by_the_client(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    """The Hub client's own retries (a file's download) give up a long pause at once too."""
+    monkeypatch.setattr(network, "MAX_RETRY_AFTER_S", 1.0)
+    fault = hub.fail("GET", MANIFEST, "status", times=100, status=429, headers=rate_limit(3))
+    started = time.monotonic()
+    try:
+        code, err = export(release, tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert fault.hits == 1 and time.monotonic() - started < 3, err  # not 3 + 1 s asleep
+    assert len(err) == 1 and "asked to wait 3 s" in err[0], err
+
+
+def test_private_hub_client_functions_renamed_are_left_alone(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    """A later Hub client whose retry functions take other parameters keeps its own retries
+    (nothing replaced) instead of failing every call with a ``TypeError``."""
+    import huggingface_hub.file_download as download
+    import huggingface_hub.utils._http as http
+
+    from builder.fs.releases import hub_client
+
+    backoff, get = http._http_backoff_base, download.http_get
+    with hub_client():  # today's client: both replaced
+        assert http._http_backoff_base is not backoff and download.http_get is not get
+
+    def renamed_backoff(method, url, *, retries=5, wait=1.0, most=8.0, **kwargs):
+        return backoff(method, url, **kwargs)
+
+    def renamed_get(
+        url, temp_file, *, resume_size=0, headers=None, expected_size=None,
+        displayed_filename=None, tqdm_class=None, retries=5, _tqdm_bar=None,
+    ):  # fmt: skip
+        return get(
+            url, temp_file, resume_size=resume_size, headers=headers,
+            expected_size=expected_size, displayed_filename=displayed_filename,
+            tqdm_class=tqdm_class, _nb_retries=retries, _tqdm_bar=_tqdm_bar,
+        )  # fmt: skip
+
+    monkeypatch.setattr(http, "_http_backoff_base", renamed_backoff)
+    monkeypatch.setattr(download, "http_get", renamed_get)
+    with hub_client():
+        assert http._http_backoff_base is renamed_backoff and download.http_get is renamed_get
+    monkeypatch.setattr(http, "_http_backoff_base", backoff)
+    code, err = export(release, tmp_path / "x.jsonl", capfd)  # each file through renamed_get
+    assert code == 0, err
+
+
+def test_an_unexpected_error_of_the_hub_client_is_an_internal_error(
+    release: str, cache: Path, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    """A bug (the client's or in its use) is not said to be the network's (exit 5)."""
+    import huggingface_hub
+
+    def broken(*args, **kwargs):
+        raise TypeError("snapshot_download() got an unexpected keyword argument 'x'")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", broken)
+    code = main(["export-jsonl", release, "--out", str(tmp_path / "x.jsonl")])
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == exit_codes.INTERNAL, err
+    assert len(err) == 1 and "internal error: TypeError" in err[0], err
+    assert "check the network" not in err[0]
+
+
 def test_a_rejected_token_is_said(
     release: str, cache: Path, tmp_path: Path, monkeypatch, capfd
 ) -> None:

@@ -82,6 +82,68 @@ def test_a_429_is_waited_as_retry_after_says_then_said(
     assert "wait 1 s, then run the same command again" in lines[0], lines
 
 
+def rate_limit(seconds: int) -> dict[str, str]:
+    """The Hub's own 429 headers: no request left in the window, which resets in ``seconds``."""
+    return {
+        "RateLimit": f'"api";r=0;t={seconds}',
+        "RateLimit-Policy": '"fixed window";"api";q=500;w=300',
+    }
+
+
+def test_a_429_is_waited_as_its_ratelimit_header_says_then_said(
+    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str, quick: None
+) -> None:
+    fault = hub.fail("GET", r"^/api/whoami", "status", times=100, status=429, headers=rate_limit(1))
+    started = time.monotonic()
+    try:
+        code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert fault.hits == 2 and time.monotonic() - started >= 1.0  # not after 0.5 s
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "rate limited" in lines[0] and "asked to wait 1 s" in lines[0]
+    assert "wait 1 s, then run the same command again" in lines[0], lines
+
+
+def test_an_upload_rate_limited_for_longer_than_is_waited_fails_at_once_and_says_it(
+    hub: HubServer,
+    build_a: BuildReport,
+    repo_id: str,
+    hf_token: str,
+    quick: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Hub client's own retries (an upload's) do not sleep a long ``RateLimit`` out in
+    silence: beyond ``MAX_RETRY_AFTER_S`` (1 s here) the publish stops and says the wait."""
+    monkeypatch.setattr(network, "MAX_RETRY_AFTER_S", 1.0)
+    hub.fail("PUT", r"^/upload/", "status", times=100, status=429, headers=rate_limit(3))
+    start = len(hub.requests)
+    started = time.monotonic()
+    try:
+        code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
+        limited = [r.path for r in hub.requests[start:] if r.status == 429]
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert limited and len(set(limited)) == len(limited), limited  # each file tried once
+    assert time.monotonic() - started < 3, err  # not 3 + 1 s asleep
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "rate limited" in lines[0] and "asked to wait 3 s" in lines[0]
+    assert "nothing was committed" in lines[0], lines
+
+
+def test_an_upload_rate_limited_briefly_is_waited_and_lands(
+    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str, quick: None
+) -> None:
+    fault = hub.fail("PUT", r"^/upload/", "status", status=429, headers=rate_limit(1))
+    try:
+        code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
+    finally:
+        hub.clear()
+    assert code == 0 and fault.hits == 1, err
+
+
 def test_a_commit_slower_than_the_timeout_may_still_land_and_a_rerun_is_safe(
     hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str, quick: None
 ) -> None:
