@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from builder.errors import DataRefused, EnvironmentProblem
-from builder.fs.releases import causes, describe
+from builder.fs.releases import causes, describe, from_the_hub
 from builder.publish.changelog import (
     changelog_markdown,
     default_config,
@@ -213,6 +213,8 @@ def _run(
         exc.args = (_scrub(str(exc), token),)
         raise
     except Exception as exc:
+        if not from_the_hub(exc):  # the builder's own error: an internal error, not the Hub
+            raise
         error = unavailable(f"cannot read {options.repo} on the Hub", exc)
         error.args = (_scrub(str(error), token),)
         raise error from exc
@@ -289,6 +291,8 @@ def _push(hub: Hub, plan: Plan, options: PublishOptions, release: Mapping[str, A
             baseline = hub.head()
         commit = hub.commit(plan, message, description)
     except Exception as exc:
+        if not from_the_hub(exc):
+            raise
         if is_http_error(exc, 401, 403):
             raise TokenError(
                 f"the token has no write access to {plan.repo} (HTTP "

@@ -204,3 +204,26 @@ def test_publish_removes_what_a_killed_publish_left(
     code, _, err = run_publish(build, "--repo", repo_id, "--version", "1.0.0", "--dry-run")
     assert code == 0, err
     assert not killed.exists() and killed.name in err
+
+
+def test_a_bug_in_a_commit_is_an_internal_error_not_the_hubs(
+    hub: HubServer,
+    build_a: BuildReport,
+    repo_id: str,
+    hf_token: str,
+    quick: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd,
+) -> None:
+    """An error of the builder's own (or of its use of the client) while committing is not
+    said to be the network's (exit 5, 'check the network')."""
+    from builder.publish.hub import Hub
+
+    def broken(self, plan, message, description):
+        raise TypeError("create_commit() got an unexpected keyword argument 'x'")
+
+    monkeypatch.setattr(Hub, "commit", broken)
+    code = publish(build_a.out, repo_id, "1.0.0", "--no-progress")
+    err = capfd.readouterr().err.strip().splitlines()
+    assert code == exit_codes.INTERNAL, err
+    assert len(err) == 1 and "internal error: TypeError" in err[0], err
