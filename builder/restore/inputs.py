@@ -21,7 +21,7 @@ import polars as pl
 import pyarrow as pa
 
 from builder.restore.episodes import episode_records, line_text
-from builder.restore.folder import read_table
+from builder.restore.folder import DamagedBuild, read_table
 from builder.restore.sessions import session_rows
 from schemas.episode import Question
 from schemas.lines import path_steps
@@ -67,8 +67,10 @@ def bank_record(row: dict[str, Any]) -> dict[str, Any]:
     if created is not None:
         record["created_at"] = created.isoformat()
     for path, value in json.loads(row.get("extra_fields") or "{}").items():
-        (key,) = path_steps(path)  # a bank record's unknown fields are its own keys
-        record[key] = value
+        steps = path_steps(path)  # a bank record's unknown fields are its own keys
+        if len(steps) != 1 or not isinstance(steps[0], str) or steps[0] in record:
+            raise ValueError(f"extra_fields holds {path!r}, no field a bank record can have")
+        record[steps[0]] = value
     return record
 
 
@@ -103,7 +105,10 @@ def restore_inputs(folder: Path, work: Path) -> Restored:
         for i, (kind, name) in enumerate(files):
             rows = banks.filter(pl.col("source_file") == name).iter_rows(named=True)
             path = work / f"questions-{i:05d}.jsonl"
-            numbered = [(r["source_line"], json.dumps(bank_record(r))) for r in rows]
+            try:
+                numbered = [(r["source_line"], json.dumps(bank_record(r))) for r in rows]
+            except ValueError as exc:  # a table changed by hand, or by another program
+                raise DamagedBuild(f"{folder}: questions: {exc}") from exc
             _write(path, numbered)
             out.banks[kind].append(str(path))
             out.names[str(path)] = name

@@ -5,13 +5,19 @@ and a build from that build's tables gives them back: nothing of a bank is dropp
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
 
 from builder.cli.build_from import restored_build
 from builder.config import BuildConfig
 from builder.pipeline import build
+from builder.restore.folder import DamagedBuild
+from builder.restore.inputs import bank_record
 from tests.e2e.test_build_from import parquet_digests
 
 BANK = [
@@ -55,3 +61,35 @@ def test_a_bank_s_unknown_fields_are_kept_and_come_back(tmp_path: Path) -> None:
     with restored_build(config, str(first / "ds")) as restored:
         build(restored)
     assert parquet_digests(again / "ds") == parquet_digests(first / "ds")
+
+
+def test_extras_a_bank_record_cannot_hold_are_refused_not_a_traceback(tmp_path: Path) -> None:
+    """A nested path, or one naming a field the record has, cannot be written back into a
+    bank record: the restore says so (``DamagedBuild`` names the folder); a table edited by
+    hand is caught before that by its recorded digest."""
+    folder = tmp_path / "bank"
+    folder.mkdir()
+    (folder / "questions.json").write_text(json.dumps(BANK, indent=2), encoding="utf-8")
+    first = tmp_path / "first"
+    config = BuildConfig(synthetic_questions=(str(folder / "questions.json"),))
+    build(replace(config, out=first / "ds", rejects=first / "r.jsonl"))
+    row = (
+        pl.read_parquet(first / "ds" / "questions" / "*.parquet")
+        .sort("source_line")
+        .row(0, named=True)
+    )
+    assert bank_record(row)["code"] == BANK[0]["code"]
+    for path in ("$.a.b", "$[0]", "$.question_text"):
+        with pytest.raises(ValueError, match="no field a bank record can have"):
+            bank_record({**row, "extra_fields": json.dumps({path: 1})})
+    (path,) = (first / "ds" / "questions").glob("*.parquet")
+    table = pq.read_table(path)
+    column = table.schema.get_field_index("extra_fields")
+    hand_edited = pa.array(['{"$.a.b": 1}', None], pa.string())
+    pq.write_table(table.set_column(column, table.schema.field(column), hand_edited), path)
+    again = BuildConfig(out=tmp_path / "again" / "ds", rejects=tmp_path / "again" / "r.jsonl")
+    with (
+        pytest.raises(DamagedBuild, match="changed after the build"),
+        restored_build(again, str(first / "ds")),
+    ):
+        pass
