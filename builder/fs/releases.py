@@ -99,7 +99,13 @@ def retry_after(exc: BaseException) -> float | None:
 def from_the_hub(exc: BaseException) -> bool:
     """Whether ``exc`` is a failure of the Hub, the network or the disk (the Hub client's own
     errors, a connection's, an ``OSError``), not one of the client's own bugs or of its use
-    (a ``TypeError``...): those are the builder's internal errors, not network failures."""
+    (a ``TypeError``...): those are the builder's internal errors, not network failures.
+    The client raises some of its failures as a plain ``RuntimeError`` raised from the
+    connection's error ("Error while uploading ..."): the chain decides."""
+    return any(_of_the_hub(cause) for cause in causes(exc))  # the client wraps its errors
+
+
+def _of_the_hub(exc: BaseException) -> bool:
     module = type(exc).__module__
     return isinstance(exc, OSError) or module.startswith(("huggingface_hub", "httpx"))
 
