@@ -101,8 +101,14 @@ def from_the_hub(exc: BaseException) -> bool:
     errors, a connection's, an ``OSError``), not one of the client's own bugs or of its use
     (a ``TypeError``...): those are the builder's internal errors, not network failures.
     The client raises some of its failures as a plain ``RuntimeError`` raised from the
-    connection's error ("Error while uploading ..."): the chain decides."""
-    return any(_of_the_hub(cause) for cause in causes(exc))  # the client wraps its errors
+    connection's error, or from a ``ValueError`` of a malformed answer ("Error while
+    uploading ..."): the chain decides, and only a programming error at its root is a bug."""
+    chain = list(causes(exc))
+    return any(map(_of_the_hub, chain)) or not isinstance(chain[-1], _BUGS)
+
+
+# Errors of code, not of a remote: a call that no longer fits the library, a missing name
+_BUGS = (TypeError, AttributeError, NameError, ImportError, AssertionError, NotImplementedError)
 
 
 def _of_the_hub(exc: BaseException) -> bool:
