@@ -24,8 +24,8 @@ PROJECTIONS = {
     ("builder/derive/splits/plan.py", "QUESTION_SOURCE"): "questions",
     ("builder/derive/splits/plan.py", "EPISODE_SOURCE"): "episodes",
     # what decontamination reads of the messages and turns the configs render as prompts
-    ("builder/derive/splits/plan.py", "MESSAGE_SOURCE"): "messages",
-    ("builder/derive/splits/plan.py", "TURN_SOURCE"): "turns",
+    ("builder/derive/splits/prompts.py", "MESSAGE_SOURCE"): "messages",
+    ("builder/derive/splits/prompts.py", "TURN_SOURCE"): "turns",
 }
 
 

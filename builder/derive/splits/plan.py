@@ -17,14 +17,10 @@ from typing import Any
 import polars as pl
 
 from builder.derive.decontamination import decontaminate, load_evals
-from builder.derive.decontamination.overlap import EPISODE, PROMPTS, QUESTION, SESSION
-from builder.derive.messages import turn_messages
-from builder.derive.sft import captured_content, one_system_message
 from builder.derive.splits import SplitConfig
 from builder.derive.splits.assign import QUESTION_COLUMNS, SplitPolicy, assign
 from builder.derive.splits.audit import audit
 from builder.derive.splits.copies import (
-    EPISODE_PROMPTS,
     EXCLUDED_EPISODES,
     EXCLUDED_SESSIONS,
     SESSION_PROMPTS,
@@ -32,6 +28,7 @@ from builder.derive.splits.copies import (
     held_out_episodes,
 )
 from builder.derive.splits.previous import read_previous, settings_of, with_reused
+from builder.derive.splits.prompts import episode_prompts, execution_output, prompts_of, read_tables
 from builder.redact.split_key import split_key_texts
 from schemas.vocabulary import GROUP_BY_NEAR_DUPLICATE, HELD_OUT_COPY
 
@@ -87,13 +84,6 @@ def policy_of(config: Any) -> SplitPolicy:
     )
 
 
-def _read(files: list[Path], columns: list[str]) -> pl.DataFrame:
-    present = [f for f in files if f.is_file()]
-    if not present:
-        return pl.DataFrame()
-    return pl.read_parquet(present, columns=columns)
-
-
 QUESTION_SOURCE = ["question_id", "normalized_text", "template_name", "dataset"]
 EPISODE_SOURCE = ["question_id", "csv_source"]
 
@@ -116,8 +106,8 @@ def _questions(
     reused = list(reused)
     folders = sorted(p for p in tables.glob("*") if p.is_dir())
     found = [
-        _read([f / "questions.parquet" for f in folders], QUESTION_SOURCE),
-        _read(_stored(reused, "questions"), QUESTION_SOURCE),
+        read_tables([f / "questions.parquet" for f in folders], QUESTION_SOURCE),
+        read_tables(_stored(reused, "questions"), QUESTION_SOURCE),
     ]
     questions = (
         pl.concat([f for f in found if f.height], how="diagonal_relaxed")
@@ -127,8 +117,8 @@ def _questions(
     if questions.height:
         questions = questions.sort("question_id")
     rows = [
-        _read([f / "episodes.parquet" for f in folders], EPISODE_SOURCE),
-        _read(_stored(reused, "episodes"), EPISODE_SOURCE),
+        read_tables([f / "episodes.parquet" for f in folders], EPISODE_SOURCE),
+        read_tables(_stored(reused, "episodes"), EPISODE_SOURCE),
     ]
     episodes = (
         pl.concat([r for r in rows if r.height]) if any(r.height for r in rows) else pl.DataFrame()
@@ -181,73 +171,6 @@ def _questions(
     )
 
 
-MESSAGE_SOURCE = ["episode_id", "message_index", "role", "content", "content_parts"]
-MESSAGE_SCHEMA = {c: pl.Int32 if c == "message_index" else pl.String for c in MESSAGE_SOURCE}
-TURN_SOURCE = ["trace_id", "turn_index", "reasoning", "code", "success", "stdout", "stderr"]
-
-
-def _prompts(
-    tables: Path, questions: pl.DataFrame, sessions: pl.DataFrame, chars: int, outputs: bool
-) -> pl.DataFrame:
-    """``PROMPTS``: every text a training config shows as a prompt, read as the configs
-    render it (their own expressions): the questions, each episode's one system message
-    (``one_system_message``: its captured system prompt and system messages), the other
-    non-assistant messages of its captured conversation (``captured_content``: content
-    parts as text, feedback bounded), the execution output of its traces' turns
-    (``turn_messages``' user messages: an episode without a captured conversation trains
-    on its gold turns, and ``self_correction`` prompts hold any trace's), and what a
-    session says after its question; the execution output (most of the text, and no place
-    a question is asked) only with ``outputs``. ``chars``: ``max_output_chars``."""
-    folders = sorted(p for p in tables.glob("*") if p.is_dir())
-    parts = [questions.select(kind=pl.lit(QUESTION), key="question_id", text="text")]
-    messages = _read([f / "messages.parquet" for f in folders], MESSAGE_SOURCE)
-    episodes = _read([f / "episodes.parquet" for f in folders], ["episode_id", "system_prompt"])
-    if not messages.height:
-        messages = pl.DataFrame(schema=MESSAGE_SCHEMA)
-    if episodes.height:  # a captured system prompt is a prompt too (the default is ours)
-        others, system = one_system_message(
-            {"episodes": episodes.lazy()},
-            episodes.select("episode_id", system=pl.lit(None, pl.String)).lazy(),
-            messages.lazy(),
-        )
-        parts.append(system.select(kind=pl.lit(EPISODE), key="episode_id", text="system").collect())
-        parts.append(
-            others.filter(pl.col("role") != "assistant")
-            .select(kind=pl.lit(EPISODE), key="episode_id", text=captured_content(chars))
-            .collect()
-        )
-    traces = _read([f / "traces.parquet" for f in folders], ["trace_id", "episode_id", "form"])
-    turns = _read([f / "turns.parquet" for f in folders] if outputs else [], TURN_SOURCE)
-    if traces.height and turns.height:
-        rendered = turn_messages({"turns": turns.lazy(), "traces": traces.lazy()}, chars)
-        parts.append(
-            rendered.filter(pl.col("role") == "user")
-            .join(traces.lazy().select("trace_id", "episode_id"), on="trace_id")
-            .select(kind=pl.lit(EPISODE), key="episode_id", text="content")
-            .collect()
-        )
-    if sessions.height:  # what a session says after its question
-        parts.append(
-            sessions.select(
-                kind=pl.lit(SESSION), key=pl.col("session_id").cast(pl.String), text="text"
-            )
-        )
-    return pl.concat([p.cast(PROMPTS) for p in parts]).filter(pl.col("text").is_not_null())
-
-
-def _episode_prompts(tables: Path, prompts: pl.DataFrame, questions: pl.DataFrame) -> pl.DataFrame:
-    """``EPISODE_PROMPTS``: each episode's prompts of ``prompts`` (``_prompts``) and its
-    question's text (``questions``), with its ``question_id``."""
-    folders = sorted(p for p in tables.glob("*") if p.is_dir())
-    episodes = _read([f / "episodes.parquet" for f in folders], ["episode_id", "question_id"])
-    if not episodes.height:
-        return pl.DataFrame(schema=EPISODE_PROMPTS)
-    said = prompts.filter(pl.col("kind") == EPISODE).select(episode_id="key", text="text")
-    asked = episodes.join(questions.select("question_id", "text"), on="question_id")
-    said = said.join(episodes, on="episode_id")
-    return pl.concat([said.select(list(EPISODE_PROMPTS)), asked.select(list(EPISODE_PROMPTS))])
-
-
 def _worth_recording(config: Any, previous: Any) -> bool:
     """An earlier build named with ``--previous``, or the folder's own build when it was
     made under other settings (its assignment was not followed: the user should know)."""
@@ -283,9 +206,9 @@ def plan_held_out(
         config.decontamination_ngram,
         config.decontamination_threshold,
     )
-    asked = _prompts(tables, questions, session_prompts, config.max_output_chars, outputs=False)
+    asked = prompts_of(tables, questions, session_prompts, config.max_output_chars)
     excluded_episodes = held_out_episodes(
-        _episode_prompts(tables, asked, questions),
+        episode_prompts(tables, asked, questions),
         assigned.frame,
         questions.select("question_id", "text"),
         previous.pinned,
@@ -297,7 +220,7 @@ def plan_held_out(
     if config.decontamination_evals:
         evals = load_evals(config.decontamination_evals)
         found = decontaminate(
-            _prompts(tables, questions, session_prompts, config.max_output_chars, outputs=True),
+            pl.concat([asked, execution_output(tables, config.max_output_chars)]),
             evals,
             config.decontamination_ngram,
             config.decontamination_threshold,
