@@ -127,6 +127,9 @@ CAPTURE_V2 = Layout(
     trace_renames={"success": "execution_success"},
     free_question_id=True,
     ground_truth_evidence=True,
+    # its episode writer (``episode_factory``) sets ``gold_matches_majority`` to the
+    # verification's result, which compares answers by value within a tolerance
+    verified_as_gold_matches=True,
 )
 LAYOUTS: tuple[Layout, ...] = (SEEDS, CAPTURE_V2)
 # A question bank as the capture side writes it (``builder.banks``) names two of the

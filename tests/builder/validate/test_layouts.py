@@ -446,7 +446,8 @@ def test_an_answer_tolerance_verifies_as_the_capture_code_does(tmp_path: Path) -
     checks = {e["episode_id"]: e["checks"] for e in table(strict, "episodes")}
     assert checks == {
         records[0]["episode_id"]: ["triangulation_mismatch", "verified_mismatch"],
-        records[1]["episode_id"]: ["triangulation_mismatch"],
+        # its ``gold_matches_majority`` is its ``verified`` (false), as that code writes it
+        records[1]["episode_id"]: [],
         records[2]["episode_id"]: ["ground_truth_mismatch", "verified_mismatch"],
     }
     manifest = json.loads((strict / "manifest.json").read_text())
@@ -494,3 +495,21 @@ def test_a_nan_the_capture_code_wrote_as_null_keeps_its_hash(tmp_path: Path) -> 
     (question,) = table(out, "questions")
     assert question["checks"] == []
     assert [r["episode_id"] for r in table(out, "rl")] == [record["episode_id"]]
+
+
+def test_the_later_layout_writes_verified_as_gold_matches_majority(tmp_path: Path) -> None:
+    """The capture project's episode writer sets ``gold_matches_majority`` to the
+    verification's result, a comparison by value: an answer holding a NaN (a group's mean
+    over no values) matches nothing by value though every hash agrees, so it wrote ``false``
+    beside a majority of the gold answer's own hash. That is what it means, not a
+    ``triangulation_mismatch`` (``tests/data/capture``)."""
+    source = Path(__file__).resolve().parents[2] / "data" / "capture"
+    record = json.loads((source / "episode_gen_nan_group.jsonl").read_text(encoding="utf-8"))
+    meta = record["triangulation"]
+    assert meta["majority_answer_hash"] == record["gold_trace"]["final_answer_hash"]
+    assert not meta["gold_matches_majority"] and not record["verified"]
+    out = build_with(tmp_path, "nan-group", [record], hash_precision=2)
+    (episode,) = table(out, "episodes")
+    assert episode["checks"] == []
+    assert [r["episode_id"] for r in table(out, "prm")] == [record["episode_id"]]
+    assert not (out / "rl").exists() or table(out, "rl") == []
