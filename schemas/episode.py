@@ -113,6 +113,11 @@ class Question(Record):
     output_schema: Any = None
 
 
+# What a trace's code finds bound before its first cell: the capture's sandbox loads the
+# question's CSV as ``df``. A ``depends_on`` may name it though no hook records it.
+PRELOADED_NAMES = frozenset({"df"})
+
+
 class Hook(Record):
     """An intermediate checkpoint. Its name (for ``depends_on``) is ``variable_name``,
     or ``code_line`` when there is no variable."""

@@ -37,11 +37,12 @@ Process (the credit rule)
 
     So a hook produced before (or without) one of its dependencies earns nothing at that
     position, and everything that depends on it, directly or transitively, loses its credit
-    too unless the student produces it again in order. Names in ``depends_on`` that name no
-    gold hook can never be satisfied (the builder flags such traces with the
-    ``hook_unknown_dependency`` check, which excludes them from training), and hooks on a
-    cycle are never credited. One student hook may credit several gold hooks that share its
-    hash (each still needs its dependencies credited strictly earlier).
+    too unless the student produces it again in order. A name in ``depends_on`` that names no
+    gold hook orders nothing and is left out: the frame the sandbox preloads (``df``), or a
+    hook the capture lost with the cell that failed after it (the builder's
+    ``hook_unknown_dependency`` check keeps a trace naming anything else out of training).
+    Hooks on a cycle are never credited. One student hook may credit several gold hooks that
+    share its hash (each still needs its dependencies credited strictly earlier).
 
     The dense reward is ``credited / n`` (0.0 when there are no gold hooks or no student
     hooks); a student whose hooks equal the gold hooks, in a gold order that lists every
@@ -198,7 +199,8 @@ def process_reward(
     gold = list(gold_hooks)
     hashes = [hook_hash_set(g) for g in gold]
     names = [hook_name(g) for g in gold]
-    deps = [hook_depends_on(g) for g in gold]
+    named = {n for n in names if n is not None}
+    deps = [tuple(d for d in hook_depends_on(g) if d in named) for g in gold]
     by_hash: dict[str, list[int]] = {}
     for i, hs in enumerate(hashes):
         for h in hs:

@@ -4,8 +4,9 @@ The rule (``builder.contract.rewards``) walks a trace's hooks in order; stated a
 
 * ``T[g]``: the first position ``p`` of the trace where ``s_p`` has gold hook ``g``'s hash
   and ``p > R[g]`` (none when there is no such position);
-* ``R[g]``: the latest, over the names ``d`` in ``g.depends_on``, of ``N[d]`` (-1 when ``g``
-  has no dependency; none — never ready — when some ``N[d]`` is none);
+* ``R[g]``: the latest, over the names ``d`` in ``g.depends_on`` that some gold hook has, of
+  ``N[d]`` (-1 when ``g`` has no such dependency; none — never ready — when some ``N[d]`` is
+  none);
 * ``N[d]``: the earliest ``T`` of the gold hooks named ``d``;
 
 and student hook ``s_p`` is matched when some gold hook with its hash has ``R < p``. Every
@@ -45,14 +46,19 @@ def matched_hooks(hooks: pl.DataFrame) -> pl.DataFrame:
         right_on=["trace_id", "value_hash"],
         how="inner",
     ).select(*_KEY, p="hook_index")
-    # One row per (gold hook, dependency name); a null name in the list is never satisfied.
-    has_deps = pl.col("depends_on").list.len().fill_null(0) > 0
-    edges = gold.filter(has_deps).select("episode_id", "gold", dep="depends_on").explode("dep")
+    # One row per (gold hook, dependency name), the names of no gold hook of its episode left
+    # out: they order nothing (``builder.contract.rewards``).
+    named = gold.select("episode_id", dep="name").drop_nulls().unique()
+    edges = (
+        gold.select("episode_id", "gold", dep="depends_on")
+        .explode("dep")
+        .join(named, on=["episode_id", "dep"], how="semi")
+    )
     trace_edges = trace_episode.join(edges, on="episode_id", how="inner").drop("episode_id")
     names = pairs.select(*_KEY, "name").drop_nulls("name")
     # A gold hook without dependencies is ready from the start (R = -1): its positions and
     # its T are the same in every round, so the rounds only redo the hooks that wait.
-    waiting = gold.filter(has_deps).select("gold")
+    waiting = edges.select("gold").unique()
     free_ready = candidates.join(waiting, on="gold", how="anti").filter(pl.col("p") > -1)
     bound_candidates = candidates.join(waiting, on="gold", how="semi")
     free_credit = _first(free_ready)

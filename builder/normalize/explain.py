@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from builder.contract.hashing import canonical_json, question_id, value_hash
 from builder.normalize import checks
-from builder.normalize.hook_dag import hook_graph
+from builder.normalize.hook_dag import hook_graph, unrecorded_names
 from builder.normalize.hooks import hook_name, occurrence_keys
 from builder.sources.inputs import SourceLine
 from builder.validate.fastpath import UNSET
@@ -235,7 +235,7 @@ def _unknown_dependency(record: Episode, raw: bytes, precision: int | None) -> l
     out = []
     for path, trace in traces(record):
         hooks = _listings(trace, path)
-        names = {hook_name(h) for _, h in hooks}
+        names = {hook_name(h) for _, h in hooks} | unrecorded_names(trace)
         for where, hook in hooks:
             for k, dep in enumerate(hook.depends_on):
                 if dep not in names:

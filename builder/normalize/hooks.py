@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from builder.contract.stored_values import bound_stored_value
-from builder.normalize.hook_dag import check_hook_dag
+from builder.normalize.hook_dag import check_hook_dag, unrecorded_names
 from builder.normalize.rows import HookRow, Rows
 from builder.normalize.values import Dump, json_text
 from schemas import vocabulary
@@ -39,7 +39,8 @@ def hook_rows(
             failed.append(vocabulary.HOOK_LISTING_MISMATCH)
     elif trace.hooks:
         listed = [(None, hook, "trace") for hook in trace.hooks]
-    failed += check_hook_dag((hook_name(h), h.depends_on) for _, h, _ in listed)
+    edges = ((hook_name(h), h.depends_on) for _, h, _ in listed)
+    failed += check_hook_dag(edges, lambda: unrecorded_names(trace))
     rows = out["hooks"]
     n_bounded = 0
     for i, (turn_index, hook, listed_in) in enumerate(listed):

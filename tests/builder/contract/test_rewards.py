@@ -139,11 +139,20 @@ def test_hooks_of_the_episode_schema_and_capture_records_qualify() -> None:
     assert process_reward([gold[0], gold[2]], gold).credited == (True, False, False)
 
 
-def test_cycles_and_unknown_dependencies_are_never_credited() -> None:
+def test_cycles_are_never_credited() -> None:
     cyclic = [gold_hook("a", 1, "b"), gold_hook("b", 2, "a"), gold_hook("c", 3)]
     assert process_reward(cyclic * 2, cyclic).credited == (False, False, True)
-    unknown = [gold_hook("a", 1, "ghost")]
-    assert process_reward(unknown, unknown).reward == 0.0
+
+
+def test_a_dependency_naming_no_gold_hook_orders_nothing() -> None:
+    """The preloaded ``df``, or a hook the capture lost with its failed cell: a student
+    producing the gold values earns them all (the old rule credited such a hook never)."""
+    preloaded = [gold_hook("a", 1, "df"), gold_hook("b", 2, "a")]
+    assert process_reward(preloaded, preloaded).reward == 1.0
+    lost = [gold_hook("m", 1, "ctrl"), gold_hook("n", 2, "m")]
+    assert process_reward(lost, lost).credited == (True, True)
+    # the dependency that does name a gold hook still orders: b before a earns b nothing
+    assert process_reward(list(reversed(preloaded)), preloaded).credited == (True, False)
 
 
 def test_student_names_and_edges_are_ignored_and_hashless_hooks_match_nothing() -> None:

@@ -9,16 +9,17 @@ from collections.abc import Sequence
 from builder.normalize import hook_dag
 
 
-def _reference_graph(edges: list[tuple[str, list[str]]]) -> tuple[list[list[int]], bool]:
+def _reference_graph(edges: list[tuple[str, list[str]]]) -> tuple[list[list[int]], set[str]]:
     where: dict[str, list[int]] = {}
     for index, (name, _) in enumerate(edges):
         where.setdefault(name, []).append(index)
-    graph, unknown = [], False
+    graph: list[list[int]] = []
+    unknown: set[str] = set()
     for index, (_, deps) in enumerate(edges):
         targets = []
         for dep in deps:
             if dep not in where:
-                unknown = True
+                unknown.add(dep)
                 continue
             earlier = [j for j in where[dep] if j < index]
             later = [j for j in where[dep] if j > index]
