@@ -8,7 +8,6 @@ licences differ; point the build at the files you evaluate on."""
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,13 +125,25 @@ def _json_values(path: Path, field: str) -> tuple[list[object], set[str]]:
 
 
 def _records_of_object(whole: dict[str, object], field: str) -> list[object]:
-    """One JSON object: columns (``{"question": [...], ...}``), records under one key
-    (``{"data": [{...}, ...]}``, as ``datasets``' JSON reader takes with ``field``), or a
-    single record."""
+    """One JSON object: columns (``{"question": [...], ...}``, or pandas' objects keyed by row
+    label), records under one key (``{"data": [{...}, ...]}``, as ``datasets``' JSON reader
+    takes with ``field``) or keyed by row label, or a single record."""
     column = whole.get(field)
     if isinstance(column, list):
         columns = {k: v for k, v in whole.items() if isinstance(v, list) and len(v) == len(column)}
         return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+    if (
+        isinstance(column, dict)
+        and column
+        and all(isinstance(v, dict) and v.keys() == column.keys() for v in whole.values())
+    ):  # pandas' ``DataFrame.to_json()``: each column an object keyed by the row's label
+        return [{k: v[label] for k, v in whole.items()} for label in column]  # type: ignore[union-attr]
+    if (
+        field not in whole
+        and whole
+        and all(isinstance(v, dict) and field in v for v in whole.values())
+    ):
+        return list(whole.values())  # ``to_json(orient="index")``: records keyed by label
     lists = [v for v in whole.values() if isinstance(v, list)]
     if field not in whole and len(lists) == 1 and all(isinstance(r, dict) for r in lists[0]):
         return list(lists[0])
@@ -164,7 +175,7 @@ def _column(path: Path, field: str) -> tuple[list[object], set[str]]:
 def load_eval(spec: str) -> EvalSet:
     file, field = parse_eval_spec(spec)
     path = Path(file)
-    values: list[object] = []
+    items: list[str] = []
     for part in eval_files(path):
         try:
             if _kind(part) == "json":
@@ -181,14 +192,53 @@ def load_eval(spec: str) -> EvalSet:
                 f"{part}: no field {field!r} (fields: {known}); name the question field as "
                 f"{file}:FIELD"
             )
-        values += found
-    items = tuple(
-        v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-        for v in values
-        if v is not None and (not isinstance(v, str) or v.strip())
-    )
+        texts = (
+            _item_text(v, f"{part}: item {i} of field {field!r}") for i, v in enumerate(found, 1)
+        )
+        items += [t for t in texts if t is not None and t.strip()]
     name = path.stem if path.is_file() else path.name
-    return EvalSet(name, file, field, items)
+    return EvalSet(name, file, field, tuple(items))
+
+
+def _item_text(value: object, where: str) -> str | None:
+    """An item's text: a string; the prompt of a chat (a list of ``role`` / ``content``
+    messages: its user messages, content parts as text, or every message not the
+    assistant's when none is the user's), as a model is asked it — not the chat's JSON,
+    whose keys, roles and answers would outnumber the question's words; or the texts of a
+    list of strings. Anything else is refused: its JSON would match nothing."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    messages = _messages(value)
+    if messages:
+        asked = [m for m in messages if m["role"] == "user"]
+        asked = asked or [m for m in messages if m["role"] != "assistant"]
+        return "\n".join(_content_text(m["content"]) for m in asked)
+    kind = type(value).__name__
+    raise EvalSetUnreadable(
+        f"{where} holds a {kind}, not a question's text or a chat's messages: name the field "
+        "that holds the question (FILE:FIELD)"
+    )
+
+
+def _messages(value: object) -> list[dict[str, object]]:
+    """``value`` as a chat's messages (each a dict with ``role`` and ``content``), or none."""
+    if not isinstance(value, list):
+        return []
+    chat = [m for m in value if isinstance(m, dict) and "role" in m and "content" in m]
+    return chat if chat and len(chat) == len(value) else []
+
+
+def _content_text(content: object) -> str:
+    """A message's content as text: a string, or the ``text`` of its content parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
 
 
 def load_evals(specs: tuple[str, ...]) -> list[EvalSet]:

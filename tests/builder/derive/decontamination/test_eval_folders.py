@@ -61,3 +61,60 @@ def test_a_data_file_of_a_kind_not_read_is_refused_in_one_line(tmp_path: Path, n
     for kind in ("JSONL", ".ndjson", "CSV", "Parquet", ".pq", ".feather"):
         assert kind in message
     assert "\n" not in message
+
+
+def _chat(question: str) -> list[dict[str, object]]:
+    return [
+        {"role": "system", "content": "You are a careful data analyst. Answer with pandas code."},
+        {"role": "user", "content": f"Dataset: titanic.csv\n{question}"},
+        {"role": "assistant", "content": "df.groupby('pclass')['survived'].sum()"},
+    ]
+
+
+def test_a_chat_eval_set_is_read_as_its_user_messages(tmp_path: Path) -> None:
+    """An eval set in chat format (a ``messages`` column, as JSON Lines or nested in
+    Parquet; content as text or as parts) gives each chat's user text: its JSON would be
+    mostly keys, roles, the system prompt and the answer, and match no prompt."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from builder.derive.decontamination import decontaminate
+    from builder.derive.decontamination.overlap import PROMPTS
+
+    lines = "".join(json.dumps({"messages": _chat(q)}) + "\n" for q in ITEMS)
+    (tmp_path / "chat.jsonl").write_text(lines)
+    pq.write_table(pa.table({"messages": [_chat(q) for q in ITEMS]}), tmp_path / "chat.parquet")
+    parts = [
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": q}]}]} for q in ITEMS
+    ]
+    (tmp_path / "parts.jsonl").write_text("".join(json.dumps(p) + "\n" for p in parts))
+    specs = tuple(f"{tmp_path / n}:messages" for n in ("chat.jsonl", "chat.parquet", "parts.jsonl"))
+    loaded = load_evals(specs)
+    asked = tuple(f"Dataset: titanic.csv\n{q}" for q in ITEMS)
+    assert [e.items for e in loaded] == [asked, asked, tuple(ITEMS)]
+    prompts = pl.DataFrame(
+        {"kind": ["question"] * 2, "key": ["q1", "q2"], "text": ITEMS}, schema=PROMPTS
+    )
+    found = decontaminate(prompts, loaded, 8, 0.5)
+    assert [e["matched_items"] for e in found.summary["evals"]] == [2, 2, 2]
+
+
+def test_pandas_default_json_is_read_row_by_row(tmp_path: Path) -> None:
+    """``DataFrame.to_json()`` writes each column as an object keyed by row label, and
+    ``orient="index"`` each row under its label: both are the rows, not one item."""
+    frame = {"question": dict(enumerate(ITEMS)), "answer": {0: "491", 1: "27.08"}}
+    columns = {k: {str(i): v for i, v in col.items()} for k, col in frame.items()}
+    (tmp_path / "columns.json").write_text(json.dumps(columns))
+    index = {str(i): {"question": q, "answer": "x"} for i, q in enumerate(ITEMS)}
+    (tmp_path / "index.json").write_text(json.dumps(index))
+    loaded = load_evals((str(tmp_path / "columns.json"), str(tmp_path / "index.json")))
+    assert [e.items for e in loaded] == [tuple(ITEMS), tuple(ITEMS)]
+
+
+def test_an_item_that_is_no_text_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "nested.jsonl"
+    path.write_text(json.dumps({"question": "fine"}) + "\n" + json.dumps({"question": {"a": 1}}))
+    with pytest.raises(EvalSetUnreadable) as raised:
+        load_evals((str(path),))
+    message = str(raised.value)
+    assert f"{path}: item 2 of field 'question' holds a dict" in message and "\n" not in message
