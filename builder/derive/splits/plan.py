@@ -149,8 +149,15 @@ def _questions(
     rows = [episodes.select("question_id", "csv_source")] if episodes.height else []
     if sessions is not None and sessions.height:
         rows.append(sessions.select("question_id", csv_source=pl.lit(None, pl.String)))
-    # a CSV named by its file's stem, as banks name their datasets
-    stem = pl.col("csv_source").str.extract(r"([^/\\]+?)(?:\.[^./\\]*)?$")
+    # a CSV named as the capture project names it, and its banks: ``<name>/data.csv`` by its
+    # folder, any other file by its stem
+    file = pl.col("csv_source").str.extract(r"([^/\\]+)$")
+    folder = pl.col("csv_source").str.extract(r"([^/\\]+)[/\\][^/\\]+$")
+    stem = (
+        pl.when((file == "data.csv") & folder.is_not_null())
+        .then(folder)
+        .otherwise(file.str.extract(r"^(.+?)(?:\.[^.]*)?$"))
+    )
     counts = (
         pl.concat(rows).group_by("question_id").agg(n=pl.len(), csv=stem.drop_nulls().min())
         if rows

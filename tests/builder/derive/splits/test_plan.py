@@ -44,3 +44,25 @@ def test_the_dataset_is_the_banks_else_the_csv_stem_and_weights_count_rows(
         {"question_id": "c", "dataset": None, "weight": 2, "template": "t"},
         {"question_id": "s", "dataset": None, "weight": 2, "template": None},
     ]
+
+
+def test_a_csv_named_data_csv_is_known_by_its_folder(tmp_path: Path) -> None:
+    """The capture project keeps each CSV as ``<dataset>/data.csv`` and names the dataset by
+    its folder: ten such CSVs are ten datasets, not one called ``data``."""
+    segment = tmp_path / "00001"
+    segment.mkdir()
+    ids = ["a", "b", "c", "d"]
+    pl.DataFrame(
+        {
+            "question_id": ids,
+            "normalized_text": ["q one", "q two", "q three", "q four"],
+            "template_name": [None] * 4,
+            "dataset": [None] * 4,
+        }
+    ).write_parquet(segment / "questions.parquet")
+    sources = ["data/kaggle/titanic/data.csv", "C:\\csv\\iris\\data.csv", "data.csv", "x/data.tsv"]
+    pl.DataFrame({"question_id": ids, "csv_source": sources}).write_parquet(
+        segment / "episodes.parquet"
+    )
+    found = _questions(tmp_path, None, {}).sort("question_id")
+    assert found.get_column("dataset").to_list() == ["titanic", "iris", "data", "data"]
