@@ -152,7 +152,11 @@ def _held_out(m: Mapping[str, Any], out: TextIO) -> None:
         kept = (
             "followed"
             if previous.get("followed")
-            else ("not followed: other " + ", ".join(previous.get("differs", [])))
+            else (
+                "not followed: other "
+                + ", ".join(previous.get("differs", []))
+                + f"; its {previous.get('held_out', 0):,} held-out questions kept"
+            )
         )
         rows.append(("previous assignment", f"{previous['source']} ({kept})"))
     for found in (m.get("decontamination") or {}).get("evals", []):

@@ -164,7 +164,11 @@ def test_bridges_are_held_out_of_every_training_config_and_counted(grown: dict) 
     assert sum(c.get("bridges_splits", 0) for c in removed.values()) > 0
 
 
-def test_a_previous_build_under_other_settings_pins_nothing(grown: dict, tmp_path: Path) -> None:
+def test_a_previous_build_under_other_settings_keeps_only_its_held_out(
+    grown: dict, tmp_path: Path
+) -> None:
+    """Not followed (other settings): its training questions are split afresh, but what it
+    held out was published as held out and never trains later."""
     source = grown["out"].parent / "first.jsonl"
     config = BuildConfig(
         episodes=(str(source),),
@@ -174,8 +178,18 @@ def test_a_previous_build_under_other_settings_pins_nothing(grown: dict, tmp_pat
         split_salt="another salt",
     )
     report = build(config)
+    earlier = read(grown["out"], "splits").select("question_id", "split")
+    held = earlier.filter(pl.col("split") != "train")
     previous = report.manifest["splits"]["previous"]
-    assert previous["followed"] is False and previous["differs"] == ["ratios", "salt"]
+    assert previous == {
+        "source": str(grown["out"]),
+        "followed": False,
+        "differs": ["ratios", "salt"],
+        "held_out": held.height,
+    }
+    now = read(tmp_path / "dataset", "splits").select("question_id", now="split")
+    kept = held.join(now, on="question_id")
+    assert kept.height > 20 and (kept["split"] == kept["now"]).all()
 
 
 def test_the_folder_s_own_build_is_named_without_its_path(grown: dict, tmp_path: Path) -> None:
@@ -185,10 +199,12 @@ def test_the_folder_s_own_build_is_named_without_its_path(grown: dict, tmp_path:
     shutil.copytree(grown["out"], out)
     config = replace(_grown_config(grown, out, "first.jsonl"), split_salt="another salt")
     previous = build(config).manifest["splits"]["previous"]
+    held = read(grown["out"], "splits").filter(pl.col("split") != "train")
     assert previous == {
         "source": "the output folder's last build",
         "followed": False,
         "differs": ["salt"],
+        "held_out": held.height,
     }
     assert str(tmp_path) not in (out / "manifest.json").read_text()
 

@@ -3,8 +3,10 @@
 Read from ``--previous`` (a build folder, or ``org/name@revision``: a release on the Hub) or,
 without it, from the output folder's own last build; and from the splits files of every
 segment the cache reuses (their files are kept as they were built). An earlier build made
-under other split settings (group policy, threshold, salt or ratios) pins nothing: its
-assignment answers another question, and the manifest says it was not followed.
+under other split settings (group policy, threshold, salt or ratios) is not followed: the
+manifest says so and which settings differ, and only its validation and test questions keep
+their splits. Its training questions are split afresh under the new settings, but what it
+held out was published as held out and never trains later.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from builder.derive.splits.assign import PINNED_COLUMNS, SplitPolicy
 from builder.errors import UsageError
 from builder.fs.releases import HUB_RELEASE, ReleaseUnreadable, download_release
 from schemas.manifest import MANIFEST, Manifest, ManifestError, read_manifest
-from schemas.vocabulary import BRIDGES_SPLITS, GROUP_BY_QUESTION
+from schemas.vocabulary import BRIDGES_SPLITS, GROUP_BY_QUESTION, HELD_OUT
 
 OWN_FOLDER = "the output folder's last build"
 
@@ -136,7 +138,8 @@ def check_previous(spec: str) -> None:
 
 def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
     """The earlier assignment to keep: ``spec`` (``--previous``) or ``out``'s last build.
-    With both, the named build's stands (unless made under other split settings), and
+    With both, the named build's stands (made under other split settings, ``out``'s own
+    stands and the named one's held-out questions it does not know join it), and
     ``out``'s own keeps the questions the named one does not know: a question any earlier
     build assigned keeps its split (not recorded in the manifest, which a rebuild into the
     same folder must write again byte for byte)."""
@@ -152,8 +155,9 @@ def read_previous(spec: str, out: Path, policy: SplitPolicy) -> Previous:
     own = _read_build(out, OWN_FOLDER, f"the last build in {out}", policy)
     if not own.pinned.height:
         return named
-    if not named.info.get("followed"):  # made under other settings: the folder's own stands
-        return Previous(own.pinned, named.info, own.redacted)
+    if not named.info.get("followed"):  # other settings: the folder's own, then its held-out
+        held = named.pinned.join(own.pinned, on="question_id", how="anti")
+        return Previous(pl.concat([own.pinned, held]), named.info, own.redacted and named.redacted)
     unknown = own.pinned.join(named.pinned, on="question_id", how="anti")
     pinned = pl.concat([named.pinned, unknown])
     return Previous(pinned, named.info, named.redacted and own.redacted)
@@ -171,14 +175,15 @@ def _read_build(folder: Path, source: str, whose: str, policy: SplitPolicy) -> P
         manifest = read_manifest(folder)
     except ManifestError:  # no build there yet (or not one this builder wrote)
         return Previous(_empty(), {"source": None})
+    pinned = _read_splits((folder / "splits").glob("*.parquet"), whose)
+    redacted = (manifest.get("redaction") or {}).get("enabled", True) is not False
     wanted, recorded = settings_of(policy), _recorded(manifest)
     if recorded != wanted:
         differ = sorted(k for k in wanted if wanted[k] != recorded.get(k))
-        info = {"source": source, "followed": False, "differs": differ}
-        return Previous(_empty(), info)
-    pinned = _read_splits((folder / "splits").glob("*.parquet"), whose)
+        held = pinned.filter(pl.col("split").is_in(HELD_OUT))
+        info = {"source": source, "followed": False, "differs": differ, "held_out": held.height}
+        return Previous(held, info, redacted)
     info = {"source": source, "followed": True, "questions": pinned.height}
-    redacted = (manifest.get("redaction") or {}).get("enabled", True) is not False
     return Previous(pinned, info, redacted)
 
 

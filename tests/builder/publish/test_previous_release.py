@@ -43,9 +43,16 @@ def test_a_build_keeps_the_splits_of_a_release(
         split_salt="another salt",
         max_reject_ratio=1.0,  # the two files share episodes: duplicates are rejected
     )
-    # made under other split settings, the release pins nothing, and the manifest says why
+    # made under other split settings, the release pins its held-out questions only, and the
+    # manifest says why
     other = build(config).manifest["splits"]["previous"]
-    assert other == {"source": f"{repo_id}@v1.0.0", "followed": False, "differs": ["salt"]}
+    held = splits_of(build_a.out).filter(pl.col("split") != "train").height
+    assert other == {
+        "source": f"{repo_id}@v1.0.0",
+        "followed": False,
+        "differs": ["salt"],
+        "held_out": held,
+    }
     report = build(replace(config, split_salt=build_a.manifest["splits"]["salt"]))
     previous = report.manifest["splits"]["previous"]
     assert previous["source"] == f"{repo_id}@v1.0.0" and previous["followed"] is True
