@@ -141,6 +141,7 @@ def _held_out(m: Mapping[str, Any], out: TextIO) -> None:
         ("held-out questions", f"{audit['held_out_questions']:,}"),
         ("nearest train ≥ 0.5 / 0.7 / 0.9", f"{at['0.5']} / {at['0.7']} / {at['0.9']}"),
         ("one word from a training question", audit.get("one_word_from_train", 0)),
+        ("a training question ± a clause", audit.get("added_clause_from_train", 0)),
         ("bridging two splits (held out)", groups.get("bridges_splits", 0)),
     ]
     if splits.get("held_out_copies"):

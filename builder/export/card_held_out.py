@@ -111,7 +111,8 @@ def audit_section(split: Mapping[str, Any]) -> list[str]:
         "",
         _table(("≥ 0.5", "≥ 0.7", "≥ 0.9"), [(at["0.5"], at["0.7"], at["0.9"])]),
         "",
-        f"{audit.get('one_word_from_train', 0)} have a training question one word apart. "
+        f"{audit.get('one_word_from_train', 0)} have a training question one word apart, "
+        f"{audit.get('added_clause_from_train', 0)} one with a clause added or left out. "
         f"{dataset['questions']} of the {dataset['of_known']} held-out questions whose CSV "
         f"dataset is known share it with a training question; {template['questions']} of "
         f"{template['of_known']} with a known template share it.",

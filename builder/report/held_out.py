@@ -25,6 +25,7 @@ def _audit(audit: Mapping[str, Any]) -> list[Node]:
     threshold = audit["threshold"]
     leaking = audit["at_or_above_threshold"]
     one_word = audit.get("one_word_from_train", 0)
+    clause = audit.get("added_clause_from_train", 0)
     at = audit["nearest_train_at_least"]
     bins = {
         f"{b['from']:.1f}–{b['to']:.1f}" if b["from"] else f"<{b['to']:.1f}": b["questions"]
@@ -57,6 +58,8 @@ def _audit(audit: Mapping[str, Any]) -> list[Node]:
             num(at["0.9"], "held_out.nearest_at_least_0.9"),
             "; one word from a training question: ",
             num(one_word, "held_out.one_word_from_train"),
+            "; a training question with a clause added or left out: ",
+            num(clause, "held_out.added_clause_from_train"),
             f". Sharing a CSV dataset with train: {dataset['questions']} of "
             f"{dataset['of_known']} known; a template: {template['questions']} of "
             f"{template['of_known']} known.",

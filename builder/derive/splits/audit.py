@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from builder.derive.splits.added_clause import added_clause_edges
 from builder.derive.splits.assign import Assignment, SplitPolicy
 from builder.derive.splits.one_word import one_word_edges
 from builder.derive.splits.similarity_join import nearest
@@ -58,10 +59,10 @@ def _nearest(assignment: Assignment, sides: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _one_word_from_train(assignment: Assignment, sides: pl.DataFrame, threshold: float) -> int:
-    """Held-out questions with a training question one word apart (an earlier build's
-    assignment kept, or a policy that does not group near-duplicates)."""
-    edges = one_word_edges(assignment.texts.get_column("text"), threshold)
+def _from_train(edges: pl.DataFrame, sides: pl.DataFrame) -> int:
+    """Held-out questions joined by ``edges`` (rows of the texts: one word apart, or a
+    clause added) to a training question: an earlier build's assignment kept, or a policy
+    that does not group near-duplicates."""
     both = pl.concat([edges, edges.select(a="b", b="a")])
     train = sides.filter(pl.col("split") == "train").select(b="row").unique()
     near = both.join(train, on="b").select(row="a").unique()
@@ -114,7 +115,8 @@ def audit(
             f"{level:.1f}": int((similarity >= level).sum()) for level in LEVELS
         },
         "at_or_above_threshold": int((similarity >= policy.threshold).sum()),
-        "one_word_from_train": _one_word_from_train(assignment, sides, policy.threshold),
+        "one_word_from_train": _from_train(one_word_edges(texts, policy.threshold), sides),
+        "added_clause_from_train": _from_train(added_clause_edges(texts), sides),
         "share_dataset_with_train": _sharing(held, train, "dataset"),
         "share_template_with_train": _sharing(held, train, "template"),
         "histogram": histogram,

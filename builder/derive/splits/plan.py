@@ -301,7 +301,12 @@ def held_out_problems(plan: HeldOutPlan, config: Any) -> list[str]:
     one_word = audit_.get("one_word_from_train", 0)
     if one_word:
         problems.append(f"{one_word} held-out questions have a training question one word apart")
-    if leaking or one_word:  # nothing is written: the manifest that lists them is not there
+    clause = audit_.get("added_clause_from_train", 0)
+    if clause:
+        problems.append(
+            f"{clause} held-out questions are a training question with a clause added or left out"
+        )
+    if leaking or one_word or clause:  # nothing is written: the manifest listing them is not
         problems.append("build without --strict to see every pair in manifest.json splits.audit")
     for found in (plan.decontamination or {}).get("evals", []):
         if found["matched_share"] > config.decontamination_max_share:
