@@ -28,7 +28,7 @@ class IngestDelta:
     extra_fields: dict[str, int] = field(default_factory=dict)
     bounded_hook_values: int = 0
     duplicate_keys: dict[str, int] = field(default_factory=dict)
-    first_seen: list[tuple[str, str, int]] = field(default_factory=list)
+    first_seen: list[tuple[str, str, int, int]] = field(default_factory=list)
     questions: list[tuple[str, str | None]] = field(default_factory=list)
     rejects: list[tuple[str, bytes]] = field(default_factory=list)
 
@@ -107,7 +107,7 @@ def delta(job: Any, since: Mark) -> IngestDelta:
         extra_fields=_after(since.extra_fields, stats.extra_fields),
         bounded_hook_values=stats.bounded_hook_values - since.bounded_hook_values,
         duplicate_keys=_after(since.duplicate_keys, stats.duplicate_keys),
-        first_seen=[(episode, path, line) for episode, (path, line) in first_seen],
+        first_seen=[(episode, *place) for episode, place in first_seen],
         questions=[(qid, truth.get(qid)) for qid, _ in seen],
         rejects=job.rejects.captured(),
     )
@@ -139,8 +139,8 @@ def restore(job: Any, name: str, stored: IngestDelta) -> None:
     stats.extra_fields.update(stored.extra_fields)
     stats.bounded_hook_values += stored.bounded_hook_values
     stats.duplicate_keys.update(stored.duplicate_keys)
-    for episode, path, line in stored.first_seen:
-        job.first_seen.setdefault(episode, (path, line))
+    for episode, path, line, item in stored.first_seen:
+        job.first_seen.setdefault(episode, (path, line, item))
     for qid, truth in stored.questions:
         normalizer.seen_questions[qid] = None
         if truth is not None:

@@ -36,7 +36,9 @@ from builder.ingest.staging import bank_paths
 from builder.sources.inputs import cannot_open
 
 ENTRY_FORMAT = 1
-SEGMENT_FORMAT = 3  # 2: a segment is a run of episode files; 3: files known by size and mtime
+# 2: a segment is a run of episode files; 3: files known by size and mtime; 4: first_seen
+# keeps each record's place in its document
+SEGMENT_FORMAT = 4
 _LIBRARIES = ("pydantic", "pydantic_core", "msgspec", "orjson", "pyarrow")
 _ROOTS = ("builder", "schemas")
 # The modules whose code decides what a cached batch holds, and what they import.

@@ -24,7 +24,7 @@ Layout of ``{cache_dir}/segments``::
     <key>/meta.json          written last: the segment's SegmentOutput, file sizes and
                              mtimes, counts
     <key>/data/<config>/...  its dataset files (hard links where the file system allows)
-    <key>/first_seen.arrow   episode ids it added (path, line), for the duplicate check
+    <key>/first_seen.arrow   episode ids it added (path, line, item), for the duplicate check
     <key>/questions.arrow    question ids it added, with their ground truth hash
     <key>/rejects.jsonl      its rejects, as the rejects file holds them
     <key>/flushed            made once a build's flush of these files returned: they
@@ -60,7 +60,9 @@ from builder.normalize.rows import to_table
 
 READ_ONLY = 0o444
 FLUSHED = "flushed"
-_FIRST_SEEN = pa.schema([("episode_id", pa.string()), ("path", pa.string()), ("line", pa.int64())])
+_FIRST_SEEN = pa.schema(
+    [("episode_id", pa.string()), ("path", pa.string()), ("line", pa.int64()), ("item", pa.int64())]
+)
 _QUESTIONS = pa.schema([("question_id", pa.string()), ("ground_truth_hash", pa.string())])
 
 

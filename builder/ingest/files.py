@@ -79,7 +79,7 @@ class Ingest:
             hash_precision=self.config.hash_precision,
             answer_tolerance=self.config.answer_tolerance,
         )
-        self.first_seen: dict[str, tuple[str, int]] = {}
+        self.first_seen: dict[str, tuple[str, int, int]] = {}
         self.segment_files: dict[str, tuple[str, ...]] = {}  # episode segment -> its files
         self.ahead = 0  # bytes of the episode files in the runs after the one being read
 
@@ -196,8 +196,8 @@ class Ingest:
                 counts.rejected += 1
                 self.rejects.add(outcome)
                 continue
-            first = self.first_seen.setdefault(outcome.episode_id, (line.path, line.number))
-            if first != (line.path, line.number):
+            first = self.first_seen.setdefault(outcome.episode_id, line.place)
+            if first != line.place:
                 where = f"{first[0]}:{first[1]}"
                 error = FieldError(
                     "$.episode_id", f"{outcome.episode_id!r} already seen at {where}"

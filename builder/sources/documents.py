@@ -112,7 +112,7 @@ def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine
     opening, depth = next(counted)  # the "[" line
     last = opening
     item: list[bytes] = []
-    start = size = 0
+    start = size = count = 0
     for line, change in counted:
         last = line
         if not item:
@@ -137,7 +137,8 @@ def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine
         size += len(line.raw) + 1
         item.append(line.raw if size <= limit else b"")
         if depth <= 1:
-            yield _item(line.path, start, item, depth, size > limit)
+            count += 1
+            yield _item(line.path, start, item, depth, size > limit, count)
             item = []
     if depth > 0:  # the file ended before the list closed: cut short (a copy that stopped)
         error = InputError(
@@ -149,12 +150,14 @@ def _array_items(lines: Iterator[SourceLine], limit: int) -> Iterator[SourceLine
         raise error
 
 
-def _item(path: str, start: int, item: list[bytes], depth: int, too_long: bool) -> SourceLine:
+def _item(
+    path: str, start: int, item: list[bytes], depth: int, too_long: bool, count: int
+) -> SourceLine:
     text = b"\n".join(item).strip()
     if depth == 0 and text.endswith(b"]"):  # the array closed on the item's last line
         text = text[:-1].rstrip()
     text = text.removesuffix(b",")
-    return SourceLine(path, start, text[:256] if too_long else text, too_long)
+    return SourceLine(path, start, text[:256] if too_long else text, too_long, count)
 
 
 def _may_be_document(first: SourceLine, list_key: str | None) -> bool:
@@ -214,8 +217,8 @@ def _split(lines: list[SourceLine], list_key: str | None) -> list[SourceLine] | 
         return lines
     path, first = lines[0].path, lines[0].number
     return [
-        SourceLine(path, first + text.count("\n", 0, begin), text[begin:end].encode("utf-8"))
-        for begin, end in spans
+        SourceLine(path, first + text.count("\n", 0, begin), text[begin:end].encode(), item=k)
+        for k, (begin, end) in enumerate(spans, 1)
     ]
 
 

@@ -43,6 +43,15 @@ class SourceLine:
     number: int  # 1-based
     raw: bytes  # without the line terminator; a prefix when too_long
     too_long: bool = False
+    # A record of a JSON document: its place in the document (1-based), which tells apart
+    # records that start on one line (a list written on a single line); 0 for a JSONL line.
+    item: int = 0
+
+    @property
+    def place(self) -> tuple[str, int, int]:
+        """Where the record is, unique in the input: what a repeated key's first occurrence
+        is compared with."""
+        return self.path, self.number, self.item
 
 
 @dataclass

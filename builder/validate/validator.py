@@ -132,7 +132,7 @@ class Validator(Generic[ModelT]):
 
     model: type[ModelT]
     unique_key: str | None = None
-    first_seen: dict[str, tuple[str, int]] = field(default_factory=dict)
+    first_seen: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     precision: int | None = None  # the build's hash scheme: what a malformed hash should be
 
     def validate(self, line: SourceLine, read: LineJSON | None = None) -> Valid[ModelT] | Reject:
@@ -179,8 +179,8 @@ class Validator(Generic[ModelT]):
             return Reject(line.path, line.number, SCHEMA, errors, line.raw)
         if self.unique_key is not None:
             key = getattr(record, self.unique_key)
-            first = self.first_seen.setdefault(key, (line.path, line.number))
-            if first != (line.path, line.number):
+            first = self.first_seen.setdefault(key, line.place)
+            if first != line.place:
                 error = _repeated(record, key, self.unique_key, f"{first[0]}:{first[1]}")
                 kind = f"duplicate_{self.unique_key}"
                 return Reject(line.path, line.number, kind, (error,), line.raw)

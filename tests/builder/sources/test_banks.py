@@ -134,14 +134,18 @@ def test_a_question_asked_only_mechanically_takes_that_text(tmp_path: Path) -> N
     }
     bank = tmp_path / "questions.json"
     worded_one = {**record, "question_text": "Which region pays most?"}
-    invisible = {**record, "question_text": " \u200b"}  # blank as the schema means it
+    invisible = {  # blank as the schema means it
+        **record,
+        "question_text": " \u200b",
+        "question_mechanical": "Compute the median of charges grouped by region.",
+    }
     bank.write_text(json.dumps([record, worded_one, invisible]))
     validator = Validator(Question, "id")
     mechanical, worded, unseen = (validator.validate(line) for line in lines_of(bank))
     assert not isinstance(mechanical, Reject) and not isinstance(worded, Reject)
     assert not isinstance(unseen, Reject)
     assert mechanical.record.question_text == record["question_mechanical"]
-    assert unseen.record.question_text == record["question_mechanical"]
+    assert unseen.record.question_text == invisible["question_mechanical"]
     assert mechanical.record.id == question_id(record["question_mechanical"], None)
     assert mechanical.record.capture_id == "prog_insurance_0003"
     assert worded.record.question_text == "Which region pays most?"
@@ -182,3 +186,4 @@ def test_a_question_given_again_in_another_bank_with_other_content_is_rejected(
     files = [str(first), str(again), str(tmp_path / "c.jsonl")]
     validate_files(files, Question, validated, 1 << 20)
     assert dict(validated.by_kind) == {"duplicate_id": 1}
+

@@ -258,3 +258,25 @@ def test_a_cached_rebuild_reads_back_a_documents_episode_for_a_late_reject(
     [reject] = [json.loads(line) for line in runs["second-clean"].splitlines()]
     assert (reject["source_file"], reject["line"]) == (str(document), starts(document)[3])
     assert json.loads(reject["raw"]) == episodes[3]
+
+
+def test_a_repeated_id_in_a_list_on_one_line_is_a_duplicate(tmp_path: Path) -> None:
+    """Records of a list written on a single line all start on line 1: a repeated episode
+    id there is a duplicate_episode_id reject, in ``build`` as in ``validate``, where it was
+    taken for the first record itself and kept twice."""
+    episodes = sample_episodes(3)
+    path = tmp_path / "episodes.json"
+    path.write_text(json.dumps([*episodes, {**episodes[1], "verified": False}]))
+    lines = read(path)
+    assert [(line.number, line.item) for line in lines] == [(1, 1), (1, 2), (1, 3), (1, 4)]
+    rejects = RejectsWriter(None)
+    validate_files([str(path)], Episode, rejects, 1 << 26)
+    assert dict(rejects.by_kind) == {"duplicate_episode_id": 1}
+    out = tmp_path / "ds"
+    report = build(
+        BuildConfig(
+            episodes=(str(path),), out=out, rejects=tmp_path / "r.jsonl", max_reject_ratio=1
+        )
+    )
+    assert report.manifest["rejects"]["by_kind"] == {"duplicate_episode_id": 1}
+    assert pq.read_table(out / "episodes").num_rows == 3
