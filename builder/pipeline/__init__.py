@@ -36,7 +36,7 @@ from builder.pipeline.segments import export_segments
 from builder.redact import RedactionOptions
 from builder.sources.inputs import expand_inputs
 from schemas.stages import Rejected, StageResults
-from schemas.vocabulary import CHECK_FAILED
+from schemas.vocabulary import CHECK_FAILED, DUPLICATE_ID
 
 if TYPE_CHECKING:  # imported where used: a build without sessions never loads them
     from builder.derive.sessions import SessionsResult
@@ -89,14 +89,19 @@ def check_reject_ratio(
     config: BuildConfig, records: int, rejected: Rejected, kept_at: Path | None = None
 ) -> None:
     """Refuse the build when too many of its ``records`` were rejected; ``kept_at``: where
-    the refused build's rejects go (``rejects_if_refused``), the rejects file unless given."""
-    ratio = rejected.total / records if records else 0.0
+    the refused build's rejects go (``rejects_if_refused``), the rejects file unless given.
+    A bank question asked again (``duplicate_id``: the same text and hint under another
+    producer id, as the capture project's template banks ask two parameter sets in one
+    wording) is no broken record and does not count: it is kept once, the repeat in the
+    rejects."""
+    counted = rejected.total - rejected.by_kind.get(DUPLICATE_ID, 0)
+    ratio = counted / records if records else 0.0
     if ratio > config.max_reject_ratio:
         checks = rejected.by_kind.get(CHECK_FAILED, 0)
         # exit 3 says that --strict made rejects of flagged records; the message says it too
         by_strict = f", {checks} of them by --strict (integrity checks failed)" if checks else ""
         raise BuildFailed(
-            f"{rejected.total} of {records} records rejected ({ratio:.2%}){by_strict}, more "
+            f"{counted} of {records} records rejected ({ratio:.2%}){by_strict}, more "
             f"than the allowed {config.max_reject_ratio:.2%} (max_reject_ratio); see "
             f"{kept_at or config.rejects}",
             strict_checks=checks > 0,

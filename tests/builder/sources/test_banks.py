@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from builder.cli.validate_files import validate_files
 from builder.config import BuildConfig
 from builder.contract.hashing import question_id, value_hash
 from builder.ingest.rejects import RejectsWriter
-from builder.pipeline import build
+from builder.pipeline import BuildFailed, build
 from builder.sources.banks import bank_lines
 from builder.sources.inputs import InputFile
 from builder.validate.reject import Reject
@@ -187,3 +188,24 @@ def test_a_question_given_again_in_another_bank_with_other_content_is_rejected(
     validate_files(files, Question, validated, 1 << 20)
     assert dict(validated.by_kind) == {"duplicate_id": 1}
 
+
+def test_a_wording_asked_twice_does_not_refuse_the_build(tmp_path: Path) -> None:
+    """The capture project's template banks word two parameter sets of a template alike
+    (z = 3.0 and 2.5, both "how many numeric columns contain an outlier?"): the second is a
+    duplicate_id reject, kept in the rejects, and not counted toward ``max_reject_ratio``
+    (1 %), which a bank of 50 with two such repeats exceeded. A broken record still counts."""
+    records = [capture_question(i) for i in range(48)]
+    records += [{**capture_question(i), "id": f"syn_{i}_b", "_ground_truth": i} for i in (3, 7)]
+    bank = tmp_path / "questions.json"
+    bank.write_text(json.dumps({"questions": records}))
+    out, rejects = tmp_path / "ds", tmp_path / "rejects.jsonl"
+    report = build(BuildConfig(synthetic_questions=(str(bank),), out=out, rejects=rejects))
+    kinds = [json.loads(r)["kind"] for r in rejects.open()]
+    assert kinds == ["duplicate_id", "duplicate_id"]
+    assert report.manifest["rejects"]["total"] == 2
+    assert pq.read_table(out / "questions").num_rows == 48
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("".join(json.dumps(r) + "\n" for r in records[:48]) + "{not json\n")
+    config = BuildConfig(synthetic_questions=(str(broken),), out=tmp_path / "b", rejects=rejects)
+    with pytest.raises(BuildFailed, match="1 of 49 records rejected"):
+        build(config)
