@@ -7,8 +7,6 @@ configs exclude flagged episodes; ``--strict`` turns failures into rejects).
 
 from __future__ import annotations
 
-import json
-import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +21,7 @@ from builder.contract.hashing import (
     rehash_json_text,
     value_hash,
 )
+from builder.normalize.written_as_null import hashed_before_written_as_null
 from builder.validate.fastpath import UNSET
 from schemas.episode import Episode, ExecutionTrace, Question, Turn
 from schemas.vocabulary import (
@@ -59,30 +58,9 @@ def check_hash(
         return [HASH_SCHEME_MISMATCH]
     if captured == pickle_hash(value):
         return [PICKLE_HASH_SCHEME]
-    if "null" in text and captured == _nulls_as_nan(text, precision):
-        return []  # NaN hashed, then written as null (pydantic's model_dump_json)
+    if "null" in text and hashed_before_written_as_null(text, captured, precision):
+        return []  # NaN or ±inf hashed, then written as null (pydantic's model_dump_json)
     return [kind]
-
-
-def _nulls_as_nan(text: str, precision: int | None) -> str | None:
-    """The hash of the value of ``text`` with every null read as NaN. The capture code hashes
-    a live answer, then writes its episode with pydantic's ``model_dump_json``, which writes
-    NaN as ``null``: an answer such as a per-group std with one group of a single row keeps
-    the hash of its NaN. None when the value is nested past the recursion limit."""
-    try:
-        return rehash_json_text(canonical_json(_nan_for_null(json.loads(text))), precision)
-    except RecursionError:
-        return None
-
-
-def _nan_for_null(value: Any) -> Any:
-    if value is None:
-        return math.nan
-    if isinstance(value, list):
-        return [_nan_for_null(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _nan_for_null(v) for k, v in value.items()}
-    return value
 
 
 def _rehash(text: str, precision: int | None) -> str | None:

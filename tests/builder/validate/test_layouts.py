@@ -513,3 +513,18 @@ def test_the_later_layout_writes_verified_as_gold_matches_majority(tmp_path: Pat
     assert episode["checks"] == []
     assert [r["episode_id"] for r in table(out, "prm")] == [record["episode_id"]]
     assert not (out / "rl").exists() or table(out, "rl") == []
+
+
+def test_an_inf_the_capture_code_wrote_as_null_keeps_its_hash(tmp_path: Path) -> None:
+    """The synthetic generator's episode writer (``model_dump_json``, a789b45 to 4cea0ea)
+    writes inf as ``null`` too: a coefficient of variation over a zero mean keeps the hash
+    of its inf (``tests/data/capture``)."""
+    source = Path(__file__).resolve().parents[2] / "data" / "capture"
+    record = json.loads((source / "synthetic_generator_inf.jsonl").read_text(encoding="utf-8"))
+    assert None in record["gold_trace"]["final_answer"].values()
+    out = build_with(tmp_path, "inf", [record], hash_precision=2)
+    (episode,) = table(out, "episodes")
+    assert episode["checks"] == [] and episode["verified_recomputed"]
+    (question,) = table(out, "questions")
+    assert question["checks"] == []
+    assert [r["episode_id"] for r in table(out, "rl")] == [record["episode_id"]]
