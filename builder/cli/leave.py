@@ -19,7 +19,7 @@ import sys
 import threading
 from typing import NoReturn
 
-from builder.errors import READER_GONE, UNAVAILABLE
+from builder.errors import INTERRUPTED, READER_GONE, TERMINATED, UNAVAILABLE
 
 
 def run() -> NoReturn:
@@ -39,7 +39,11 @@ def leave(code: int) -> NoReturn:
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if join_threads is None or run_exit_handlers is None:  # another interpreter: its own way
         sys.exit(code)
-    join_threads()
+    # Stopped by Ctrl-C or SIGTERM, the command waits for no thread: one may be blocked on
+    # a server that answers a byte at a time (``builder.fs.releases``). The build's own
+    # threads were shut down by its cleanups before ``main`` returned.
+    if code not in (INTERRUPTED, TERMINATED):
+        join_threads()
     run_exit_handlers()
     code = _flushed(code)
     os._exit(code)

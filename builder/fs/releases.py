@@ -15,7 +15,8 @@ import contextlib
 import re
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -191,13 +192,34 @@ def download_release(spec: str, folders: tuple[str, ...]) -> Path:
     shown = sys.stderr.isatty() or are_progress_bars_disabled()  # else kept out of logs
     try:
         with hub_client(), contextlib.nullcontext() if shown else disable_progress_bars():
-            return retrying_here(either)
-    except Exception as exc:
+            return _interruptible(lambda: retrying_here(either))
+    except BaseException as exc:
+        if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM: what arrived is dropped
+            _clear_partial(storage, existed)
+            raise
         _clear_partial(storage, existed)
         said = _said(spec, repo, revision, storage, exc)
         if said is exc:
             raise
         raise said from exc
+
+
+def _interruptible(download: Callable[[], Path]) -> Path:
+    """``download()`` on a thread of its own, waited for here. The client fetches files on
+    a pool of threads and waits for the pool: a file arriving slowly (a byte a second
+    never times out) held Ctrl-C and SIGTERM until it was whole. Waited for here, the
+    signal stops the command at once; the pool is left to the process's end, which an
+    interrupted command does not wait for (``builder.cli.leave``)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="download")
+    try:
+        future = pool.submit(download)
+        # in short waits: a signal the system hands to another thread of the process wakes
+        # no wait of this one, and Python runs its handler only when this thread runs
+        while not future.done():
+            wait([future], timeout=0.1)
+        return future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _clear_partial(storage: Path, existed: bool) -> None:

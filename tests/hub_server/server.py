@@ -87,6 +87,8 @@ class Fault:
     ``truncate``: handle the request, send the headers and half the body, then close.
     ``delay``: wait ``seconds`` before handling the request (a Hub slower than the client's
     timeout: its effects still happen).
+    ``trickle``: send the headers, then the body a byte every ``seconds`` (a download that
+    never stalls for a timeout, and never ends in a test's time).
     """
 
     method: str
@@ -238,6 +240,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         if method == "HEAD":
+            return
+        if fault is not None and fault.action == "trickle":
+            for byte in response.body:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(fault.seconds or 1)
             return
         if fault is not None and fault.action == "truncate" and response.body:
             self.wfile.write(response.body[: len(response.body) // 2])

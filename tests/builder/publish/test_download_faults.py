@@ -8,7 +8,11 @@ kept short with ``EPISODES_RETRIES`` and ``EPISODES_TIMEOUT``.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -344,3 +348,39 @@ def test_a_full_disk_under_the_output_names_it_and_removes_what_it_made(
     assert code == exit_codes.UNAVAILABLE, err
     assert len(err) == 1 and f"no space left on the device writing {disk}/rf/" in err[0], err
     assert left == ["filler"]  # no empty rf/ left behind
+
+
+@pytest.mark.parametrize(("sent", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_stops_a_download_that_arrives_a_byte_at_a_time(
+    hub: HubServer, release: str, tmp_path: Path, sent: signal.Signals, code: int
+) -> None:
+    """A manifest sent a byte a second never stalls for the timeout: the client's pool of
+    download threads, joined as the signal's exception left it, held the command until the
+    file was whole (minutes; for ever at a byte an hour). It stops at once: its exit code,
+    one line, no partial file in the Hub's cache."""
+    cache = tmp_path / "hub-cache"
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), network.TIMEOUT_ENV: "5"}
+    hub.fail("GET", MANIFEST, "trickle", times=100, seconds=1)
+    try:
+        command = [str(Path(sys.executable).parent / "episodes"), "export-jsonl", release]
+        process = subprocess.Popen(
+            [*command, "--out", str(tmp_path / "x.jsonl")],
+            env=env,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not partial_files(cache) and time.monotonic() < deadline:
+            time.sleep(0.1)  # until the manifest is arriving
+        assert partial_files(cache)
+        process.send_signal(sent)
+        started = time.monotonic()
+        _, err = process.communicate(timeout=30)
+        stopped = time.monotonic() - started
+    finally:
+        hub.clear()
+    assert process.returncode == code, err
+    assert stopped < 5, stopped
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert partial_files(cache) == [] and not (tmp_path / "x.jsonl").exists()
