@@ -187,7 +187,9 @@ def download_release(spec: str, folders: tuple[str, ...]) -> Path:
             # ``publish --version 1.3.0`` tags ``v1.3.0``: a bare version names that tag
             if not _BARE_VERSION.match(revision):
                 raise
-            return fetch(f"v{revision}")
+        # outside the handler: a failure of this one (a 503, a hang) is not told as the
+        # first one's "no such revision", which would be its context
+        return fetch(f"v{revision}")
 
     shown = sys.stderr.isatty() or are_progress_bars_disabled()  # else kept out of logs
     try:

@@ -384,3 +384,19 @@ def test_ctrl_c_stops_a_download_that_arrives_a_byte_at_a_time(
     assert stopped < 5, stopped
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert partial_files(cache) == [] and not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_fault_behind_a_bare_version_is_the_hub_s_not_a_missing_tag(
+    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+) -> None:
+    """``@1.0.0`` names the tag ``v1.0.0`` once no revision ``1.0.0`` exists: a server
+    failing on that second lookup is said as such (exit 5), where the first lookup's "no
+    such revision" was told instead (exit 1, "name one of its releases", which it named)."""
+    hub.fail("GET", rf"{REVISION}v1\.0\.0", "status", times=100, status=503)
+    try:
+        code, err = export(release.replace("@v", "@"), tmp_path / "x.jsonl", capfd)
+    finally:
+        hub.clear()
+    assert code == exit_codes.UNAVAILABLE, err
+    assert len(err) == 1 and "503" in err[0] and "no tag" not in err[0], err
+    assert partial_files(cache) == [] and not (tmp_path / "x.jsonl").exists()
