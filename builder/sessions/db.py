@@ -132,6 +132,10 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
     assert db.path is not None
     if not db.path.is_file():
         raise DatabaseError(f"{db.redacted}: no such file {db.path}")
+    try:  # SQLite says "failed to allocate memory" of a file it may not read
+        db.path.open("rb").close()
+    except OSError as exc:
+        raise DatabaseError(f"{db.redacted}: cannot open {db.path}: {exc.strerror or exc}") from exc
     if not db.is_dump:
         with sqlite.connect(str(db.path)) as conn:
             wait_for_writers(conn)

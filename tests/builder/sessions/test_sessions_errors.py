@@ -579,3 +579,29 @@ def test_a_dump_named_in_upper_case_is_read_as_a_dump(tmp_path: Path) -> None:
     want = read_source(f"sqlite:///{SAMPLE_DUMP}")
     assert got.actions.num_rows == want.actions.num_rows > 0
     assert got.actions.equals(want.actions)
+
+
+def test_a_database_file_it_may_not_read_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite says "failed to allocate memory" of a file it may not open, which was an
+    internal error (exit 70). The file is opened first: its error, one line, exit 1. (Root
+    reads any file: the refusal is the system's, stood in for here.)"""
+    db = tmp_path / "s.db"
+    sqlite3.connect(db).close()
+    opened = Path.open
+
+    def refused(self: Path, *args: object, **kwargs: object) -> object:
+        if self == db:
+            raise PermissionError(13, "Permission denied", str(self))
+        return opened(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", refused)
+    with pytest.raises(DatabaseError, match=rf"cannot open {db}: Permission denied"):
+        read_source(f"sqlite:///{db}")
+    (tmp_path / "none.jsonl").write_text("")
+    argv = ["build", "--episodes", str(tmp_path / "none.jsonl"), "--sessions", f"sqlite:///{db}"]
+    code = main([*argv, "--out", str(tmp_path / "ds"), "--rejects", str(tmp_path / "r.jsonl")])
+    err = capfd.readouterr().err
+    assert code == 1 and "Permission denied" in err and "internal error" not in err, err
+    assert len(err.strip().splitlines()) == 1
