@@ -15,10 +15,13 @@ import pytest
 
 
 @contextmanager
-def small_disk(folder: Path, megabytes: int) -> Iterator[Path]:
+def small_disk(folder: Path, megabytes: int, inodes: int | None = None) -> Iterator[Path]:
+    """``inodes``: at most this many files and folders on it (a disk that runs out of
+    inodes with bytes to spare)."""
     folder.mkdir(parents=True, exist_ok=True)
+    options = f"size={megabytes}m" + (f",nr_inodes={inodes}" if inodes else "")
     mount = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(folder)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
         capture_output=True,
         text=True,
         check=False,

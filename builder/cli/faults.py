@@ -49,12 +49,13 @@ def full_disk_said(config: BuildConfig) -> Iterator[None]:
     if config.cache_dir is not None:
         needed[config.cache_dir] = peak  # the batches and the segments' files, as staged
     free = {folder: space.free_bytes(folder) for folder in needed}
+    files = {folder: space.free_files(folder) for folder in needed}
     try:
         yield
     except OSError as exc:
         if not space.is_disk_full(exc) or isinstance(exc, space.DiskFull):
             raise
-        raise space.disk_full(exc, free, needed) from exc
+        raise space.disk_full(exc, free, needed, files) from exc
 
 
 def add_timeout_option(parser: argparse.ArgumentParser, remote: str) -> None:

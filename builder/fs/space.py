@@ -30,8 +30,21 @@ MB = 1 << 20
 class DiskFull(EnvironmentProblem, OSError):
     """A folder the command writes to is on a device without the space it needs."""
 
-    def __init__(self, folder: Path, needed: int, free: int, ran_out: bool = False) -> None:
-        if ran_out:  # ``free`` was there when it started, and it was not enough
+    def __init__(
+        self, folder: Path, needed: int, free: int, ran_out: bool = False, files: int | None = None
+    ) -> None:
+        self.hint = "free space there, or choose another folder, and run it again"
+        if ran_out and out_of_inodes(folder, needed, free, files):
+            text = (
+                f"the device of {folder} ran out of inodes during the build: no more files can "
+                f"be made there ({files if files is not None else 'few'} were free, with "
+                f"{megabytes(free)})"
+            )
+            self.hint = (
+                "remove files there, or choose another folder (a file system with more "
+                "inodes), and run it again"
+            )
+        elif ran_out:  # ``free`` was there when it started, and it was not enough
             more = f", about {megabytes(needed)}" if needed > free else ""
             text = (
                 f"the device of {folder} filled up during the build: it needs more than the "
@@ -44,7 +57,6 @@ class DiskFull(EnvironmentProblem, OSError):
             )
         super().__init__(text)
         self.folder, self.needed, self.free = folder, needed, free
-        self.hint = "free space there, or choose another folder, and run it again"
 
 
 def megabytes(size: int) -> str:
@@ -58,10 +70,37 @@ def is_disk_full(exc: BaseException) -> bool:
 def free_bytes(folder: Path) -> int:
     """Free bytes an unprivileged writer may use on ``folder``'s device (its nearest
     existing ancestor when it does not exist yet)."""
+    return shutil.disk_usage(_existing(folder)).free
+
+
+def free_files(folder: Path) -> int | None:
+    """Inodes an unprivileged writer may still use on ``folder``'s device; None where the
+    file system counts none (it makes them as it needs) or cannot say."""
+    try:
+        stats = os.statvfs(_existing(folder))
+    except OSError:
+        return None
+    return stats.f_favail if stats.f_files else None
+
+
+# Fewer free inodes than this at the start, and bytes enough: a full disk is one of files.
+FEW_FILES = 10_000
+
+
+def out_of_inodes(folder: Path, needed: int, free: int, files: int | None) -> bool:
+    """Whether a full disk (ENOSPC, said of bytes and inodes alike) was one of inodes: none
+    free now, or few at the start (``files``) with the bytes the build was estimated to need
+    (``needed`` of ``free``). Asked once the build's files are removed, so the start counts."""
+    if free_files(folder) == 0:
+        return True
+    return files is not None and files < FEW_FILES and needed < free
+
+
+def _existing(folder: Path) -> Path:
     probe = folder.absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
-    return shutil.disk_usage(probe).free
+    return probe
 
 
 def folder_size(folder: Path) -> int:
@@ -112,11 +151,17 @@ def check_room(out: Path, inputs: int) -> None:
         raise DiskFull(out.parent, needed, free)
 
 
-def disk_full(exc: BaseException, free: dict[Path, int], needed: dict[Path, int]) -> DiskFull:
+def disk_full(
+    exc: BaseException,
+    free: dict[Path, int],
+    needed: dict[Path, int],
+    files: dict[Path, int | None] | None = None,
+) -> DiskFull:
     """``exc`` (a write that found the disk full) as one line: the folder whose device holds
     the file that failed, or else the one with the least room; ``free``: each folder the
     command writes to, with the bytes free there before it started; ``needed``: the bytes
-    it was estimated to need there (0: no estimate)."""
+    it was estimated to need there (0: no estimate); ``files``: the inodes free there
+    before it started (``free_files``)."""
     candidates = list(free)
     # a copy that failed names its source first and its target second: the target filled up
     for failed in (getattr(exc, "filename2", None), getattr(exc, "filename", None)):
@@ -128,4 +173,5 @@ def disk_full(exc: BaseException, free: dict[Path, int], needed: dict[Path, int]
             candidates = match
             break
     folder = min(candidates, key=free_bytes)
-    return DiskFull(folder, needed.get(folder, 0), free[folder], ran_out=True)
+    started = (files or {}).get(folder)
+    return DiskFull(folder, needed.get(folder, 0), free[folder], ran_out=True, files=started)

@@ -707,3 +707,17 @@ def test_a_disk_that_fails_the_flush_is_one_line_and_the_build_in_place_stays(
     line = _in_process_fault(tmp_path, capsys, lambda: monkeypatch.setattr(os, "fsync", failing))
     assert "the disk failed to write" in line and "Input/output error" in line
     assert str(tmp_path / ".ds.work" / "dataset") in line  # the file it failed on
+
+
+def test_a_disk_out_of_inodes_is_said_so(tmp_path: Path, inputs: dict[str, Path]) -> None:
+    """A file system may run out of inodes with bytes to spare (ENOSPC all the same): the
+    line says so and what to do, not "free space"; nothing is left on the disk."""
+    with small_disk(tmp_path / "disk", 200, inodes=40) as disk:
+        out = disk / "ds"
+        args = ["--episodes", str(inputs["after"]), "--out", str(out)]
+        code, _, err = run("build", *args, "--rejects", str(disk / "r.jsonl"), cwd=tmp_path)
+        assert code == UNAVAILABLE, err
+        line = one_line(err)
+        assert f"the device of {disk}" in line and "ran out of inodes" in line, line
+        assert "free space there" not in line and "remove files there" in line, line
+        assert names(disk) == []
