@@ -211,15 +211,19 @@ def coerce_setting(path: Path, name: str, value: Any, label: str) -> Any:
 
 MAX_WORKERS = 1024  # ingest processes: a pool of more is a typo (and past what it can start)
 
+# The most of a count or size: Arrow's strings and lists are indexed by 32-bit offsets, and
+# a value past what an index holds is a typo (it ended in an OverflowError).
+INT32_MAX = 2**31 - 1
+
 # The least value of a numeric setting (and the most, where there is one).
 _RANGES: dict[str, tuple[float, float | None]] = {
-    "batch_lines": (1, None),
+    "batch_lines": (1, INT32_MAX),
     "workers": (0, MAX_WORKERS),
-    "max_line_bytes": (1024, None),
-    "hook_value_limit": (0, None),
-    "parquet_max_rows_per_file": (1, None),
-    "dpo_max_pairs_per_episode": (0, None),
-    "max_output_chars": (1, None),
+    "max_line_bytes": (1024, INT32_MAX),
+    "hook_value_limit": (0, INT32_MAX),
+    "parquet_max_rows_per_file": (1, INT32_MAX),
+    "dpo_max_pairs_per_episode": (0, INT32_MAX),
+    "max_output_chars": (1, INT32_MAX),
     "max_reject_ratio": (0, 1),
     "split_train": (0, 1),
     "split_validation": (0, 1),

@@ -80,3 +80,9 @@ def one_line(command: str, exc: BaseException) -> str:
     text = "; ".join(part for part in str(exc).splitlines() if part.strip()) or type(exc).__name__
     hint = getattr(exc, "hint", "")
     return f"episodes {command}: {text}" + (f" — {hint}" if hint else "")
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message: a library's error may add pages (a query plan)
+    that the one line of an internal error leaves to ``--debug``'s traceback."""
+    return next((part for part in str(exc).splitlines() if part.strip()), type(exc).__name__)

@@ -32,7 +32,7 @@ from builder.config import (
 )
 from builder.engine.arrow_memory import jemalloc_for_arrow
 from builder.engine.blas import one_blas_thread
-from builder.errors import UserError, one_line
+from builder.errors import UserError, first_line, one_line
 from builder.fs.uris import is_uri
 from schemas.manifest import MANIFEST
 from schemas.vocabulary import GROUP_POLICIES
@@ -389,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(said, file=sys.stderr)
             return exit_codes.UNAVAILABLE
         print(
-            f"episodes {args.command}: internal error: {type(exc).__name__}: {exc}"
+            f"episodes {args.command}: internal error: {type(exc).__name__}: {first_line(exc)}"
             f" — this is a bug; rerun as `episodes --debug {args.command} …` for the"
             " traceback and report it",
             file=sys.stderr,

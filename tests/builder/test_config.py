@@ -146,6 +146,8 @@ def test_unknown_sections_and_keys_are_errors(tmp_path: Path, text: str, message
         "[build]\nsegment_bytes = -1\n",
         "[build]\nworkers = -1\n",
         "[build]\nworkers = 2147483647\n",  # past any pool
+        "[checks]\nmax_line_bytes = 9223372036854775807\n",  # past what an index holds
+        "[derive]\nmax_output_chars = 99999999999999999999\n",
         '[build]\nsegment_bytes = "64MB"\n',
         "[inputs]\nepisodes = 3\n",
         "[inputs]\nepisodes = [1, 2]\n",
