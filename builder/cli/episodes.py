@@ -227,7 +227,16 @@ def _named_inputs(args: argparse.Namespace) -> list[str]:
 
 
 def _build(args: argparse.Namespace, config: BuildConfig) -> int:
+    from builder.engine import stop_fork_server
+
     start_ingest_workers(config)
+    try:
+        return _run_build(args, config)
+    finally:  # a build refused or failed: the server started ahead ends with it, not after
+        stop_fork_server()
+
+
+def _run_build(args: argparse.Namespace, config: BuildConfig) -> int:
     check_default_config(config)  # imports the derive stage: after the workers' server starts
     from builder.cli.summary import print_summary
     from builder.engine import build_process

@@ -101,7 +101,7 @@ class LocalEngine:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-        _stop_fork_server()
+        stop_fork_server()
         if self._spool is not None:  # results handed over but never taken: an error
             shutil.rmtree(self._spool, ignore_errors=True)
 
@@ -124,10 +124,11 @@ def _worker_started(build: int) -> None:
     exit_with(build)
 
 
-def _stop_fork_server() -> None:
-    """Stop and reap the fork server, so its CPU time and its workers' count as this
-    process's children (``getrusage``, ``time``) and no server outlives the build. A later
-    pool starts a new one. (``_stop`` is not public; without it the server ends with this
+def stop_fork_server() -> None:
+    """Stop and reap the fork server (if it runs), so its CPU time and its workers' count as
+    this process's children (``getrusage``, ``time``) and no server outlives the build (a
+    server left running a moment keeps the output's disk busy for ``umount``). A later pool
+    starts a new one. (``_stop`` is not public; without it the server ends with this
     process, as it always does.)"""
     from multiprocessing import forkserver
 
@@ -189,7 +190,7 @@ class PerRunEngine:
         if self._pool is not None:
             self._pool.close()
         else:  # a server started ahead (``start_fork_server``) that no file needed
-            _stop_fork_server()
+            stop_fork_server()
 
 
 def for_files(engine: Engine, paths: Iterable[str], ahead: int = 0) -> Engine:
