@@ -65,7 +65,12 @@ def test_a_training_episode_asking_a_held_out_question_does_not_train(tmp_path: 
     copy = asking(train[0], held[0], rng, 100)
     own = asking(train[1], train[1], rng, 101)
     # long questions quoting a short held-out question whole: too unlike it to share a group
-    quoting = [episode_about(f"{FILLER} {h}", rng, 102 + i) for i, h in enumerate(held[1:9])]
+    # (the held-out one under a third of their words: no clause added to it, as grouping
+    # reads one), each of its own group
+    quoting = [
+        episode_about(f"{_preamble(rng)} {FILLER} {h}", rng, 102 + i)
+        for i, h in enumerate(held[1:9])
+    ]
     write_jsonl(source, [*episodes, copy, own, *quoting])
     report = build(base)
 
@@ -84,6 +89,11 @@ def test_a_training_episode_asking_a_held_out_question_does_not_train(tmp_path: 
     # the tables keep them
     kept = set(read(out, "episodes").get_column("episode_id"))
     assert expected <= kept
+
+
+def _preamble(rng: random.Random) -> str:
+    """Forty words of a vocabulary of its own: long questions that share no n-gram."""
+    return " ".join(f"{rng.choice('bcdfgklmnprstvz')}{rng.randrange(10**6)}" for _ in range(40))
 
 
 def _key(episode: dict, split_of: dict[str, str]) -> str:
