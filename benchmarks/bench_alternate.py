@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
+import shutil
 import statistics
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[dict[str, float]]]:
         for which in ("before", "after"):
             root = getattr(args, which).resolve()
             out = (args.work / f"alternate-{which}").resolve()
+            shutil.rmtree(out, ignore_errors=True)  # a clean build: no earlier one's splits
             options = build_options(source, out, 0)
             seconds, rss, _, cpu = run_child(TIMED_BUILD, options, root=root)
             runs[which].append({"wall_s": seconds, "cpu_s": cpu, "peak_rss_mib": rss})

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -267,6 +268,7 @@ def measure(work: Path, episodes: int, workers: int, root: Path | None) -> dict[
     mb = source.stat().st_size / 1e6
     before = floor(source)
     out = (work / f"out-{episodes}").resolve()
+    shutil.rmtree(out, ignore_errors=True)  # a clean build: no earlier one's splits
     options = build_options(source, out, workers)
     build_s, rss, stdout, cpu = run_child(TIMED_BUILD, options, root=root)
     ingest_s = json.loads(stdout.rsplit("TIMING ", 1)[1]).get("ingest_s", float("nan"))
@@ -301,6 +303,7 @@ def stages(work: Path, episodes: int, workers: int, root: Path | None) -> dict[s
     normalize steps can be timed: a pool's workers are other processes."""
     source = (work / f"profile-{episodes}.jsonl").resolve()
     out = (work / f"out-{episodes}-stages").resolve()
+    shutil.rmtree(out, ignore_errors=True)
     options = build_options(source, out, workers or 1, stages=True)
     _, _, stdout, _ = run_child(TIMED_BUILD, options, root=root)
     timing = json.loads(stdout.rsplit("TIMING ", 1)[1])
