@@ -482,14 +482,26 @@ def test_the_synthetic_generator_s_own_episode_trains(tmp_path: Path) -> None:
     assert [r["episode_id"] for r in table(out, "rl")] == [record["episode_id"]]
 
 
-def test_a_nan_the_capture_code_wrote_as_null_keeps_its_hash(tmp_path: Path) -> None:
-    """pydantic's ``model_dump_json`` writes a NaN inside an answer as ``null`` after the
-    capture code hashed the NaN: the hashes hold for the value with its nulls read as NaN,
-    so the episode trains (``tests/data/capture``)."""
+@pytest.mark.parametrize(
+    ("fixture", "answer"),
+    [
+        # a per-group std with a one-row group: a NaN inside a dict
+        ("synthetic_generator_nan.jsonl", {"a": 1.4142135623730951, "b": None}),
+        # the same writer as it stood from a789b45 to 4cea0ea: a coefficient of variation
+        # over a zero mean, an inf
+        ("synthetic_generator_inf.jsonl", {"a": None, "b": 0.5}),
+    ],
+)
+def test_a_non_finite_float_the_capture_code_wrote_as_null_keeps_its_hash(
+    tmp_path: Path, fixture: str, answer: dict
+) -> None:
+    """pydantic's ``model_dump_json`` writes NaN and ±inf inside an answer as ``null`` after
+    the capture code hashed them: the hashes hold for the value with its nulls read as they
+    were, so the episode trains (``tests/data/capture``)."""
     source = Path(__file__).resolve().parents[2] / "data" / "capture"
-    record = json.loads((source / "synthetic_generator_nan.jsonl").read_text(encoding="utf-8"))
-    assert record["gold_trace"]["final_answer"] == {"a": 1.4142135623730951, "b": None}
-    out = build_with(tmp_path, "nan", [record], hash_precision=2)
+    record = json.loads((source / fixture).read_text(encoding="utf-8"))
+    assert record["gold_trace"]["final_answer"] == answer
+    out = build_with(tmp_path, "non-finite", [record], hash_precision=2)
     (episode,) = table(out, "episodes")
     assert episode["checks"] == [] and episode["verified_recomputed"]
     (question,) = table(out, "questions")
@@ -513,18 +525,3 @@ def test_the_later_layout_writes_verified_as_gold_matches_majority(tmp_path: Pat
     assert episode["checks"] == []
     assert [r["episode_id"] for r in table(out, "prm")] == [record["episode_id"]]
     assert not (out / "rl").exists() or table(out, "rl") == []
-
-
-def test_an_inf_the_capture_code_wrote_as_null_keeps_its_hash(tmp_path: Path) -> None:
-    """The synthetic generator's episode writer (``model_dump_json``, a789b45 to 4cea0ea)
-    writes inf as ``null`` too: a coefficient of variation over a zero mean keeps the hash
-    of its inf (``tests/data/capture``)."""
-    source = Path(__file__).resolve().parents[2] / "data" / "capture"
-    record = json.loads((source / "synthetic_generator_inf.jsonl").read_text(encoding="utf-8"))
-    assert None in record["gold_trace"]["final_answer"].values()
-    out = build_with(tmp_path, "inf", [record], hash_precision=2)
-    (episode,) = table(out, "episodes")
-    assert episode["checks"] == [] and episode["verified_recomputed"]
-    (question,) = table(out, "questions")
-    assert question["checks"] == []
-    assert [r["episode_id"] for r in table(out, "rl")] == [record["episode_id"]]
