@@ -17,6 +17,7 @@ from pathlib import Path
 from builder.engine.interrupts import STOPPING
 from builder.engine.orphans import alive
 from builder.errors import EnvironmentProblem
+from builder.fs.space import free_files
 from builder.sessions.urls import DatabaseError
 
 _PG_DUMP_MARKS = ("-- PostgreSQL database dump", "\\connect ", "\\restrict ", "FROM stdin;")
@@ -63,7 +64,12 @@ def load_dump(dump: Path, target: Path) -> None:
         at = script.index("\x00")
         line = script.count("\n", 0, at) + 1
         raise DatabaseError(f"{dump}: a NUL character at line {line}: not an SQL dump")
-    con = sqlite3.connect(target)
+    try:
+        con = sqlite3.connect(target)
+    except sqlite3.Error as exc:
+        raise _out_of_inodes(target, dump) or DatabaseError(
+            f"{dump}: SQL dump does not load into SQLite: {exc}"
+        ) from exc
     elsewhere: list[str] = []
     con.set_authorizer(functools.partial(_in_place, elsewhere))
     try:
@@ -77,7 +83,11 @@ def load_dump(dump: Path, target: Path) -> None:
                     return
                 raise
     except sqlite3.Error as exc:
-        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        code = getattr(exc, "sqlite_errorcode", None)
+        no_inode = _out_of_inodes(target, dump) if code == sqlite3.SQLITE_CANTOPEN else None
+        if no_inode is not None:  # its journal could not be made
+            raise no_inode from exc
+        if code == sqlite3.SQLITE_FULL:
             size = target.stat().st_size if target.exists() else 0
             full = EnvironmentProblem(
                 f"no space left on the device of {target.parent} loading the SQL dump {dump} "
@@ -100,6 +110,19 @@ def load_dump(dump: Path, target: Path) -> None:
         raise DatabaseError(f"{dump}: SQL dump does not load into SQLite: {exc}") from exc
     finally:
         con.close()
+
+
+def _out_of_inodes(target: Path, dump: Path) -> EnvironmentProblem | None:
+    """The error of a database SQLite could not open (or journal) for want of an inode: a
+    file system with bytes to spare and no file left to make. None when inodes remain."""
+    if free_files(target.parent) != 0:
+        return None
+    full = EnvironmentProblem(
+        f"no inodes left on the device of {target.parent} loading the SQL dump {dump} into "
+        "SQLite: no more files can be made there"
+    )
+    full.hint = "remove files there, or set TMPDIR to a folder on another disk"
+    return full
 
 
 DUMP_PREFIX = "sessions-dump-"  # + the loading process's id: a killed one's is found again

@@ -29,6 +29,20 @@ def test_a_full_temporary_folder_is_said_as_one(tmp_path: Path) -> None:
     assert "TMPDIR" in raised.value.hint and raised.value.exit_code == 5
 
 
+def test_a_temporary_folder_out_of_inodes_is_said_as_one(tmp_path: Path) -> None:
+    """Bytes to spare, and no inode for the loaded database beside the one file made there:
+    SQLite's "unable to open database file" blamed the dump (exit 1); it is the disk's."""
+    dump = tmp_path / "small.sql"
+    dump.write_text("CREATE TABLE t (i INTEGER);\nINSERT INTO t VALUES (1);\n")
+    with small_disk(tmp_path / "disk", 50, inodes=2) as disk:
+        (disk / "taken").write_text("the one inode left beside the folder's own")
+        with pytest.raises(EnvironmentProblem) as raised:
+            load_dump(dump, disk / "loaded.db")
+    message = str(raised.value)
+    assert message.startswith(f"no inodes left on the device of {disk} loading the SQL dump")
+    assert "TMPDIR" in raised.value.hint and raised.value.exit_code == 5
+
+
 def test_a_killed_loaders_dump_goes_with_the_next_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
