@@ -131,7 +131,8 @@ def connect(url: str | DatabaseURL) -> Iterator[Any]:
         ) from exc
     assert db.path is not None
     if not db.path.is_file():
-        raise DatabaseError(f"{db.redacted}: no such file {db.path}")
+        what = "not a regular file (a pipe?):" if db.path.exists() else "no such file"
+        raise DatabaseError(f"{db.redacted}: {what} {db.path}")
     try:  # SQLite says "failed to allocate memory" of a file it may not read
         db.path.open("rb").close()
     except OSError as exc:
@@ -194,7 +195,8 @@ def check_database(url: str) -> None:
                     f"{db.redacted}: no such file {db.path} (relative to this folder)",
                     f"for the file {rooted}, write four slashes: sqlite:///{rooted}",
                 )
-            raise DatabaseError(f"{db.redacted}: no such file {db.path}")
+            what = "not a regular file (a pipe?):" if db.path.exists() else "no such file"
+            raise DatabaseError(f"{db.redacted}: {what} {db.path}")
         return
     if importlib.util.find_spec("adbc_driver_postgresql") is None:
         raise DriverMissing(

@@ -97,6 +97,8 @@ def _refuse_not_a_file(name: str) -> None:
     except OSError as exc:  # nothing there, or a name no file can have
         if exc.errno == errno.ENAMETOOLONG:
             raise InputError(f"{name[:80]}…: {exc.strerror}") from exc
+        if exc.errno == errno.EACCES:  # a folder on the way that may not be read
+            raise InputError(f"{name}: {exc.strerror} (a folder on its path)") from exc
         return
     if path.is_dir():
         raise InputError(f"{name} is a folder: name its files, e.g. {name}/*.jsonl")
@@ -108,6 +110,11 @@ def _refuse_not_a_file(name: str) -> None:
         error.hint = ""
         raise error
     if path.is_symlink():
+        try:
+            os.stat(name)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise InputError(f"{name} is a loop of symbolic links") from exc
         raise InputError(f"{name} is a broken symbolic link (to {os.readlink(name)})")
 
 

@@ -605,3 +605,11 @@ def test_a_database_file_it_may_not_read_is_one_line_naming_it(
     err = capfd.readouterr().err
     assert code == 1 and "Permission denied" in err and "internal error" not in err, err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_pipe_named_as_the_database_is_said_for_what_it_is(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "s.db")
+    with pytest.raises(DatabaseError, match="not a regular file \\(a pipe\\?\\)"):
+        check_database(f"sqlite:///{tmp_path / 's.db'}")

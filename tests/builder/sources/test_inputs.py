@@ -185,6 +185,25 @@ def test_a_pipe_or_a_broken_link_is_named_for_what_it_is(tmp_path: Path) -> None
     (tmp_path / "link.jsonl").symlink_to(tmp_path / "gone.jsonl")
     with pytest.raises(InputError, match="is a broken symbolic link"):
         expand_inputs([str(tmp_path / "link.jsonl")])
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    with pytest.raises(InputError, match=r"a\.jsonl is a loop of symbolic links"):
+        expand_inputs([str(tmp_path / "a.jsonl")])
+
+
+def test_a_file_in_a_folder_it_may_not_read_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not "no input file matches": the folder on its path refuses (root reads any
+    folder: the refusal is the system's, stood in for here)."""
+    name = str(tmp_path / "locked" / "x.jsonl")
+
+    def refused(self: Path) -> os.stat_result:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "lstat", refused)
+    with pytest.raises(InputError, match=re.escape(f"{name}: Permission denied (a folder")):
+        expand_inputs([name])
 
 
 def test_line_at_the_limit_is_kept_one_byte_over_is_too_long(tmp_path: Path) -> None:
