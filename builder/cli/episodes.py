@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from builder import errors as exit_codes
 from builder.cli import faults
+from builder.cli.ingest_workers import ingest_workers
 from builder.cli.options import _add_check_options, _with_check_options, load_build_config
 from builder.cli.preflight import (
     FolderProblem,
@@ -33,7 +34,6 @@ from builder.config import (
 from builder.engine.arrow_memory import jemalloc_for_arrow
 from builder.engine.blas import one_blas_thread
 from builder.errors import UserError, first_line, one_line
-from builder.fs.uris import is_uri
 from schemas.manifest import MANIFEST
 from schemas.vocabulary import GROUP_POLICIES
 
@@ -180,25 +180,6 @@ EXIT_USAGE, EXIT_REJECTED = exit_codes.USAGE, exit_codes.REFUSED
 EXIT_STRICT_CHECKS, EXIT_LOCKED = exit_codes.STRICT_CHECKS, exit_codes.LOCKED
 
 
-def start_ingest_workers(config: BuildConfig) -> None:
-    """When the ingest will fork workers (``builder.engine.pool_expected``), their server
-    starts before this process imports the build: it imports the ingest on the other core
-    meanwhile, and the pool's workers are forked at once when the ingest reaches them."""
-    from builder.engine import pool_expected, start_fork_server
-    from builder.sources.inputs import InputError, expand_inputs
-
-    if config.engine != "local":
-        return
-    if config.cache_dir is not None and config.cache_dir.is_dir():
-        return  # a rebuild, mostly served by the cache: a pool starts if a run needs one
-    try:
-        files = expand_inputs([p for p in config.episodes if not is_uri(p)])
-    except InputError:
-        return  # the build reports it
-    if pool_expected(files, config.workers):
-        start_fork_server()
-
-
 def cmd_build(args: argparse.Namespace) -> int:
     faults.set_timeout(args.timeout)  # a bad setting is said before any work
     if not args.from_build:
@@ -227,13 +208,8 @@ def _named_inputs(args: argparse.Namespace) -> list[str]:
 
 
 def _build(args: argparse.Namespace, config: BuildConfig) -> int:
-    from builder.engine import stop_fork_server
-
-    start_ingest_workers(config)
-    try:
+    with ingest_workers(config):
         return _run_build(args, config)
-    finally:  # a build refused or failed: the server started ahead ends with it, not after
-        stop_fork_server()
 
 
 def _run_build(args: argparse.Namespace, config: BuildConfig) -> int:

@@ -231,7 +231,7 @@ def test_the_command_starts_the_workers_server_ahead_only_for_a_pool(
     from multiprocessing import forkserver
 
     import builder.engine as engine_module
-    from builder.cli.episodes import start_ingest_workers
+    from builder.cli.ingest_workers import start_ingest_workers
 
     config = tricky_input(tmp_path)
     monkeypatch.setattr(engine_module, "default_workers", lambda: 2)
