@@ -5,7 +5,7 @@
 """
 
 from tests.hub_server.clients import point_clients_at, verify
-from tests.hub_server.server import Fault, HubServer, Request
+from tests.hub_server.server import Fault, HubServer, Request, rate_limit
 from tests.hub_server.state import User
 
-__all__ = ["Fault", "HubServer", "Request", "User", "point_clients_at", "verify"]
+__all__ = ["Fault", "HubServer", "Request", "User", "point_clients_at", "rate_limit", "verify"]

@@ -836,3 +836,11 @@ def _ranged(data: bytes, etag: str, range_header: str | None, headers: dict) -> 
         return Response(416, b"", {**base, "Content-Range": f"bytes */{total}"})
     base["Content-Range"] = f"bytes {start}-{end}/{total}"
     return Response(206, data[start : end + 1], base)
+
+
+def rate_limit(seconds: int) -> dict[str, str]:
+    """The Hub's own 429 headers: no request left in the window, which resets in ``seconds``."""
+    return {
+        "RateLimit": f'"api";r=0;t={seconds}',
+        "RateLimit-Policy": '"fixed window";"api";q=500;w=300',
+    }

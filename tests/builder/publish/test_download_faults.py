@@ -23,7 +23,7 @@ from builder.cli.episodes import main
 from builder.fs import network
 from builder.pipeline import BuildReport
 from tests.builder.publish.helpers import run_publish
-from tests.hub_server import HubServer
+from tests.hub_server import HubServer, rate_limit
 
 REPO = "org/download-faults"
 RELEASE = f"{REPO}@v1.0.0"
@@ -160,17 +160,29 @@ def test_a_hub_out_of_reach_is_exit_5(
     assert len(err) == 1 and "ConnectError" in err[0] and "HF_ENDPOINT" in err[0], err
 
 
-def test_a_429_waits_as_retry_after_says(
-    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
+@pytest.mark.parametrize(
+    ("asked", "wait"),
+    [({"seconds": 1}, 1.0), ({"headers": rate_limit(2)}, 2.0)],
+    ids=["retry-after", "ratelimit"],
+)
+def test_a_429_waits_as_the_hub_says(
+    hub: HubServer,
+    release: str,
+    cache: Path,
+    tmp_path: Path,
+    capfd,
+    asked: dict,
+    wait: float,
 ) -> None:
-    hub.fail("GET", REVISION, "status", status=429, seconds=1)
+    """A ``Retry-After`` or a ``RateLimit`` header: the pause the Hub asks for is taken."""
+    hub.fail("GET", REVISION, "status", status=429, **asked)
     started = time.monotonic()
     try:
         code, err = export(release, tmp_path / "x.jsonl", capfd)
     finally:
         hub.clear()
     assert code == 0, err
-    assert time.monotonic() - started >= 1.0  # not the 0.5 s of the first backoff
+    assert time.monotonic() - started >= wait  # not the 0.5 s of the first backoff
 
 
 def test_a_429_asking_too_long_a_wait_is_said(
@@ -184,27 +196,6 @@ def test_a_429_asking_too_long_a_wait_is_said(
     assert code == exit_codes.UNAVAILABLE, err
     assert fault.hits == 1 and len(err) == 1, err
     assert "rate limited" in err[0] and "3600 s" in err[0] and "wait 3600 s" in err[0]
-
-
-def rate_limit(seconds: int) -> dict[str, str]:
-    """The Hub's own 429 headers: no request left in the window, which resets in ``seconds``."""
-    return {
-        "RateLimit": f'"api";r=0;t={seconds}',
-        "RateLimit-Policy": '"fixed window";"api";q=500;w=300',
-    }
-
-
-def test_a_429_waits_as_its_ratelimit_header_says(
-    hub: HubServer, release: str, cache: Path, tmp_path: Path, capfd
-) -> None:
-    hub.fail("GET", REVISION, "status", status=429, headers=rate_limit(2))
-    started = time.monotonic()
-    try:
-        code, err = export(release, tmp_path / "x.jsonl", capfd)
-    finally:
-        hub.clear()
-    assert code == 0, err
-    assert time.monotonic() - started >= 2.0  # not the 0.5 s of the first backoff
 
 
 def test_a_ratelimit_asking_too_long_a_wait_is_said_at_once(

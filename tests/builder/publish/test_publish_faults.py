@@ -18,7 +18,7 @@ from builder.cli.episodes import main
 from builder.fs import leftovers, network
 from builder.pipeline import BuildReport
 from tests.builder.publish.helpers import run_publish
-from tests.hub_server import HubServer
+from tests.hub_server import HubServer, rate_limit
 
 COMMIT = r"^/api/datasets/org/[^/]+/commit/main$"
 
@@ -66,34 +66,18 @@ def test_the_clients_upload_retries_follow_episodes_retries(
     assert per_file == 2  # the first try and EPISODES_RETRIES=1 more, not the client's 5
 
 
-def test_a_429_is_waited_as_retry_after_says_then_said(
-    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str, quick: None
+@pytest.mark.parametrize(
+    "asked", [{"seconds": 1}, {"headers": rate_limit(1)}], ids=["retry-after", "ratelimit"]
+)
+def test_a_429_is_waited_as_the_hub_says_then_said(
+    hub: HubServer,
+    build_a: BuildReport,
+    repo_id: str,
+    hf_token: str,
+    quick: None,
+    asked: dict,
 ) -> None:
-    fault = hub.fail("GET", r"^/api/whoami", "status", times=100, status=429, seconds=1)
-    started = time.monotonic()
-    try:
-        code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")
-    finally:
-        hub.clear()
-    assert code == exit_codes.UNAVAILABLE, err
-    assert fault.hits == 2 and time.monotonic() - started >= 1.0  # not after 0.5 s
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "rate limited" in lines[0] and "asked to wait 1 s" in lines[0]
-    assert "wait 1 s, then run the same command again" in lines[0], lines
-
-
-def rate_limit(seconds: int) -> dict[str, str]:
-    """The Hub's own 429 headers: no request left in the window, which resets in ``seconds``."""
-    return {
-        "RateLimit": f'"api";r=0;t={seconds}',
-        "RateLimit-Policy": '"fixed window";"api";q=500;w=300',
-    }
-
-
-def test_a_429_is_waited_as_its_ratelimit_header_says_then_said(
-    hub: HubServer, build_a: BuildReport, repo_id: str, hf_token: str, quick: None
-) -> None:
-    fault = hub.fail("GET", r"^/api/whoami", "status", times=100, status=429, headers=rate_limit(1))
+    fault = hub.fail("GET", r"^/api/whoami", "status", times=100, status=429, **asked)
     started = time.monotonic()
     try:
         code, _, err = run_publish(build_a.out, "--repo", repo_id, "--version", "1.0.0")

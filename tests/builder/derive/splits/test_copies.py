@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from builder.derive.splits.assign import PINNED_COLUMNS
 from builder.derive.splits.copies import (
     MIN_WORDS,
     held_out_copies,
@@ -88,14 +89,7 @@ def test_a_held_out_question_is_found_inside_a_message_unless_it_is_a_few_words(
         },
         schema={"session_id": pl.Int64, "question_id": pl.String, "text": pl.String},
     )
-    pinned = pl.DataFrame(
-        schema={
-            "question_id": pl.String,
-            "text": pl.String,
-            "split": pl.String,
-            "reason": pl.String,
-        }
-    )
+    pinned = pl.DataFrame(schema=PINNED_COLUMNS)
     found = held_out_copies(prompts, assignment, questions, pinned, 8, 0.5)
     # session 3's own question is held out: it does not train, so nothing is looked at
     assert found.to_dicts() == [{"session_id": 2, "reason": "held_out_copy"}]
@@ -109,14 +103,7 @@ def _found(prompts: pl.DataFrame) -> list[int]:
         schema={"question_id": pl.String, "split": pl.String},
     ).with_columns(reason=pl.lit(None, pl.String))
     questions = pl.DataFrame({"question_id": [*ids, "h"], "text": [TRAIN_Q] * len(ids) + [HELD_Q]})
-    pinned = pl.DataFrame(
-        schema={
-            "question_id": pl.String,
-            "text": pl.String,
-            "split": pl.String,
-            "reason": pl.String,
-        }
-    )
+    pinned = pl.DataFrame(schema=PINNED_COLUMNS)
     found = held_out_copies(prompts, assignment, questions, pinned, 8, 0.5)
     return found.get_column("session_id").to_list()
 
@@ -191,14 +178,7 @@ def test_an_episode_is_found_by_any_prompt_but_never_by_its_own_question() -> No
         schema={"question_id": pl.String, "split": pl.String, "reason": pl.String},
     )
     questions = pl.DataFrame({"question_id": ["t", "h"], "text": [TRAIN_Q, HELD_Q]})
-    pinned = pl.DataFrame(
-        schema={
-            "question_id": pl.String,
-            "text": pl.String,
-            "split": pl.String,
-            "reason": pl.String,
-        }
-    )
+    pinned = pl.DataFrame(schema=PINNED_COLUMNS)
     found = held_out_episodes(prompts, assignment, questions, pinned, 8, 0.5)
     assert found.to_dicts() == [{"episode_id": "e1", "reason": "held_out_copy"}]
 
@@ -226,14 +206,7 @@ def test_under_a_policy_that_lets_paraphrases_train_an_episode_s_own_question_is
         schema={"question_id": pl.String, "split": pl.String},
     ).with_columns(reason=pl.lit(None, pl.String))
     questions = pl.DataFrame({"question_id": ["t", "h", "o"], "text": [near, HELD_Q, OTHER_HELD_Q]})
-    pinned = pl.DataFrame(
-        schema={
-            "question_id": pl.String,
-            "text": pl.String,
-            "split": pl.String,
-            "reason": pl.String,
-        }
-    )
+    pinned = pl.DataFrame(schema=PINNED_COLUMNS)
     strict = held_out_episodes(prompts, assignment, questions, pinned, 8, 0.5)
     assert strict.get_column("episode_id").to_list() == ["e1", "e2"]
     excused = held_out_episodes(prompts, assignment, questions, pinned, 8, 0.5, True)
